@@ -1,0 +1,34 @@
+# The two commands: `make demo` and `make test`. Each creates or reuses .venv and
+# installs what it needs first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+EXTRAS ?= test,plot
+OUT ?= out/demo
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/agentenvs demo --out $(OUT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check agentenvs tests benchmarks
+
+bench: $(STAMP)
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) out build dist .pytest_cache

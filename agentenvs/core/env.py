@@ -1,0 +1,324 @@
+"""The base text env: turn budget, info keys, snapshot plumbing and bad-input handling.
+
+A benchmark env subclasses ``TextEnv`` and implements only what differs: how a task is
+loaded (``_load_task``), what an action does (``_apply``), its own state for snapshots
+(``_get_state``/``_set_state``), its ``state_key`` and its ``error_action``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from agentenvs.core import info as keys
+from agentenvs.core.errors import SnapshotError, UnknownTaskError
+from agentenvs.core.snapshot import Snapshot
+from agentenvs.core.spaces import FreeText
+
+DEFAULT_MAX_CHARS = 1 << 20
+
+
+@dataclass
+class Transition:
+    """What one action did, as a benchmark env reports it to the base env.
+
+    ``success`` and ``score`` are the values *after* the action; ``None`` keeps the
+    previous values (an invalid action changes nothing).
+    """
+
+    observation: str
+    reward: float = 0.0
+    terminated: bool = False
+    action_valid: bool = True
+    success: bool | None = None
+    score: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base of every agentenvs env: a ``gymnasium.Env[str, str]`` with a turn budget.
+
+    Arguments common to every env:
+        max_turns: the turn budget (an episode is truncated after this many steps); a
+            single episode can override it with ``reset(options={"max_turns": T})``.
+        show_budget: append "N turns left" to every observation.
+        render_mode: ``"ansi"`` (``render()`` returns the last observation) or ``"human"``.
+        max_action_chars: longer actions are rejected as invalid (the turn is spent).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    #: bump when the layout of ``_get_state()`` changes, so stale snapshots are refused
+    snapshot_version: ClassVar[int] = 1
+    default_max_turns: ClassVar[int] = 10
+    #: option names a subclass accepts in ``reset(options=...)`` besides task_id/max_turns
+    extra_options: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(
+        self,
+        *,
+        max_turns: int | None = None,
+        show_budget: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = DEFAULT_MAX_CHARS,
+        max_observation_chars: int = DEFAULT_MAX_CHARS,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
+        self.max_turns = self._check_budget(
+            self.default_max_turns if max_turns is None else max_turns
+        )
+        self.show_budget = bool(show_budget)
+        self.render_mode = render_mode
+        self.max_action_chars = int(max_action_chars)
+        self.action_space = FreeText(self.max_action_chars)
+        self.observation_space = FreeText(max_observation_chars)
+        self._task_id: str | None = None
+        self._turn = 0
+        self._episode_max_turns = self.max_turns
+        self._done = False
+        self._success = False
+        self._score = 0.0
+        self._last_obs = ""
+
+    # ---------------------------------------------------------------- subclass hooks
+    @property
+    def task_ids(self) -> Sequence[str]:
+        """Every task id this env can load."""
+        raise NotImplementedError
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        """Set up ``task_id`` (drawing from ``self.np_random``) and return the first observation."""
+        raise NotImplementedError
+
+    def _apply(self, action: str) -> Transition:
+        """Carry out one action (already a ``str`` within the length limit)."""
+        raise NotImplementedError
+
+    def _get_state(self) -> Any:
+        """The benchmark's own state, picklable and self-contained."""
+        raise NotImplementedError
+
+    def _set_state(self, state: Any) -> None:
+        raise NotImplementedError
+
+    def _state_key(self) -> str:
+        """A string equal for equal underlying states (no turn count, no history)."""
+        raise NotImplementedError
+
+    def error_action(self, rng: np.random.Generator) -> str:
+        """A plausible wrong action for the current state, drawn from ``rng``."""
+        raise NotImplementedError
+
+    def _extra_info(self) -> dict[str, Any]:
+        """Benchmark-specific info keys, added to every info dict."""
+        return {}
+
+    def _reset_info(self) -> dict[str, Any]:
+        """Keys only the reset info carries (system prompt, tools)."""
+        return {}
+
+    # ---------------------------------------------------------------- gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"task_id", "max_turns"} - self.extra_options
+        if unknown:
+            allowed = sorted({"task_id", "max_turns"} | self.extra_options)
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; allowed: {allowed}")
+        self._episode_max_turns = self._check_budget(options.get("max_turns", self.max_turns))
+        task_id = options.get("task_id")
+        if task_id is None:
+            ids = self.task_ids
+            task_id = ids[int(self.np_random.integers(len(ids)))]
+        elif task_id not in self._known_task(task_id):
+            raise UnknownTaskError(f"unknown task_id {task_id!r} for {type(self).__name__}")
+        self._task_id = str(task_id)
+        self._turn = 0
+        self._done = False
+        self._success = False
+        self._score = 0.0
+        observation = self._load_task(self._task_id, options)
+        observation = self._finish_observation(observation)
+        info = self._info(action_valid=True)
+        info.update(self._reset_info())
+        return observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._task_id is None or self._done:
+            raise gym.error.ResetNeeded(
+                "the episode is over (or never started): call reset() before step()"
+            )
+        self._turn += 1
+        text, problem = self._coerce_action(action)
+        if problem is not None:
+            transition = Transition(observation=problem, action_valid=False)
+        else:
+            transition = self._apply(text)
+        if transition.success is not None:
+            self._success = bool(transition.success)
+        if transition.score is not None:
+            self._score = float(transition.score)
+        terminated = bool(transition.terminated)
+        truncated = not terminated and self._turn >= self._episode_max_turns
+        self._done = terminated or truncated
+        observation = self._finish_observation(transition.observation)
+        info = self._info(action_valid=transition.action_valid)
+        info.update(transition.info)
+        return observation, float(transition.reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_obs
+        if self.render_mode == "human":
+            print(self._last_obs)
+        return None
+
+    # ---------------------------------------------------------------- contract extras
+    @property
+    def task_id(self) -> str | None:
+        return self._task_id
+
+    @property
+    def turn(self) -> int:
+        return self._turn
+
+    @property
+    def turns_left(self) -> int:
+        return max(self._episode_max_turns - self._turn, 0)
+
+    @property
+    def episode_max_turns(self) -> int:
+        return self._episode_max_turns
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def state_key(self) -> str:
+        """Short hash of (task, underlying state): equal states give equal keys."""
+        raw = f"{self._task_id}\x00{self._state_key()}"
+        return hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
+
+    def snapshot(self) -> Snapshot:
+        """Everything the agent can change, picklable, restorable into a fresh env."""
+        if self._task_id is None:
+            raise SnapshotError("nothing to snapshot: call reset() first")
+        base = {
+            "task_id": self._task_id,
+            "turn": self._turn,
+            "episode_max_turns": self._episode_max_turns,
+            "done": self._done,
+            "success": self._success,
+            "score": self._score,
+            "last_obs": self._last_obs,
+            "rng": self.np_random.bit_generator.state,
+        }
+        return Snapshot(
+            env_class=self._class_name(),
+            version=self.snapshot_version,
+            base=base,
+            state=self._get_state(),
+        )
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Put the env back exactly as it was when ``snapshot`` was taken."""
+        if not isinstance(snapshot, Snapshot):
+            raise SnapshotError(f"expected a Snapshot, got {type(snapshot).__name__}")
+        if snapshot.env_class != self._class_name():
+            raise SnapshotError(
+                f"snapshot of {snapshot.env_class} cannot be restored into {self._class_name()}"
+            )
+        if snapshot.version != self.snapshot_version:
+            raise SnapshotError(
+                f"snapshot version {snapshot.version} != env's {self.snapshot_version}"
+            )
+        base = snapshot.base
+        rng_state = base["rng"]
+        bit_generator = getattr(np.random, rng_state["bit_generator"])()
+        bit_generator.state = rng_state
+        self._np_random = np.random.Generator(bit_generator)
+        self._task_id = base["task_id"]
+        self._turn = base["turn"]
+        self._episode_max_turns = base["episode_max_turns"]
+        self._done = base["done"]
+        self._success = base["success"]
+        self._score = base["score"]
+        self._last_obs = base["last_obs"]
+        self._set_state(snapshot.state)
+
+    def score_action(self, action: str) -> float:
+        """The quality of ``action`` from the current state, without advancing.
+
+        By default: the ``score`` the env reports after the action, found by stepping a
+        snapshot and restoring it. Envs with an oracle override this (FrozenLake: Q*).
+        """
+        snap = self.snapshot()
+        try:
+            _, _, _, _, info = self.step(action)
+            return float(info[keys.SCORE])
+        finally:
+            self.restore(snap)
+
+    # ---------------------------------------------------------------- helpers
+    def _known_task(self, task_id: Any) -> Sequence[str] | set[str]:
+        """Task ids to validate against; envs with generated tasks override this."""
+        return self.task_ids
+
+    def _class_name(self) -> str:
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+    @staticmethod
+    def _check_budget(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"max_turns must be a positive integer, got {value!r}")
+        return int(value)
+
+    def _coerce_action(self, action: Any) -> tuple[str, str | None]:
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        if not isinstance(action, str):
+            return "", (
+                f"Invalid action: expected text, got {type(action).__name__}. "
+                f"{self.action_format()}"
+            )
+        if len(action) > self.max_action_chars:
+            return "", (
+                f"Invalid action: {len(action)} characters is over the limit of "
+                f"{self.max_action_chars}. {self.action_format()}"
+            )
+        return action, None
+
+    def action_format(self) -> str:
+        """One line telling the agent what a valid action looks like."""
+        return ""
+
+    def _finish_observation(self, observation: str) -> str:
+        if self.show_budget and not self._done:
+            left = self.turns_left
+            observation = f"{observation}\n[{left} turn{'s' if left != 1 else ''} left]"
+        self._last_obs = observation
+        return observation
+
+    def _info(self, *, action_valid: bool) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            keys.TASK_ID: self._task_id,
+            keys.TURN: self._turn,
+            keys.MAX_TURNS: self._episode_max_turns,
+            keys.TURNS_LEFT: self.turns_left,
+            keys.SUCCESS: self._success,
+            keys.SCORE: self._score,
+            keys.ACTION_VALID: bool(action_valid),
+            keys.STATE_KEY: self.state_key(),
+        }
+        info.update(self._extra_info())
+        return info

@@ -1,0 +1,39 @@
+"""The benchmark envs, one package each, and their registration."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from agentenvs.policy.registry import register_policy
+
+NAMESPACE = "agentenvs"
+
+#: id -> entry point; every id gets order enforcement from the base env itself
+ENV_IDS: dict[str, str] = {
+    "FrozenLake-v0": "agentenvs.envs.frozenlake.env:FrozenLakeEnv",
+}
+
+POLICIES: dict[str, str] = {
+    "frozenlake/oracle": "agentenvs.envs.frozenlake.policies:OraclePolicy",
+    "frozenlake/random": "agentenvs.envs.frozenlake.policies:RandomPolicy",
+    "frozenlake/noisy": "agentenvs.envs.frozenlake.policies:NoisyOraclePolicy",
+}
+
+
+def register_envs() -> None:
+    """Register every env id under the ``agentenvs/`` namespace (idempotent)."""
+    for name, entry_point in ENV_IDS.items():
+        env_id = f"{NAMESPACE}/{name}"
+        if env_id not in gym.registry:
+            # the base env enforces reset-before-step itself and owns the turn budget
+            gym.register(
+                id=env_id,
+                entry_point=entry_point,
+                order_enforce=False,
+            )
+    for name, entry_point in POLICIES.items():
+        register_policy(name, entry_point)
+
+
+def registered_ids() -> list[str]:
+    return [f"{NAMESPACE}/{name}" for name in ENV_IDS]

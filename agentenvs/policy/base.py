@@ -1,0 +1,72 @@
+"""The policy protocol: sample actions for a batch of chat histories, score given actions.
+
+Every policy (scripted, HF transformers, vLLM, an OpenAI-compatible endpoint) speaks
+this protocol, so the runner and the analyses never care which one they drive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass
+class Conversation:
+    """A chat history: ``messages`` are ``{"role", "content"}`` dicts.
+
+    ``env`` is the live (unwrapped) env the conversation is about; scripted reference
+    policies read its state, model policies ignore it. It is never serialized.
+    """
+
+    messages: list[dict[str, str]] = field(default_factory=list)
+    tools: list[dict[str, Any]] | None = None
+    env: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def start(
+        cls,
+        observation: str,
+        info: dict[str, Any],
+        env: Any = None,
+    ) -> Conversation:
+        messages: list[dict[str, str]] = []
+        system = info.get("system_prompt")
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": observation})
+        return cls(messages=messages, tools=info.get("tools"), env=env)
+
+    def add_turn(self, action: str, observation: str) -> None:
+        self.messages.append({"role": "assistant", "content": action})
+        self.messages.append({"role": "user", "content": observation})
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that turns chat histories into actions."""
+
+    name: str
+
+    def sample(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[str]]:
+        """``n`` sampled actions for each conversation (outer list follows the input)."""
+        ...
+
+
+class ScriptedPolicy:
+    """Base for reference policies that decide from the env's state, one action at a time."""
+
+    name = "scripted"
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        raise NotImplementedError
+
+    def sample(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[str]]:
+        rng = np.random.default_rng(seed)
+        return [[self.act(conv, rng) for _ in range(n)] for conv in conversations]

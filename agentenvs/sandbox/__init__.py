@@ -1,0 +1,1 @@
+"""Sandboxes that run untrusted code: local (bubblewrap namespaces) and Docker."""

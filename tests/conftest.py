@@ -1,0 +1,34 @@
+"""Shared test set-up: service markers whose skips become failures when services are required.
+
+Tests that need a service (Docker, MySQL, bubblewrap namespaces) carry its marker and skip
+with the reason when it is missing. With ``AGENTENVS_REQUIRE_SERVICES=1`` (set by CI) such a
+skip is reported as a failure, so CI proves them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SERVICE_MARKERS = ("docker", "mysql", "bwrap")
+
+
+def services_required() -> bool:
+    return os.environ.get("AGENTENVS_REQUIRE_SERVICES", "") not in ("", "0", "false", "no")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or not services_required():
+        return
+    needed = [m for m in SERVICE_MARKERS if item.get_closest_marker(m) is not None]
+    if needed:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (
+            f"service(s) {needed} are required (AGENTENVS_REQUIRE_SERVICES is set) "
+            f"but the test was skipped: {reason}"
+        )
