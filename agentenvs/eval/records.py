@@ -1,0 +1,157 @@
+"""A run on disk: the JSONL file of trajectories, its manifest, and stable seeds.
+
+A run directory holds ``manifest.json`` (the run's config) and ``trajectories.jsonl``
+(one JSON object a line, one line per finished trajectory). Lines are appended with a
+single ``write`` on an ``O_APPEND`` descriptor, so a process killed mid-run leaves at
+worst one torn last line without its newline; readers ignore it and writers cut it off
+before appending again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentenvs.core.errors import AgentEnvsError
+
+MANIFEST_NAME = "manifest.json"
+TRAJECTORIES_NAME = "trajectories.jsonl"
+FORMAT_VERSION = 1
+
+
+class RunFileError(AgentEnvsError):
+    """A run directory that cannot be read, or that does not match the run asked for."""
+
+
+def stable_seed(*parts: Any) -> int:
+    """A 63-bit seed from ``parts``, the same in every process and Python version.
+
+    Python's ``hash`` is salted per process, so it cannot name a trajectory.
+    """
+    raw = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") >> 1
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return repr(value)
+
+
+def dumps_line(record: dict[str, Any]) -> bytes:
+    """One record as a compact JSON line (newline included), ready for ``append_line``."""
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    return (text + "\n").encode()
+
+
+class JsonlAppender:
+    """Appends whole lines to a JSONL file, each in one ``write`` on an ``O_APPEND`` fd.
+
+    Opening cuts off a torn last line (a write interrupted by a kill), so the next line
+    starts on a line boundary. ``fsync=True`` also survives power loss, at a cost.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        repair_torn_tail(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, line: bytes) -> None:
+        if not line.endswith(b"\n"):
+            raise ValueError("a JSONL line must end with a newline")
+        view = memoryview(line)
+        # a regular file takes the whole line in one write; the loop only guards odd cases
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut the file back to its last newline; returns how many bytes were dropped."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        # read backwards in blocks until a newline shows up
+        end, block = size, 1 << 16
+        keep = 0
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            chunk = fh.read(end - start)
+            pos = chunk.rfind(b"\n")
+            if pos >= 0:
+                keep = start + pos + 1
+                break
+            end = start
+        if keep != size:
+            fh.truncate(keep)
+    return size - keep
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Every complete record of a JSONL file; a torn last line (no newline) is skipped."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn by a kill mid-write: the trajectory will be run again
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RunFileError(f"{path}:{number}: not a JSON record ({exc})") from exc
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    return list(iter_records(path))
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON through a temp file and a rename, so readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n")
+    os.replace(tmp, path)
+
+
+def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.exists():
+        raise RunFileError(f"{run_dir}: no {MANIFEST_NAME}; is this a run directory?")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunFileError(f"{path}: not valid JSON ({exc})") from exc
+    if manifest.get("format") != FORMAT_VERSION or "config" not in manifest:
+        raise RunFileError(f"{path}: not an agentenvs run manifest (format {FORMAT_VERSION})")
+    return manifest

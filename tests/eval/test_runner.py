@@ -1,0 +1,252 @@
+"""The Pass@(K,T) runner: determinism across workers, kill-and-resume, manifests, modes.
+
+Most tests drive a tiny "guess the number" env defined here; worker processes import
+this module through the env id's ``module:`` prefix, which registers env and policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agentenvs.core import TextEnv, Transition
+from agentenvs.eval.records import (
+    TRAJECTORIES_NAME,
+    JsonlAppender,
+    RunFileError,
+    read_records,
+    stable_seed,
+)
+from agentenvs.eval.runner import (
+    EvalConfig,
+    RunConfigError,
+    resolve_tasks,
+    run_pass_at_k_t,
+)
+from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.policy.registry import register_policy
+
+HERE = Path(__file__).resolve().parent
+GUESS_ID = "test_runner:agentenvs_test/Guess-v0"
+
+
+class GuessEnv(TextEnv):
+    """Guess a number in [1, size] drawn at reset; the answer is "higher"/"lower"/"correct"."""
+
+    default_max_turns = 8
+
+    def __init__(self, *, delay: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay  # lets a test kill a run partway
+
+    @property
+    def task_ids(self) -> list[str]:
+        return ["small", "medium", "large"]
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        self.size = {"small": 4, "medium": 10, "large": 30}[task_id]
+        self.target = int(self.np_random.integers(1, self.size + 1))
+        self.low, self.high = 1, self.size
+        return f"Guess a number from 1 to {self.size}."
+
+    def _apply(self, action: str) -> Transition:
+        if self.delay:
+            time.sleep(self.delay)
+        try:
+            guess = int(action)
+        except ValueError:
+            return Transition("Answer with a whole number.", action_valid=False)
+        if guess == self.target:
+            return Transition("correct", reward=1.0, terminated=True, success=True, score=1.0)
+        if guess < self.target:
+            self.low = max(self.low, guess + 1)
+            return Transition("higher")
+        self.high = min(self.high, guess - 1)
+        return Transition("lower")
+
+    def _get_state(self) -> Any:
+        return (self.size, self.target, self.low, self.high)
+
+    def _set_state(self, state: Any) -> None:
+        self.size, self.target, self.low, self.high = state
+
+    def _state_key(self) -> str:
+        return f"{self.low}-{self.high}"
+
+    def error_action(self, rng: np.random.Generator) -> str:
+        return "0"
+
+
+class RandomGuesser(ScriptedPolicy):
+    """Guesses uniformly within the bounds learned so far; sometimes says nonsense."""
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = conversation.env
+        if rng.random() < 0.1:
+            return "no idea"
+        return str(int(rng.integers(env.low, env.high + 1)))
+
+
+if "agentenvs_test/Guess-v0" not in gym.registry:
+    gym.register("agentenvs_test/Guess-v0", entry_point=GuessEnv, order_enforce=False)
+register_policy("test/guesser", f"{__name__}:RandomGuesser")
+
+
+def config(**overrides: Any) -> EvalConfig:
+    base: dict[str, Any] = dict(
+        env_id=GUESS_ID,
+        policy="test/guesser",
+        task_ids=["small", "medium", "large"],
+        n=5,
+        budgets=[1, 2, 4, 6],
+        mode="derive",
+        seed=11,
+    )
+    base.update(overrides)
+    return EvalConfig(**base)
+
+
+def lines(run_dir: Path) -> list[str]:
+    return sorted((run_dir / TRAJECTORIES_NAME).read_text().splitlines())
+
+
+def outcomes(run_dir: Path) -> Counter:
+    return Counter(
+        (r["task_id"], r["sample"], r["budget"], r["success"], tuple(s["action"] for s in r["steps"]))
+        for r in read_records(run_dir / TRAJECTORIES_NAME)
+    )
+
+
+def test_stable_seed_is_stable_across_processes() -> None:
+    code = "from agentenvs.eval.records import stable_seed; print(stable_seed(3, 'task', 7, 2))"
+    env = {**os.environ, "PYTHONHASHSEED": "123"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert int(out.stdout) == stable_seed(3, "task", 7, 2)
+    assert 0 <= stable_seed("x") < 2**63
+    assert stable_seed(3, "task", 7, 2) != stable_seed(3, "task", 7, 4)
+
+
+def test_records_and_derive_semantics(tmp_path: Path) -> None:
+    summary = run_pass_at_k_t(config(), tmp_path, workers=0, progress=False)
+    assert (summary.total, summary.ran, summary.already_done) == (15, 15, 0)
+    records = read_records(tmp_path / TRAJECTORIES_NAME)
+    assert len(records) == 15
+    for r in records:
+        # derive: one run per trajectory at the largest budget
+        assert r["budget"] == 6 and r["mode"] == "derive" and r["policy"] == "test/guesser"
+        assert r["turns"] == len(r["steps"]) <= 6
+        assert r["seed"] == stable_seed(11, r["task_id"], r["sample"])
+        if r["success"]:
+            assert r["first_success_turn"] == r["turns"] and r["steps"][-1]["observation"] == "correct"
+        else:
+            assert r["first_success_turn"] is None and r["truncated"]
+        assert set(r["steps"][0]["info"]) == {
+            "turn", "turns_left", "success", "score", "action_valid", "state_key"
+        }
+    assert any(not s["info"]["action_valid"] for r in records for s in r["steps"])
+    # a finished run resumes to nothing
+    again = run_pass_at_k_t(config(), tmp_path, workers=0, progress=False)
+    assert (again.ran, again.already_done) == (0, 15)
+    assert len(read_records(tmp_path / TRAJECTORIES_NAME)) == 15
+
+
+def test_worker_counts_give_identical_trajectories(tmp_path: Path) -> None:
+    cfg = config(mode="rerun", n=4)
+    for workers, chunk in ((0, 5), (1, 3), (2, 2)):
+        run_pass_at_k_t(cfg, tmp_path / f"w{workers}", workers=workers, chunk_size=chunk, progress=False)
+    assert len(lines(tmp_path / "w0")) == 3 * 4 * 4
+    assert lines(tmp_path / "w0") == lines(tmp_path / "w1") == lines(tmp_path / "w2")
+    budgets = {r["budget"] for r in read_records(tmp_path / "w2" / TRAJECTORIES_NAME)}
+    assert budgets == {1, 2, 4, 6}
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+    cfg = config(mode="rerun", n=6, env_kwargs={"delay": 0.01})
+    reference, killed = tmp_path / "reference", tmp_path / "killed"
+    run_pass_at_k_t(cfg, reference, workers=0, progress=False)
+    total = len(lines(reference))
+    script = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); "
+        "from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t; "
+        "cfg = EvalConfig.from_dict(json.loads(sys.argv[2])); "
+        "run_pass_at_k_t(cfg, sys.argv[3], workers=2, chunk_size=2, progress=False)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(HERE), json.dumps(cfg.to_dict()), str(killed)],
+        start_new_session=True,  # its own process group: the kill takes its workers too
+    )
+    path = killed / TRAJECTORIES_NAME
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") >= 10:
+                break
+            assert proc.poll() is None, "the run finished before it could be killed"
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    partial = path.read_bytes().count(b"\n")
+    assert 10 <= partial < total
+    # a kill in the middle of a write leaves a torn line: simulate one on top
+    with open(path, "ab") as fh:
+        fh.write(b'{"task_id":"small","sample":0,"bud')
+    summary = run_pass_at_k_t(cfg, killed, workers=2, progress=False)
+    assert summary.already_done == partial and summary.ran == total - partial
+    assert outcomes(killed) == outcomes(reference)
+    assert lines(killed) == lines(reference)  # no loss, no duplicate, byte-identical lines
+
+
+def test_resume_with_another_config_is_refused(tmp_path: Path) -> None:
+    run_pass_at_k_t(config(n=2), tmp_path, workers=0, progress=False)
+    with pytest.raises(RunConfigError, match="n: stored 2, asked 3"):
+        run_pass_at_k_t(config(n=3), tmp_path, workers=0, progress=False)
+    with pytest.raises(RunConfigError, match="seed"):
+        run_pass_at_k_t(config(n=2, seed=5), tmp_path, workers=0, progress=False)
+
+
+def test_derive_refused_when_budget_is_shown(tmp_path: Path) -> None:
+    with pytest.raises(RunConfigError, match="show_budget"):
+        run_pass_at_k_t(config(env_kwargs={"show_budget": True}), tmp_path, progress=False)
+    summary = run_pass_at_k_t(
+        config(mode="rerun", n=1, env_kwargs={"show_budget": True}), tmp_path, workers=0,
+        progress=False,
+    )
+    assert summary.ran == 3 * 4
+
+
+def test_bad_configs() -> None:
+    with pytest.raises(RunConfigError):
+        config(mode="sometimes")
+    with pytest.raises(RunConfigError):
+        config(budgets=[0, 2])
+    with pytest.raises(RunConfigError):
+        config(env_kwargs={"max_turns": 3})
+    assert config(budgets=[4, 1, 4]).budgets == (1, 4)
+
+
+def test_foreign_trajectories_are_refused(tmp_path: Path) -> None:
+    with JsonlAppender(tmp_path / TRAJECTORIES_NAME) as out:
+        out.write(b'{"task_id":"small","sample":0,"budget":6}\n')
+    with pytest.raises(RunFileError, match="without manifest"):
+        run_pass_at_k_t(config(), tmp_path, workers=0, progress=False)
+
+
+def test_resolve_tasks() -> None:
+    assert resolve_tasks(GUESS_ID, "all") == ["small", "medium", "large"]
+    assert resolve_tasks(GUESS_ID, "first:2") == ["small", "medium"]
+    assert resolve_tasks(GUESS_ID, "large, small") == ["large", "small"]
+    with pytest.raises(RunConfigError, match="unknown"):
+        resolve_tasks(GUESS_ID, "huge")
