@@ -243,9 +243,15 @@ class TextEnv(gym.Env[str, str]):
             )
         base = snapshot.base
         rng_state = base["rng"]
-        bit_generator = getattr(np.random, rng_state["bit_generator"])()
-        bit_generator.state = rng_state
-        self._np_random = np.random.Generator(bit_generator)
+        current = self._np_random
+        if current is not None and type(current.bit_generator).__name__ == rng_state["bit_generator"]:
+            # set the state in place: building a fresh bit generator draws OS entropy
+            # first, which made restore several times slower than everything else
+            current.bit_generator.state = rng_state
+        else:
+            bit_generator = getattr(np.random, rng_state["bit_generator"])()
+            bit_generator.state = rng_state
+            self._np_random = np.random.Generator(bit_generator)
         self._task_id = base["task_id"]
         self._turn = base["turn"]
         self._episode_max_turns = base["episode_max_turns"]
