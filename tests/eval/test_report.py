@@ -1,0 +1,139 @@
+"""Reports: surfaces from run records in both modes, tables, plots and comparisons."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the guess env lives next door
+import test_runner as guess  # noqa: E402
+
+from agentenvs.eval.passk import pass_at_k  # noqa: E402
+from agentenvs.eval.records import TRAJECTORIES_NAME, read_records  # noqa: E402
+from agentenvs.eval.report import (  # noqa: E402
+    default_ks,
+    load_run,
+    run_surface,
+    surface_markdown,
+    write_report,
+)
+from agentenvs.eval.runner import run_pass_at_k_t  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    out = {
+        "derive": root / "derive",
+        "derive2": root / "derive2",
+        "rerun": root / "rerun",
+    }
+    run_pass_at_k_t(guess.config(n=8), out["derive"], workers=0, progress=False)
+    run_pass_at_k_t(guess.config(n=8, seed=99), out["derive2"], workers=0, progress=False)
+    run_pass_at_k_t(guess.config(n=4, mode="rerun"), out["rerun"], workers=0, progress=False)
+    return out
+
+
+def by_hand(records: list[dict], budgets: list[int], ks: list[int], rerun: bool) -> np.ndarray:
+    tasks = sorted({r["task_id"] for r in records})
+    values = np.zeros((len(ks), len(budgets)))
+    for task in tasks:
+        mine = [r for r in records if r["task_id"] == task]
+        for j, t in enumerate(budgets):
+            if rerun:
+                group = [r for r in mine if r["budget"] == t]
+                c = sum(r["success"] for r in group)
+            else:
+                group = mine
+                c = sum(1 for r in mine if r["first_success_turn"] and r["first_success_turn"] <= t)
+            for i, k in enumerate(ks):
+                values[i, j] += pass_at_k(len(group), c, k) / len(tasks)
+    return values
+
+
+@pytest.mark.parametrize("mode", ["derive", "rerun"])
+def test_surface_matches_records(runs: dict[str, Path], mode: str) -> None:
+    data = load_run(runs[mode])
+    surface = run_surface(data, n_boot=100)
+    records = read_records(runs[mode] / TRAJECTORIES_NAME)
+    n = 8 if mode == "derive" else 4
+    assert surface.ks.tolist() == default_ks(n)
+    assert surface.budgets.tolist() == [1, 2, 4, 6]
+    want = by_hand(records, [1, 2, 4, 6], surface.ks.tolist(), rerun=mode == "rerun")
+    np.testing.assert_allclose(surface.mean, want, atol=1e-12)
+    # more samples or more turns never hurt (derive: exactly monotone in T as well)
+    assert np.all(np.diff(surface.mean, axis=0) >= -1e-12)
+    if mode == "derive":
+        assert np.all(np.diff(surface.mean, axis=1) >= -1e-12)
+
+
+def test_default_ks() -> None:
+    assert default_ks(16) == [1, 2, 4, 8, 16]
+    assert default_ks(12) == [1, 2, 4, 8, 12]
+    assert default_ks(1) == [1]
+
+
+def test_incomplete_run_uses_what_it_has(runs: dict[str, Path], tmp_path: Path) -> None:
+    # drop the last samples of one task: that task is estimated from fewer samples
+    import shutil
+
+    shutil.copytree(runs["derive"], tmp_path / "cut")
+    path = tmp_path / "cut" / TRAJECTORIES_NAME
+    kept = [
+        line for line in path.read_text().splitlines(keepends=True)
+        if not ('"task_id":"large"' in line and json.loads(line)["sample"] >= 5)
+    ]
+    path.write_text("".join(kept) + '{"torn')
+    surface = run_surface(load_run(tmp_path / "cut"), n_boot=0)
+    assert sorted(set(surface.n_samples)) == [5, 8]
+    assert surface.ks.tolist() == [1, 2, 4, 5]
+
+
+def test_report_files(runs: dict[str, Path], tmp_path: Path) -> None:
+    result = write_report(runs["derive"], out_dir=tmp_path, n_boot=200)
+    names = sorted(p.name for p in result.files)
+    assert names == ["passk.csv", "passk.json", "passk.md", "passk.png"]
+    assert (tmp_path / "passk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader((tmp_path / "passk.csv").open()))
+    assert len(rows) == 4 * 4 and set(rows[0]) == {"k", "t", "pass", "low", "high"}
+    for row in rows:
+        assert float(row["low"]) - 1e-9 <= float(row["pass"]) <= float(row["high"]) + 1e-9
+    blob = json.loads((tmp_path / "passk.json").read_text())
+    assert blob["policy"] == "test/guesser" and blob["trajectories"] == 24
+    np.testing.assert_allclose(blob["surface"]["mean"], result.surface.mean)
+    markdown = (tmp_path / "passk.md").read_text()
+    assert "| K \\ T | 1 | 2 | 4 | 6 |" in markdown and "| **8** |" in markdown
+
+
+def test_comparison_is_paired_difference(runs: dict[str, Path], tmp_path: Path) -> None:
+    result = write_report(runs["derive"], out_dir=tmp_path, compare=runs["derive2"], n_boot=200)
+    first = run_surface(load_run(runs["derive"]), n_boot=0)
+    second = run_surface(load_run(runs["derive2"]), n_boot=0)
+    assert result.comparison is not None
+    np.testing.assert_allclose(result.comparison.mean, second.mean - first.mean, atol=1e-12)
+    assert result.comparison.low is not None
+    assert np.all(result.comparison.low <= result.comparison.mean + 1e-12)
+    names = {p.name for p in result.files}
+    assert {"comparison.md", "comparison.csv", "comparison.json", "comparison.png"} <= names
+    assert "+" in (tmp_path / "comparison.md").read_text()
+
+
+def test_compare_rerun_with_derive_uses_shared_grid(runs: dict[str, Path], tmp_path: Path) -> None:
+    result = write_report(runs["derive"], out_dir=tmp_path, compare=runs["rerun"], n_boot=50,
+                          plots=False)
+    assert result.comparison is not None
+    assert result.comparison.ks.tolist() == [1, 2, 4]  # the rerun run has n=4
+    assert not (tmp_path / "comparison.png").exists()
+
+
+def test_markdown_without_ci() -> None:
+    from agentenvs.eval.passk import estimate_surface
+
+    surface = estimate_surface(np.array([[1, 2]]), 2, [1, 2], [3, 5], n_boot=0)
+    text = surface_markdown(surface, "t")
+    assert "| **1** | 0.500 | 1.000 |" in text and "CI" not in text
