@@ -7,7 +7,7 @@ restore the wrappers too; ``wrapper.snapshot()``/``wrapper.restore(snap)`` are s
 
 from agentenvs.wrappers.budget import BUDGET_SAMPLED, BudgetMix
 from agentenvs.wrappers.inject_error import INJECTED_ACTION, ORIGINAL_ACTION, InjectError
-from agentenvs.wrappers.record import RecordEpisode, json_safe
+from agentenvs.wrappers.record import RecordEpisode, json_safe, read_records
 
 __all__ = [
     "BUDGET_SAMPLED",
@@ -17,4 +17,5 @@ __all__ = [
     "InjectError",
     "RecordEpisode",
     "json_safe",
+    "read_records",
 ]

@@ -118,7 +118,7 @@ class InjectError(gym.Wrapper[str, str, str, str]):
         }
 
     def restore_wrapper_state(self, state: dict[str, Any]) -> None:
-        self._rng = rng_from_state(state["rng"])
+        self._rng = rng_from_state(state["rng"], self._rng)
         self._steps = int(state["steps"])
         self._injections = int(state["injections"])
 

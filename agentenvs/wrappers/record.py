@@ -1,8 +1,11 @@
 """RecordEpisode: every reset and step of every episode, as JSON lines.
 
 Each line is written with one ``os.write`` on a file opened with ``O_APPEND``, so a
-process killed mid-run leaves only complete lines (and several processes may append to
-the same file). Lines by event:
+process that dies between steps (an exception, ``os._exit``, a kill while computing)
+leaves only complete lines, and several processes may append to the same file. A
+SIGKILL that lands *during* a write can cut that one line short (Linux stops a write at
+a page boundary for a dying process); ``read_records`` drops such a torn last line, and a
+recorder that appends to the file starts on a fresh line. Lines by event:
 
 - ``{"event": "reset", "episode", "turn": 0, "seed", "options", "observation", "info"}``
 - ``{"event": "step", "episode", "turn", "action", "observation", "reward",
@@ -60,6 +63,23 @@ def json_safe(value: Any) -> Any:
     return repr(value)
 
 
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a JSONL file written by ``RecordEpisode``.
+
+    Skips blank lines and torn lines (cut short by a writer killed mid-write: the last
+    line, or one that a later recorder closed with a newline before appending).
+    """
+    records = []
+    for line in Path(path).read_bytes().splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
 class _Sink:
     """The file end of a recorder: lazy open, whole-line writes, idempotent close.
 
@@ -83,7 +103,11 @@ class _Sink:
         if not self.pending:
             return
         if self.fd is None:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            size = os.fstat(self.fd).st_size
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":
+                # a torn line from a killed writer: keep ours off it
+                self.pending.insert(0, b"\n")
         data = b"".join(self.pending)
         self.pending.clear()
         self.pending_bytes = 0
