@@ -11,12 +11,15 @@ NAMESPACE = "agentenvs"
 #: id -> entry point; every id gets order enforcement from the base env itself
 ENV_IDS: dict[str, str] = {
     "FrozenLake-v0": "agentenvs.envs.frozenlake.env:FrozenLakeEnv",
+    "InterCodeSQL-v0": "agentenvs.envs.intercode_sql.env:InterCodeSQLEnv",
 }
 
 POLICIES: dict[str, str] = {
     "frozenlake/oracle": "agentenvs.envs.frozenlake.policies:OraclePolicy",
     "frozenlake/random": "agentenvs.envs.frozenlake.policies:RandomPolicy",
     "frozenlake/noisy": "agentenvs.envs.frozenlake.policies:NoisyOraclePolicy",
+    "intercode_sql/gold": "agentenvs.envs.intercode_sql.policies:GoldPolicy",
+    "intercode_sql/noisy": "agentenvs.envs.intercode_sql.policies:NoisyGoldPolicy",
 }
 
 

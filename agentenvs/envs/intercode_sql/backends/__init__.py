@@ -1,0 +1,1 @@
+"""Database backends for InterCode-SQL: embedded SQLite and a MySQL/MariaDB server."""

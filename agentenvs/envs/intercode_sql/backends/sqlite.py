@@ -1,0 +1,311 @@
+"""The embedded backend: each episode gets its own in-memory SQLite copy of the task DB.
+
+A template is built once per process from the task's SQL script (or SQLite file) and
+kept serialized; an episode deserializes it into a fresh ``:memory:`` connection, which
+costs a memory copy, not a re-run of the script. Writes never leave the episode.
+
+Safety: a progress handler aborts statements past the time limit; an authorizer
+refuses ``ATTACH``/``DETACH``, transaction control, temporary objects and pragmas that
+set values; ``SQLITE_LIMIT_ATTACHED`` is 0 and string/blob and SQL sizes are capped.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from typing import Any
+
+from agentenvs.envs.intercode_sql.backends.base import (
+    Backend,
+    Episode,
+    Limits,
+    QueryResult,
+    content_digest,
+    normalize_rows,
+)
+from agentenvs.envs.intercode_sql.data import DatabaseSource
+
+_TEMPLATES: dict[tuple[str, int, int], bytes] = {}
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+_LOCK = threading.Lock()
+
+# pragmas an agent may use (schema inspection, all read-only); every other pragma is refused
+_READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "collation_list",
+        "function_list",
+    }
+)
+_WRITES = frozenset(
+    {
+        sqlite3.SQLITE_INSERT,
+        sqlite3.SQLITE_UPDATE,
+        sqlite3.SQLITE_DELETE,
+        sqlite3.SQLITE_CREATE_INDEX,
+        sqlite3.SQLITE_CREATE_TABLE,
+        sqlite3.SQLITE_CREATE_TRIGGER,
+        sqlite3.SQLITE_CREATE_VIEW,
+        sqlite3.SQLITE_DROP_INDEX,
+        sqlite3.SQLITE_DROP_TABLE,
+        sqlite3.SQLITE_DROP_TRIGGER,
+        sqlite3.SQLITE_DROP_VIEW,
+        sqlite3.SQLITE_ALTER_TABLE,
+        sqlite3.SQLITE_REINDEX,
+        sqlite3.SQLITE_ANALYZE,
+        sqlite3.SQLITE_CREATE_VTABLE,
+        sqlite3.SQLITE_DROP_VTABLE,
+    }
+)
+_REFUSED = {
+    sqlite3.SQLITE_ATTACH: "ATTACH is not allowed",
+    sqlite3.SQLITE_DETACH: "DETACH is not allowed",
+    sqlite3.SQLITE_TRANSACTION: "transaction control is not available (every statement commits)",
+    sqlite3.SQLITE_SAVEPOINT: "savepoints are not available (every statement commits)",
+    sqlite3.SQLITE_CREATE_TEMP_TABLE: "temporary tables are not supported; create a regular table",
+    sqlite3.SQLITE_CREATE_TEMP_INDEX: "temporary objects are not supported",
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "temporary objects are not supported",
+    sqlite3.SQLITE_CREATE_TEMP_VIEW: "temporary views are not supported; create a regular view",
+    sqlite3.SQLITE_DROP_TEMP_TABLE: "temporary objects are not supported",
+    sqlite3.SQLITE_DROP_TEMP_INDEX: "temporary objects are not supported",
+    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "temporary objects are not supported",
+    sqlite3.SQLITE_DROP_TEMP_VIEW: "temporary objects are not supported",
+}
+_MAX_VALUE_BYTES = 10_000_000
+_MAX_SQL_BYTES = 1_000_000
+
+# MySQL-style inspection statements agents habitually send, answered from sqlite_master
+_SHOW_TABLES = re.compile(r"^\s*show\s+(full\s+)?tables\s*;?\s*$", re.I)
+_DESCRIBE = re.compile(
+    r"^\s*(?:describe|desc|show\s+columns\s+from|show\s+fields\s+from)\s+[`\"\[]?(\w+)[`\"\]]?\s*;?\s*$",
+    re.I,
+)
+
+
+def _mysql_inspection(sql: str) -> str | None:
+    if _SHOW_TABLES.match(sql):
+        return "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    m = _DESCRIBE.match(sql)
+    if m:
+        table = m.group(1).replace("'", "''")
+        return (
+            'SELECT name AS "Field", type AS "Type", CASE "notnull" WHEN 1 THEN \'NO\' ELSE \'YES\' END AS "Null", '
+            "CASE pk WHEN 0 THEN '' ELSE 'PRI' END AS \"Key\", dflt_value AS \"Default\" "
+            f"FROM pragma_table_info('{table}')"
+        )
+    return None
+
+
+def _build_template(source: DatabaseSource) -> bytes:
+    conn = sqlite3.connect(":memory:")
+    try:
+        if source.is_script:
+            conn.executescript(source.path.read_text(encoding="utf-8"))
+        else:
+            disk = sqlite3.connect(f"file:{source.path}?mode=ro", uri=True)
+            try:
+                disk.backup(conn)
+            finally:
+                disk.close()
+        conn.commit()
+        return conn.serialize()
+    finally:
+        conn.close()
+
+
+def template_bytes(source: DatabaseSource) -> bytes:
+    """The task database, serialized, built at most once per process and file version."""
+    key = source.cache_key()
+    with _LOCK:
+        data = _TEMPLATES.get(key)
+    if data is None:
+        data = _build_template(source)
+        with _LOCK:
+            _TEMPLATES[key] = data
+    return data
+
+
+def _digest(conn: sqlite3.Connection) -> str:
+    tables = []
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    for name in names:
+        quoted = '"' + name.replace('"', '""') + '"'
+        cur = conn.execute(f"SELECT * FROM {quoted}")
+        cols = [d[0] for d in cur.description]
+        tables.append((name, cols, normalize_rows(cur.fetchall())))
+    return content_digest(tables)
+
+
+class SqliteEpisode(Episode):
+    """An in-memory copy of a template, guarded by an authorizer and a time limit."""
+
+    def __init__(self, template: bytes, limits: Limits, template_digest: str | None = None):
+        self.limits = limits
+        self._deadline = float("inf")
+        self._refusal: str | None = None
+        self._wrote = False
+        self._read_only = False
+        self._digest = template_digest
+        self.conn = self._connect(template)
+
+    def _connect(self, data: bytes) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.deserialize(data)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, _MAX_SQL_BYTES)
+        conn.set_authorizer(self._authorize)
+        conn.set_progress_handler(self._over_time, 1000)
+        return conn
+
+    # sqlite3 callbacks -------------------------------------------------------
+    def _authorize(self, action: int, arg1: Any, arg2: Any, _db: Any, _trigger: Any) -> int:
+        reason = _REFUSED.get(action)
+        if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() not in _READ_PRAGMAS:
+            reason = (
+                f"PRAGMA {arg1} is not allowed (read-only schema pragmas such as table_info are)"
+            )
+        if action in _WRITES:
+            if self._read_only:
+                reason = "write refused in a read-only probe"
+            else:
+                self._wrote = True
+        if reason is not None:
+            self._refusal = reason
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    def _over_time(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0
+
+    # running statements ----------------------------------------------------
+    def _run(self, conn: sqlite3.Connection, sql: str) -> QueryResult:
+        sql = _mysql_inspection(sql) or sql
+        self._refusal = None
+        self._deadline = time.monotonic() + self.limits.statement_timeout_s
+        try:
+            cur = conn.execute(sql)
+            if cur.description is None:
+                return QueryResult(rows=None, rowcount=cur.rowcount)
+            columns = tuple(d[0] for d in cur.description)
+            rows = cur.fetchmany(self.limits.max_result_rows + 1)
+            if len(rows) > self.limits.max_result_rows:
+                return QueryResult(
+                    error=f"the result has more than {self.limits.max_result_rows} rows; "
+                    "narrow the query"
+                )
+            return QueryResult(rows=normalize_rows(rows), columns=columns, rowcount=len(rows))
+        except sqlite3.ProgrammingError as exc:
+            if "one statement at a time" in str(exc):
+                return QueryResult(error="only one SQL statement per action is allowed")
+            return QueryResult(error=str(exc))
+        except sqlite3.Error as exc:
+            message = str(exc)
+            if message == "interrupted" and time.monotonic() > self._deadline:
+                message = f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
+            elif self._refusal is not None:
+                message = f"not authorized: {self._refusal}"
+            return QueryResult(error=message)
+        except (ValueError, OverflowError, MemoryError) as exc:
+            return QueryResult(error=str(exc) or type(exc).__name__)
+        finally:
+            self._deadline = float("inf")
+
+    def execute(self, sql: str) -> QueryResult:
+        self._wrote = False
+        result = self._run(self.conn, sql)
+        if self._wrote:  # the cached content digest is stale
+            self._digest = None
+        return result
+
+    def probe(self, sql: str) -> QueryResult:
+        self._read_only = True
+        try:
+            result = self._run(self.conn, sql)
+            refused_write = self._refusal == "write refused in a read-only probe"
+        finally:
+            self._read_only = False
+            self._wrote = False
+        if not refused_write:
+            return result
+        # a statement that writes runs on a scratch copy, so the episode stays as it was
+        scratch = self._connect(self.conn.serialize())
+        try:
+            return self._run(scratch, sql)
+        finally:
+            self._wrote = False
+            scratch.close()
+
+    # state -------------------------------------------------------------------
+    def dump(self) -> bytes:
+        return self.conn.serialize()
+
+    def load(self, state: Any) -> None:
+        if not isinstance(state, bytes | bytearray):
+            raise TypeError(f"an SQLite episode loads serialized bytes, not {type(state).__name__}")
+        # deserialize() attaches internally, which the authorizer would refuse: reconnect
+        old, self.conn = self.conn, self._connect(bytes(state))
+        old.close()
+        self._digest = None
+
+    def fingerprint(self) -> str:
+        if self._digest is None:
+            self._digest = _digest(self.conn)
+        return self._digest
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None  # type: ignore[assignment]
+        if conn is not None:
+            conn.close()
+
+
+class SqliteBackend(Backend):
+    """In-process SQLite; nothing to start, nothing to clean up but memory."""
+
+    name = "sqlite"
+    dialect = "sqlite"
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+
+    def _template_digest(self, source: DatabaseSource, data: bytes) -> str:
+        key = source.cache_key()
+        with _LOCK:
+            digest = _DIGESTS.get(key)
+        if digest is None:
+            conn = sqlite3.connect(":memory:")
+            try:
+                conn.deserialize(data)
+                digest = _digest(conn)
+            finally:
+                conn.close()
+            with _LOCK:
+                _DIGESTS[key] = digest
+        return digest
+
+    def open_episode(self, source: DatabaseSource) -> SqliteEpisode:
+        data = template_bytes(source)
+        return SqliteEpisode(data, self.limits, self._template_digest(source, data))
+
+    def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
+        episode = SqliteEpisode(template_bytes(source), self.limits)
+        try:
+            return episode.execute(sql)
+        finally:
+            episode.close()
+
+    def close(self) -> None:
+        """Nothing to release: templates are shared by the process."""

@@ -1,0 +1,451 @@
+"""``agentenvs/InterCodeSQL-v0``: answer a question by querying a database, then submit."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentenvs.core import info as keys
+from agentenvs.core.env import TextEnv, Transition
+from agentenvs.core.errors import SnapshotError, TaskError
+from agentenvs.envs.intercode_sql.backends.base import Backend, Episode, Limits, QueryResult
+from agentenvs.envs.intercode_sql.data import HARDNESS_LEVELS, SqlTask, TaskSet, load_tasks
+from agentenvs.envs.intercode_sql.mistakes import SEMANTIC_KINDS, wrong_query
+from agentenvs.envs.intercode_sql.reward import clip_score, intercode_reward
+
+MYSQL_URL_ENV = "AGENTENVS_MYSQL_URL"
+
+_SUBMIT = re.compile(r"^\s*(?:`{1,3}\s*)?submit\s*;?\s*(?:`{1,3})?\s*$", re.I)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.S)
+_SQL_START = re.compile(
+    r"^\s*(?:\(|(?:select|with|show|describe|desc|explain|insert|update|delete|replace|create"
+    r"|drop|alter|pragma|values|use|set|truncate|begin|commit|rollback|start|attach|detach"
+    r"|grant|revoke|analyze|vacuum|reindex|savepoint|release|call|lock|unlock|table|kill"
+    r"|flush|load|handler|do|rename|optimize|repair|check|checksum|prepare|execute)\b)",
+    re.I,
+)
+_DIALECT_NAMES = {"sqlite": "SQLite", "mysql": "MySQL"}
+
+
+def parse_action(action: str) -> tuple[str, str]:
+    """Classify an action as ``("submit", "")``, ``("sql", statement)`` or ``("invalid", why)``.
+
+    The statement is the first ```sql block (else the first unlabelled or sql-like
+    block), or the whole action when it starts like SQL; trailing semicolons are cut.
+    """
+    if _SUBMIT.match(action):
+        return "submit", ""
+    blocks = _FENCE.findall(action)
+    if blocks:
+        preferred = [b for lang, b in blocks if lang.lower() == "sql"]
+        fallback = [b for lang, b in blocks if lang.lower() in ("", "mysql", "sqlite")]
+        chosen = (preferred or fallback or [None])[0]
+        if chosen is None:
+            return "invalid", "Found a code block, but not an SQL one (use ```sql ... ```)."
+        text = chosen.strip()
+        if _SUBMIT.match(text):
+            return "submit", ""
+        if not text.rstrip(";").strip():
+            return "invalid", "The ```sql block is empty."
+    else:
+        text = action.strip()
+        if not text:
+            return "invalid", "The action is empty."
+        if not _SQL_START.match(text):
+            return "invalid", (
+                "Could not find an SQL statement: the action is neither a ```sql block nor "
+                f"text that starts like SQL (it starts {text[:40]!r})."
+            )
+    return "sql", text.rstrip().rstrip(";").rstrip()
+
+
+def format_result(result: QueryResult, *, max_rows: int, max_chars: int) -> str:
+    """A result set as readable text, cut to ``max_rows`` rows and ``max_chars`` characters."""
+    if result.error is not None:
+        return f"Error executing query: {result.error}"
+    if result.rows is None:
+        affected = f"; {result.rowcount} row(s) affected" if result.rowcount >= 0 else ""
+        return f"Statement executed (no result set{affected})."
+    rows = result.rows
+    lines = [f"Columns: {', '.join(result.columns)}"] if result.columns else []
+    lines.extend(str(row) for row in rows[:max_rows])
+    if len(rows) > max_rows:
+        lines.append(f"[{len(rows)} rows in total; showing the first {max_rows}]")
+    else:
+        lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    text = "\n".join(lines)
+    if len(text) > max_chars:
+        text = (
+            text[:max_chars]
+            + f"\n[output truncated to {max_chars} characters; {len(rows)} rows in total]"
+        )
+    return text
+
+
+def _rows_digest(rows: tuple[tuple[Any, ...], ...] | None) -> str:
+    if rows is None:
+        return "-"
+    return hashlib.blake2b(repr(rows).encode(), digest_size=8).hexdigest()
+
+
+def make_backend(backend: str, limits: Limits, mysql_url: str | None) -> Backend:
+    if backend == "sqlite":
+        from agentenvs.envs.intercode_sql.backends.sqlite import SqliteBackend
+
+        return SqliteBackend(limits)
+    if backend == "mysql":
+        from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+
+        url = mysql_url or os.environ.get(MYSQL_URL_ENV)
+        if not url:
+            raise ValueError(
+                f"backend='mysql' needs mysql_url=... or the {MYSQL_URL_ENV} environment variable "
+                "(e.g. mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock)"
+            )
+        return MySQLBackend(url, limits)
+    raise ValueError(f"backend must be 'sqlite' or 'mysql', got {backend!r}")
+
+
+class InterCodeSQLEnv(TextEnv):
+    """Answer a natural-language question about a database by running SQL, then submit.
+
+    ## Description
+    InterCode-SQL (Yang et al., 2023) over Spider-style databases. Each episode is one
+    question about one database; the agent explores with SQL statements, sees their
+    results, and ends with ``submit``, which grades the result of its last statement
+    against the gold query's result, exactly as InterCode computes its reward.
+    Every episode runs on its own copy of the database, so writes never leak into
+    another episode, the template or the server.
+
+    ## Action Space
+    ``FreeText``: one SQL statement, in a ```` ```sql ```` block (the first one counts)
+    or as plain text starting like SQL, trailing semicolons allowed; or ``submit``.
+    Text with no SQL in it is an invalid action (``action_valid=False``; the turn is
+    spent, nothing changes). Several statements in one action, statements refused for
+    safety and statements over the time limit are executed as errors.
+
+    ## Observation Space
+    ``FreeText``. First: the instructions and the question (with the tables and their
+    columns when ``show_schema``, InterCode's "handicap" setting). After a statement: its
+    result rows (``Columns: ...`` then one tuple per row), cut to ``max_rows`` rows and
+    ``max_observation_chars`` characters with a note saying so; ``Statement executed (no
+    result set ...)``; or ``Error executing query: <message>``.
+
+    ## Starting State
+    A task drawn with ``self.np_random`` (or ``reset(options={"task_id": ...})``), a
+    fresh copy of its database, and no result yet (submitting now scores 0).
+
+    ## Rewards
+    InterCode's: rows are stringified and compared as multisets; IoU = Σ intersection ÷
+    Σ element-wise max (two empty results: 1); if the intersection is non-empty the IoU
+    is scaled by Kendall's tau-b between the agent's and the gold's intersecting rows
+    in their original order, ``round(tau * IoU, 2)`` (no scaling when tau is NaN, e.g.
+    one matching row). An error or no result set on either side gives 0. Reversed
+    order gives a negative reward. Only ``submit`` is rewarded (0 otherwise), unless
+    ``try_again``: then every statement is rewarded as if submitted right after it.
+    The gold query runs on the task's pristine database (InterCode runs it after the
+    agent's statements, so an agent that deletes rows could change the answer key).
+
+    ## Episode End
+    ``terminated`` on ``submit`` (and, with ``try_again``, on the first statement whose
+    reward is 1); ``truncated`` when the turn budget runs out first.
+
+    ## Information
+    The standard keys; ``success`` is reward = 1 (with ``try_again``: best so far = 1);
+    ``score`` is the reward (best so far with ``try_again``) clipped to [0, 1]. Also
+    ``db``, ``hardness``, ``backend``; steps add ``executed`` (the statement ran
+    without error) and ``reward_so_far``-style keys: ``best_reward`` with ``try_again``.
+    ``info["system_prompt"]`` holds the instructions on reset.
+
+    ## Arguments
+    - ``tasks_path``: a folder or file in the bundled, InterCode or Spider format (see
+      ``agentenvs.envs.intercode_sql.data``); default: the bundled tasks.
+    - ``backend``: ``"sqlite"`` (embedded, default) or ``"mysql"``; ``mysql_url``
+      (else ``$AGENTENVS_MYSQL_URL``), e.g.
+      ``mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock``.
+    - ``show_schema``: put the tables and columns in the first observation.
+    - ``try_again``: InterCode's "try again" protocol (score every statement, stop at 1,
+      report the best).
+    - ``hardness``: keep only tasks of these levels (easy, medium, hard, extra).
+    - ``statement_timeout_s``, ``max_result_rows``: limits on each statement.
+    - ``max_rows``, ``max_observation_chars``: how much of a result is shown (InterCode
+      shows 50 rows and 1000 characters).
+    - ``max_turns`` (default 10), ``show_budget``, ``render_mode``,
+      ``max_action_chars`` (default 100,000): as in ``TextEnv``.
+
+    ## Version History
+    - v0: first version.
+    """
+
+    default_max_turns = 10
+    snapshot_version = 1
+
+    def __init__(
+        self,
+        *,
+        tasks_path: str | Path | None = None,
+        backend: str = "sqlite",
+        mysql_url: str | None = None,
+        show_schema: bool = False,
+        try_again: bool = False,
+        hardness: str | Sequence[str] | None = None,
+        statement_timeout_s: float = 5.0,
+        max_result_rows: int = 100_000,
+        max_rows: int = 50,
+        max_observation_chars: int = 1000,
+        max_turns: int | None = None,
+        show_budget: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = 100_000,
+    ) -> None:
+        super().__init__(
+            max_turns=max_turns,
+            show_budget=show_budget,
+            render_mode=render_mode,
+            max_action_chars=max_action_chars,
+        )
+        if (
+            statement_timeout_s <= 0
+            or max_result_rows < 1
+            or max_rows < 1
+            or max_observation_chars < 1
+        ):
+            raise ValueError(
+                "statement_timeout_s, max_result_rows, max_rows and max_observation_chars must be positive"
+            )
+        self.task_set: TaskSet = load_tasks(tasks_path)
+        levels = [hardness] if isinstance(hardness, str) else hardness
+        if levels is not None:
+            unknown = set(levels) - set(HARDNESS_LEVELS)
+            if unknown:
+                raise ValueError(
+                    f"unknown hardness level(s) {sorted(unknown)}; use {list(HARDNESS_LEVELS)}"
+                )
+        self._task_ids = [
+            t.id for t in self.task_set.tasks.values() if levels is None or t.hardness in levels
+        ]
+        if not self._task_ids:
+            raise TaskError(self.task_set.origin, "hardness", f"no task has hardness in {levels}")
+        self.show_schema = bool(show_schema)
+        self.try_again = bool(try_again)
+        self.max_rows = int(max_rows)
+        self.max_observation_chars = int(max_observation_chars)
+        self.limits = Limits(
+            statement_timeout_s=float(statement_timeout_s), max_result_rows=int(max_result_rows)
+        )
+        self.backend: Backend = make_backend(backend, self.limits, mysql_url)
+        self._episode: Episode | None = None
+        self._episode_db: str | None = None
+        self._gold: dict[str, QueryResult] = {}
+        self._last: QueryResult | None = None
+        self._best = 0.0
+
+    # ---------------------------------------------------------------- task and prompts
+    @property
+    def task_ids(self) -> Sequence[str]:
+        return self._task_ids
+
+    def _known_task(self, task_id: Any) -> Mapping[str, SqlTask]:
+        return {t: self.task_set.tasks[t] for t in self._task_ids}
+
+    @property
+    def task(self) -> SqlTask:
+        if self._task_id is None:
+            raise RuntimeError("no task yet: call reset() first")
+        return self.task_set.tasks[self._task_id]
+
+    @property
+    def gold_query(self) -> str:
+        """The current task's gold query, in the backend's dialect."""
+        return self.backend.translate_gold(self.task.gold)
+
+    def system_prompt(self) -> str:
+        name = _DIALECT_NAMES[self.backend.dialect]
+        text = (
+            f"You answer questions by querying a {name} database. Each turn, send exactly one "
+            "SQL statement, in a ```sql ... ``` block or as plain SQL, and you will see its "
+            "result. When the result of your last statement answers the question, reply "
+            "`submit` to end the task: the result of your last statement is what gets graded."
+        )
+        if self.try_again:
+            text += " Every statement is graded as you go, and the task ends at a perfect answer."
+        return text
+
+    def action_format(self) -> str:
+        return "Send one SQL statement (in a ```sql block or as plain SQL), or `submit`."
+
+    def _schema_text(self, task: SqlTask) -> str:
+        name = _DIALECT_NAMES[self.backend.dialect]
+        lines = [f"{name} tables, with their columns:"]
+        lines += [f"- {table}: {', '.join(cols)}" for table, cols in task.db_tables.items()]
+        return "\n".join(lines)
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        task = self.task_set.tasks[task_id]
+        self._open_episode(task.db)
+        self._last = None
+        self._best = 0.0
+        parts = [self.system_prompt(), f"Question: {task.question}"]
+        if self.show_schema:
+            parts.append(self._schema_text(task))
+        return "\n\n".join(parts)
+
+    def _open_episode(self, db: str) -> Episode:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+        self._episode = self.backend.open_episode(self.task_set.databases[db])
+        self._episode_db = db
+        return self._episode
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {keys.SYSTEM_PROMPT: self.system_prompt()}
+
+    def _extra_info(self) -> dict[str, Any]:
+        task = self.task_set.tasks.get(self._task_id) if self._task_id else None
+        info: dict[str, Any] = {
+            "db": task.db if task else None,
+            "hardness": task.hardness if task else None,
+            "backend": self.backend.name,
+        }
+        if self.try_again:
+            info["best_reward"] = self._best
+        return info
+
+    # ---------------------------------------------------------------- reward
+    def gold_result(self) -> QueryResult:
+        """The gold query's result on the task's pristine database (cached per task)."""
+        task = self.task
+        if task.id not in self._gold:
+            source = self.task_set.databases[task.db]
+            self._gold[task.id] = self.backend.run_on_template(source, self.gold_query)
+        return self._gold[task.id]
+
+    def reward_of(self, result: QueryResult | None) -> float:
+        """InterCode's reward for submitting ``result`` on the current task."""
+        agent_rows = result.rows if result is not None and result.ok else None
+        gold = self.gold_result()
+        return intercode_reward(agent_rows, gold.rows if gold.ok else None)
+
+    # ---------------------------------------------------------------- actions
+    @property
+    def episode(self) -> Episode:
+        if self._episode is None:
+            raise RuntimeError("no episode database: call reset() first")
+        return self._episode
+
+    def _apply(self, action: str) -> Transition:
+        kind, payload = parse_action(action)
+        if kind == "invalid":
+            return Transition(
+                observation=f"Invalid action: {payload} {self.action_format()}", action_valid=False
+            )
+        if kind == "submit":
+            if self.try_again:
+                return Transition(
+                    observation=f"Submitted. Best reward: {self._best}",
+                    terminated=True,
+                    info={"best_reward": self._best},
+                )
+            reward = self.reward_of(self._last)
+            return Transition(
+                observation=f"Submitted. Reward: {reward}",
+                reward=reward,
+                terminated=True,
+                success=reward == 1,
+                score=clip_score(reward),
+            )
+        result = self.episode.execute(payload)
+        self._last = result
+        observation = format_result(
+            result, max_rows=self.max_rows, max_chars=self.max_observation_chars
+        )
+        info = {"executed": result.ok}
+        if not self.try_again:
+            return Transition(observation=observation, info=info)
+        reward = self.reward_of(result)
+        self._best = max(self._best, reward)
+        info["best_reward"] = self._best
+        return Transition(
+            observation=f"{observation}\nReward: {reward}",
+            reward=reward,
+            terminated=reward == 1,
+            success=self._best == 1,
+            score=clip_score(self._best),
+            info=info,
+        )
+
+    def score_action(self, action: str) -> float:
+        """The reward ``action`` would earn from here, without advancing.
+
+        A statement is scored as if submitted right after it (run on a copy when it
+        writes); ``submit`` and an invalid action score the current last result. The
+        value is InterCode's reward, in [-1, 1].
+        """
+        kind, payload = parse_action(action) if isinstance(action, str) else ("invalid", "")
+        if kind != "sql" or len(action) > self.max_action_chars:
+            return self.reward_of(self._last)
+        return self.reward_of(self.episode.probe(payload))
+
+    def error_action(self, rng: np.random.Generator) -> str:
+        """A plausible wrong statement: a misspelt column or table, a syntax slip, a
+        flipped condition, a join without its condition, a wrong sort or column.
+
+        Semantic mistakes that happen to give the gold result are drawn again.
+        """
+        task = self.task
+        for _ in range(8):
+            kind, sql = wrong_query(task.gold, task.db_tables, rng, dialect=self.backend.dialect)
+            if kind not in SEMANTIC_KINDS or self.reward_of(self.episode.probe(sql)) < 1:
+                return sql
+        kind, sql = wrong_query(
+            task.gold,
+            task.db_tables,
+            rng,
+            dialect=self.backend.dialect,
+            kinds=("unknown_column", "unknown_table", "syntax"),
+        )
+        return sql
+
+    # ---------------------------------------------------------------- state
+    def _state_key(self) -> str:
+        last = self._last.rows if self._last is not None and self._last.ok else None
+        key = f"{self.episode.fingerprint()}|{_rows_digest(last)}"
+        if self.try_again:
+            key += f"|{self._best}"
+        return key
+
+    def _get_state(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend.name,
+            "db_name": self._episode_db,
+            "db": self.episode.dump(),
+            "last": self._last,
+            "best": self._best,
+        }
+
+    def _set_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or state.get("backend") != self.backend.name:
+            found = state.get("backend") if isinstance(state, dict) else type(state).__name__
+            raise SnapshotError(
+                f"snapshot of backend {found!r} cannot be restored into backend {self.backend.name!r}"
+            )
+        db = self.task.db
+        if self._episode is None or self._episode_db != db:
+            self._open_episode(db)
+        self.episode.load(state["db"])
+        self._last = state["last"]
+        self._best = state["best"]
+
+    def close(self) -> None:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+        self.backend.close()
+        super().close()

@@ -1,0 +1,50 @@
+"""Scripted reference policies for InterCode-SQL, for Pass@(K,T) runs and demos.
+
+``intercode_sql/gold`` runs the gold query, then submits. ``intercode_sql/noisy``
+first sends a plausible wrong statement (the env's ``error_action``) with probability
+``error_rate``, then recovers like the gold policy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agentenvs.policy.base import Conversation, ScriptedPolicy
+
+
+def _env(conversation: Conversation):  # noqa: ANN202 - the unwrapped InterCodeSQLEnv
+    env = conversation.env
+    if env is None:
+        raise ValueError("InterCode-SQL scripted policies read the env: pass Conversation(env=...)")
+    return env.unwrapped if hasattr(env, "unwrapped") else env
+
+
+class GoldPolicy(ScriptedPolicy):
+    """Runs the gold query, then submits once its result is the last one."""
+
+    name = "intercode_sql/gold"
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = _env(conversation)
+        if env.try_again:
+            return f"```sql\n{env.gold_query}\n```"
+        if env.turn > 0 and env.score_action("submit") == 1:
+            return "submit"
+        return f"```sql\n{env.gold_query}\n```"
+
+
+class NoisyGoldPolicy(GoldPolicy):
+    """With probability ``error_rate`` opens with a wrong statement, then plays gold."""
+
+    name = "intercode_sql/noisy"
+
+    def __init__(self, error_rate: float = 0.3) -> None:
+        if not 0.0 <= float(error_rate) <= 1.0:
+            raise ValueError(f"error_rate must be in [0, 1], got {error_rate!r}")
+        self.error_rate = float(error_rate)
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = _env(conversation)
+        if env.turn == 0 and rng.random() < self.error_rate:
+            return env.error_action(rng)
+        return super().act(conversation, rng)

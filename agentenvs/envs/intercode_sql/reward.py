@@ -1,0 +1,130 @@
+"""InterCode-SQL's reward: multiset IoU of result rows, scaled by Kendall's tau of their order.
+
+This follows InterCode's ``SqlEnv.get_reward`` step by step:
+
+1. both sides must be result sets (lists of rows), else the reward is 0;
+2. rows are stringified (``str(tuple)``) and compared as multisets: IoU = Σ of the
+   Counter intersection ÷ Σ of the element-wise max; two empty results give 1;
+3. when the intersection is non-empty, each side's *intersecting items* are taken in
+   their original order (an item is kept only as many times as it is in the
+   intersection, earliest occurrences first), and Kendall's tau-b between the two lists
+   (scipy's ``kendalltau`` on strings: the i-th agent item is paired with the i-th gold
+   item, strings ranked lexicographically) scales the IoU: ``round(tau * IoU, 2)``;
+   a NaN tau (a single matching row, or all items tied) leaves the IoU as it is.
+
+Reversed order therefore gives a negative reward. Kendall's tau is implemented here in
+pure Python (O(n log n)) so the package does not need scipy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+Rows = Sequence[Sequence[Any]]
+
+
+def stringify_rows(rows: Rows) -> list[str]:
+    """Each row as InterCode compares it: ``str`` of the row as a tuple."""
+    return [str(tuple(row)) for row in rows]
+
+
+def _dense_ranks(values: Sequence[Hashable]) -> list[int]:
+    order = {v: i for i, v in enumerate(sorted(set(values)))}  # type: ignore[type-var]
+    return [order[v] for v in values]
+
+
+def _tie_pairs(values: Sequence[Any]) -> int:
+    return sum(c * (c - 1) // 2 for c in Counter(values).values())
+
+
+def _count_inversions(values: Sequence[int]) -> int:
+    """Pairs i < j with values[i] > values[j] (a Fenwick tree over dense ranks)."""
+    size = max(values, default=-1) + 1
+    tree = [0] * (size + 1)
+    inversions = 0
+    seen = 0
+    for v in values:
+        # number already seen that are <= v
+        i, not_greater = v + 1, 0
+        while i > 0:
+            not_greater += tree[i]
+            i -= i & -i
+        inversions += seen - not_greater
+        i = v + 1
+        while i <= size:
+            tree[i] += 1
+            i += i & -i
+        seen += 1
+    return inversions
+
+
+def kendall_tau_b(x: Sequence[Hashable], y: Sequence[Hashable]) -> float:
+    """Kendall's tau-b of paired sequences, with ``scipy.stats.kendalltau`` semantics.
+
+    Values only need to be mutually comparable (numbers, or strings ranked by code
+    point as numpy ranks them). Returns NaN for fewer than two pairs or when one side
+    is entirely tied.
+    """
+    if len(x) != len(y):
+        raise ValueError(f"kendall_tau_b needs sequences of one length, got {len(x)} and {len(y)}")
+    n = len(x)
+    if n < 2:
+        return math.nan
+    rx, ry = _dense_ranks(x), _dense_ranks(y)
+    pairs = sorted(zip(rx, ry, strict=True))
+    total = n * (n - 1) // 2
+    x_ties = _tie_pairs(rx)
+    y_ties = _tie_pairs(ry)
+    joint_ties = _tie_pairs(pairs)
+    # sorted by (x, y): a pair is discordant exactly where y decreases
+    discordant = _count_inversions([p[1] for p in pairs])
+    if x_ties == total or y_ties == total:
+        return math.nan
+    con_minus_dis = total - x_ties - y_ties + joint_ties - 2 * discordant
+    # the same floating-point expression as scipy, so rounding agrees to the last bit
+    tau = con_minus_dis / math.sqrt(total - x_ties) / math.sqrt(total - y_ties)
+    return min(1.0, max(-1.0, tau))
+
+
+def intersecting_items(items: Sequence[str], intersection: Counter[str]) -> list[str]:
+    """``items`` in order, each kept at most as often as it is in ``intersection``."""
+    left = Counter(intersection)
+    kept = []
+    for item in items:
+        if left[item] > 0:
+            left[item] -= 1
+            kept.append(item)
+    return kept
+
+
+def intercode_reward(agent: Rows | None, gold: Rows | None) -> float:
+    """The reward InterCode gives ``agent``'s result for a task whose gold result is ``gold``.
+
+    ``None`` stands for "no result set" (an error, or a statement returning no rows
+    object) on either side, and gives 0. The result is in [-1, 1].
+    """
+    if agent is None or gold is None:
+        return 0.0
+    list_agent = stringify_rows(agent)
+    list_gold = stringify_rows(gold)
+    dist_agent, dist_gold = Counter(list_agent), Counter(list_gold)
+    union = dist_agent | dist_gold
+    if not union:
+        return 1.0
+    intersection = dist_agent & dist_gold
+    reward = sum(intersection.values()) * 1.0 / sum(union.values())
+    if intersection:
+        agent_items = intersecting_items(list_agent, intersection)
+        gold_items = intersecting_items(list_gold, intersection)
+        tau = kendall_tau_b(agent_items, gold_items)
+        if not math.isnan(tau):
+            reward = round(tau * reward, 2)
+    return float(reward)
+
+
+def clip_score(reward: float) -> float:
+    """The ``score`` info key: the reward clipped to [0, 1]."""
+    return min(1.0, max(0.0, float(reward)))

@@ -1,0 +1,157 @@
+"""InterCode-SQL task loaders: bundled, InterCode and Spider formats, and their errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentenvs.core.errors import TaskError
+from agentenvs.envs.intercode_sql.data import load_tasks
+from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+
+FIXTURES = Path(__file__).parent / "intercode_sql_fixtures"
+
+
+def fixture_records() -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / "tasks.jsonl").read_text().splitlines()]
+
+
+def test_bundled_format() -> None:
+    tasks = load_tasks(FIXTURES)
+    assert list(tasks.tasks)[:2] == ["concert-001", "concert-002"]
+    task = tasks.tasks["pets-002"]
+    assert task.db == "pets" and task.hardness == "medium" and "pets" in task.db_tables
+    assert tasks.databases["concert"].path == FIXTURES / "databases" / "concert.sql"
+
+
+def test_intercode_format_numbers_ids_per_database(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "databases", tmp_path / "databases")
+    records = [{k: v for k, v in r.items() if k != "id"} for r in fixture_records()]
+    path = tmp_path / "ic_spider_dev.json"
+    path.write_text(json.dumps(records))
+    tasks = load_tasks(path)
+    assert list(tasks.tasks) == [r["id"] for r in fixture_records()]
+    env = InterCodeSQLEnv(tasks_path=path)
+    env.reset(seed=0, options={"task_id": "pets-001"})
+    env.step(tasks.tasks["pets-001"].gold)
+    assert env.step("submit")[1] == 1.0
+
+
+def make_spider(root: Path) -> None:
+    """A one-database Spider layout built from the concert fixture."""
+    (root / "database" / "concert").mkdir(parents=True)
+    conn = sqlite3.connect(root / "database" / "concert" / "concert.sqlite")
+    conn.executescript((FIXTURES / "databases" / "concert.sql").read_text())
+    conn.close()
+    (root / "dev.json").write_text(
+        json.dumps(
+            [
+                {
+                    "db_id": "concert",
+                    "question": "How many singers?",
+                    "query": "SELECT count(*) FROM singer",
+                },
+                {"db_id": "concert", "question": "Names?", "query": "SELECT name FROM singer"},
+            ]
+        )
+    )
+    (root / "tables.json").write_text(
+        json.dumps(
+            [
+                {
+                    "db_id": "concert",
+                    "table_names_original": ["singer", "concert"],
+                    "column_names_original": [
+                        [-1, "*"],
+                        [0, "singer_id"],
+                        [0, "name"],
+                        [1, "concert_id"],
+                    ],
+                }
+            ]
+        )
+    )
+
+
+def test_spider_format(tmp_path: Path) -> None:
+    make_spider(tmp_path)
+    tasks = load_tasks(tmp_path)
+    assert list(tasks.tasks) == ["concert-001", "concert-002"]
+    assert tasks.tasks["concert-001"].db_tables == {
+        "singer": ["singer_id", "name"],
+        "concert": ["concert_id"],
+    }
+    env = InterCodeSQLEnv(tasks_path=tmp_path, show_schema=True)
+    obs, _ = env.reset(seed=0, options={"task_id": "concert-001"})
+    assert "- singer: singer_id, name" in obs
+    env.step("SELECT count(*) FROM singer")
+    assert env.step("submit")[1] == 1.0
+    # writes go to the episode's memory copy, never to the .sqlite file
+    env.reset(seed=0, options={"task_id": "concert-001"})
+    env.step("DELETE FROM singer")
+    conn = sqlite3.connect(tmp_path / "database" / "concert" / "concert.sqlite")
+    assert conn.execute("SELECT count(*) FROM singer").fetchone() == (6,)
+    conn.close()
+
+
+def write_jsonl(path: Path, records: list) -> None:
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r.pop("gold"), "gold"),
+        (lambda r: r.update(query=""), "query"),
+        (lambda r: r.update(hardness="trivial"), "hardness"),
+        (lambda r: r.update(db_tables=["singer"]), "db_tables"),
+        (lambda r: r.update(db_tables={"singer": "name"}), "db_tables"),
+        (lambda r: r.update(db="nosuchdb"), "db"),
+        (lambda r: r.pop("db_tables"), "db_tables"),
+    ],
+)
+def test_malformed_bundled_records_name_file_and_field(tmp_path: Path, mutate, field) -> None:
+    shutil.copytree(FIXTURES / "databases", tmp_path / "databases")
+    records = fixture_records()
+    mutate(records[1])
+    write_jsonl(tmp_path / "tasks.jsonl", records)
+    with pytest.raises(TaskError) as err:
+        load_tasks(tmp_path)
+    assert err.value.field == field
+    assert err.value.source == f"{tmp_path / 'tasks.jsonl'}:2"
+
+
+def test_malformed_files(tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text('{"id": "x"\n')
+    with pytest.raises(TaskError, match="json"):
+        load_tasks(tmp_path)
+    (tmp_path / "tasks.jsonl").write_text("")
+    with pytest.raises(TaskError, match="no tasks"):
+        load_tasks(tmp_path)
+    write_jsonl(tmp_path / "tasks.jsonl", [fixture_records()[0]] * 2)
+    shutil.copytree(FIXTURES / "databases", tmp_path / "databases")
+    with pytest.raises(TaskError, match="duplicate task id"):
+        load_tasks(tmp_path)
+    with pytest.raises(TaskError, match="tasks_path"):
+        load_tasks(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TaskError, match="neither tasks.jsonl"):
+        load_tasks(tmp_path / "empty")
+    ic = tmp_path / "ic.json"
+    ic.write_text(json.dumps({"db": "concert"}))
+    with pytest.raises(TaskError, match="expected a JSON list"):
+        load_tasks(ic)
+
+
+def test_malformed_spider_tables(tmp_path: Path) -> None:
+    make_spider(tmp_path)
+    data = json.loads((tmp_path / "tables.json").read_text())
+    data[0]["column_names_original"].append([7, "ghost"])
+    (tmp_path / "tables.json").write_text(json.dumps(data))
+    with pytest.raises(TaskError) as err:
+        load_tasks(tmp_path)
+    assert err.value.field == "column_names_original" and "tables.json[0]" in err.value.source
