@@ -170,6 +170,9 @@ def first_divergence(a: Sequence[Record], b: Sequence[Record]) -> str | None:
 # ---------------------------------------------------------------- child process
 def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """What the child computes: trajectory digests, and a snapshot restored and replayed."""
+    spec = job.get("spec")
+    if spec is not None and spec.id not in gym.registry:
+        gym.registry[spec.id] = spec
     env = make_env(job["target"], job["env_kwargs"])
     try:
         records = run_trajectory(

@@ -185,6 +185,23 @@ class _Context:
         self.envs.clear()
 
 
+def _hint(traceback_text: str) -> str:
+    """A known cause for a crash, recognised from its traceback."""
+    if "env_data_reuse_passive_checker" in traceback_text:
+        # gymnasium's PassiveEnvChecker (added by gym.make) assumes a reset came first
+        return (
+            " [gym.make's PassiveEnvChecker cannot step an env restored from a snapshot "
+            "without a reset first; register the id with disable_env_checker=True]"
+        )
+    if "Cannot call env.step() before calling env.reset()" in traceback_text:
+        # OrderEnforcing's message (the base env words its own ResetNeeded differently)
+        return (
+            " [gym.make's OrderEnforcing refuses a step on an env restored from a snapshot "
+            "without a reset first; register the id with order_enforce=False]"
+        )
+    return ""
+
+
 def _collect(problems: list[str]) -> None:
     if problems:
         shown = problems[:12]
@@ -326,6 +343,8 @@ def _check_cross_process(ctx: _Context) -> str:
     actions, expected = branch(snap_env, source, 5)
     job = {
         "target": ctx.target,
+        # an id registered at run time (not on import) must be registered there too
+        "spec": gym.spec(ctx.target) if isinstance(ctx.target, str) else None,
         "env_kwargs": dict(ctx.env_kwargs),
         "seed": ctx.seed,
         "options": dict(ctx.options),
@@ -362,7 +381,7 @@ def _check_cross_process(ctx: _Context) -> str:
         tail = proc.stderr.decode(errors="replace")[-2000:]
         raise _Failed(f"the child process gave no result (exit {proc.returncode}): {tail}") from exc
     if "error" in result:
-        raise _Failed(f"the child process raised:\n{result['error']}")
+        raise _Failed(f"the child process raised{_hint(result['error'])}:\n{result['error']}")
     problems = []
     mine = [digest(r) for r in records]
     theirs = result["trajectory"]
@@ -763,9 +782,11 @@ def check_env_contract(
             except _Failed as exc:
                 result = CheckResult(name, False, "\n".join(exc.problems))
             except Exception as exc:
-                tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+                tb = "".join(
+                    traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+                )
                 result = CheckResult(
-                    name, False, f"raised {type(exc).__name__}: {exc}\n" + "".join(tb).rstrip()
+                    name, False, f"raised {type(exc).__name__}: {exc}{_hint(tb)}\n{tb.rstrip()}"
                 )
             finally:
                 ctx.close_all()

@@ -1,0 +1,28 @@
+"""Every registered env id keeps the env contract (the shipped checker, all checks)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import gymnasium as gym
+import pytest
+
+import agentenvs
+from agentenvs.testing import check_env_contract
+
+
+def _entry_module(env_id: str) -> str:
+    entry_point = gym.spec(env_id).entry_point
+    return entry_point.split(":")[0] if isinstance(entry_point, str) else ""
+
+
+@pytest.mark.parametrize("env_id", agentenvs.registered_ids())
+def test_registered_env_keeps_the_contract(env_id: str) -> None:
+    module = _entry_module(env_id)
+    try:
+        missing = module != "" and importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:
+        missing = True
+    if missing:
+        pytest.skip(f"{env_id}: its module {module} is not in this checkout")
+    check_env_contract(env_id)
