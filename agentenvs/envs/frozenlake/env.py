@@ -224,6 +224,11 @@ class FrozenLakeEnv(TextEnv):
     reset; an invalid action leaves both unchanged). ``reset``'s info also has
     ``system_prompt`` (the rules).
 
+    ``snapshot()`` holds the state (map, cell, last action and regret, plus the base's
+    turn, budget and RNG), a few hundred bytes; not the constructor's settings
+    (slipperiness, ``actions_per_turn``, ``show_budget``): restore into an env made with
+    the same settings, e.g. a fresh ``gym.make("agentenvs/FrozenLake-v0")``.
+
     Oracle values count moves: with ``actions_per_turn`` = k and t turns left the move
     budget is t * k. ``q_values()`` is ``Q_{t*k}(s, a)`` for one move, exact for k = 1
     and, for k > 1, the value when the agent sees the result of every move (an upper
