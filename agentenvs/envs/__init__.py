@@ -28,11 +28,14 @@ def register_envs() -> None:
     for name, entry_point in ENV_IDS.items():
         env_id = f"{NAMESPACE}/{name}"
         if env_id not in gym.registry:
-            # the base env enforces reset-before-step itself and owns the turn budget
+            # The base env enforces reset-before-step itself and owns the turn budget;
+            # gym.make's OrderEnforcing and PassiveEnvChecker would refuse an env that was
+            # restored from a snapshot without a reset (a worker receiving a snapshot).
             gym.register(
                 id=env_id,
                 entry_point=entry_point,
                 order_enforce=False,
+                disable_env_checker=True,
             )
     for name, entry_point in POLICIES.items():
         register_policy(name, entry_point)
