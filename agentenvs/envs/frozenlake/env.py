@@ -421,8 +421,7 @@ class FrozenLakeEnv(TextEnv):
         self._last_action = " || ".join(ACTION_NAMES[a] for a in moves)
         oracle = view.oracle
         if len(moves) == 1 and self.actions_per_turn == 1:
-            q = oracle.q_table(moves_left)
-            self._last_regret = float(q[start].max() - q[start, moves[0]])
+            self._last_regret = oracle.regret(start, moves[0], moves_left)
         else:
             best = oracle.value(start, moves_left)
             got = oracle.sequence_value(start, moves, moves_left - self.actions_per_turn)

@@ -181,6 +181,15 @@ class FrozenLakeOracle:
     def value(self, state: int, t: int) -> float:
         return float(self.v_table(t)[state])
 
+    def regret(self, state: int, action: int, t: int) -> float:
+        """``V_t(state) - Q_t(state, action)``: what playing ``action`` costs (0 if optimal).
+
+        Called on every env step, so it skips the horizon checks of the table getters.
+        """
+        if t > self._v.shape[0] - 1:
+            self._extend(self._check_horizon(t))
+        return float(self._v[t, state] - self._q[t, state, action])
+
     def infinite_values(self, tol: float = 1e-15, max_iter: int = 1_000_000) -> np.ndarray:
         """``lim V_t`` as t -> inf: the best probability of ever reaching a goal.
 
