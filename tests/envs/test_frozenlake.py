@@ -501,3 +501,15 @@ def test_policies_are_registered_by_name() -> None:
     assert isinstance(make_policy("frozenlake/oracle"), OraclePolicy)
     with pytest.raises(TypeError):
         OraclePolicy().act(Conversation(), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"map_name": "8x8", "is_slippery": False}, {"size": 5, "p": 0.7, "show_budget": True},
+     {"desc": ["SFH", "FFG"], "actions_per_turn": 2, "success_rate": 0.6}],
+)
+def test_keeps_the_env_contract(kwargs: dict) -> None:  # type: ignore[type-arg]
+    from agentenvs.testing.contract import assert_env_contract
+
+    # the fresh-interpreter replay runs once, for the default settings
+    assert_env_contract("agentenvs/FrozenLake-v0", env_kwargs=kwargs, check_processes=not kwargs)
