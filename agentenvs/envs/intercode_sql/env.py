@@ -263,7 +263,8 @@ class InterCodeSQLEnv(TextEnv):
     @property
     def gold_query(self) -> str:
         """The current task's gold query, in the backend's dialect."""
-        return self.backend.translate_gold(self.task.gold)
+        task = self.task
+        return self.backend.translate_gold(self.task_set.databases[task.db], task.gold)
 
     def system_prompt(self) -> str:
         name = _DIALECT_NAMES[self.backend.dialect]

@@ -143,8 +143,8 @@ class Backend(ABC):
     def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
         """Run ``sql`` against a pristine copy of the task database (for gold results)."""
 
-    def translate_gold(self, gold: str) -> str:
-        """The gold query (SQLite dialect) in this backend's dialect."""
+    def translate_gold(self, source: DatabaseSource, gold: str) -> str:
+        """The gold query (SQLite dialect) as this backend runs it."""
         return gold
 
     @abstractmethod

@@ -1,0 +1,670 @@
+"""The server backend: a real MariaDB/MySQL server through PyMySQL (extra ``mysql``).
+
+- **Templates**: each task database is loaded once per server into ``ae_tpl_<db>_<hash>``
+  (the hash covers the source file, so an edited file gets a new template). The data
+  comes from the same SQLite build the embedded backend uses, so both backends start
+  from identical values; column types follow the stored values (integers → BIGINT,
+  other numbers → DOUBLE, text → TEXT, or VARCHAR(255) where keyed), tables and
+  columns are lower-cased, strings use a binary collation (SQLite compares bytes).
+- **Episodes**: each episode gets its own database ``ae_ep_<pid>_<host>_<time>_<rand>``
+  cloned from the template, and its own user granted only on that database. It runs
+  with a statement time limit (MariaDB ``max_statement_time``, MySQL
+  ``max_execution_time``), ``sql_select_limit`` capping result sets, and one statement
+  per action (checked before sending; the connection has no multi-statement flag).
+  The database and user are dropped at ``close()`` and at exit; ``sweep_orphans``
+  drops those whose owner process is dead (run at start-up).
+- **Snapshots** dump every table (definition and rows) into a picklable value.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from agentenvs.core.errors import ServiceUnavailable, require
+from agentenvs.envs.intercode_sql.backends.base import (
+    Backend,
+    Episode,
+    Limits,
+    QueryResult,
+    content_digest,
+    normalize_rows,
+)
+from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
+from agentenvs.envs.intercode_sql.data import DatabaseSource
+
+EPISODE_PREFIX = "ae_ep_"
+TEMPLATE_PREFIX = "ae_tpl_"
+#: episodes of another host are swept once they are this old (their pid means nothing here)
+FOREIGN_ORPHAN_AGE_S = 24 * 3600
+
+_READ_STARTS = frozenset(
+    {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "VALUES", "TABLE", "("}
+)
+_WRITE_WORDS = re.compile(
+    r"\b(INSERT|UPDATE|DELETE|REPLACE|INTO|CREATE|DROP|ALTER|TRUNCATE|RENAME)\b", re.I
+)
+_REFUSED_STATEMENTS = [
+    (
+        re.compile(r"^\s*USE\b", re.I),
+        "USE is not available: the episode's database is already selected",
+    ),
+    (
+        re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.I),
+        "creating or dropping databases is not allowed",
+    ),
+    (
+        re.compile(
+            r"^\s*(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|XA|LOCK|UNLOCK)\b",
+            re.I,
+        ),
+        "transaction control and locks are not available (every statement commits)",
+    ),
+    (
+        re.compile(
+            r"^\s*(SET|GRANT|REVOKE|KILL|SHUTDOWN|FLUSH|INSTALL|UNINSTALL|LOAD|HANDLER|PREPARE|EXECUTE|DEALLOCATE|CALL|DO)\b",
+            re.I,
+        ),
+        "this kind of statement is not allowed here",
+    ),
+    (re.compile(r"\bINTO\s+(OUT|DUMP)FILE\b", re.I), "writing files is not allowed"),
+    (
+        re.compile(r"\bCREATE\s+(TEMPORARY|TEMP)\b", re.I),
+        "temporary tables are not supported; create a regular table",
+    ),
+]
+_HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
+_NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
+
+
+def _b36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def episode_name() -> str:
+    """``ae_ep_<pid>_<host>_<unix time>_<random>`` in base 36: at most 32 characters."""
+    return f"{EPISODE_PREFIX}{_b36(os.getpid())}_{_HOST_TAG}_{_b36(int(time.time()))}_{secrets.token_hex(3)}"
+
+
+def parse_episode_name(name: str) -> tuple[int, str, int] | None:
+    """(pid, host tag, creation time) of an episode database or user name."""
+    m = _NAME.match(name)
+    if not m:
+        return None
+    return int(m.group(1), 36), m.group(2), int(m.group(3), 36)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_orphan(name: str, now: float | None = None) -> bool:
+    parsed = parse_episode_name(name)
+    if parsed is None:
+        return False
+    pid, host, created = parsed
+    if host == _HOST_TAG:
+        return not _pid_alive(pid)
+    return (now or time.time()) - created > FOREIGN_ORPHAN_AGE_S
+
+
+def parse_mysql_url(url: str) -> dict[str, Any]:
+    """PyMySQL connection arguments from ``mysql://user:pw@host:port/?unix_socket=...``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb", "mysql+pymysql"):
+        raise ValueError(f"mysql_url must start with mysql://, got {url!r}")
+    query = parse_qs(parts.query)
+    args: dict[str, Any] = {
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+    }
+    if "unix_socket" in query:
+        args["unix_socket"] = query["unix_socket"][0]
+    else:
+        args["host"] = parts.hostname or "localhost"
+        args["port"] = parts.port or 3306
+    return args
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sqlite_affinity(declared: str) -> str:
+    t = declared.upper()
+    if "INT" in t:
+        return "int"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if "BLOB" in t or not t:
+        return "blob"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB")):
+        return "real"
+    return "numeric"
+
+
+def _column_type(declared: str, values: Sequence[Any], keyed: bool) -> str:
+    present = [v for v in values if v is not None]
+    if present:
+        if all(isinstance(v, int) for v in present):
+            return "BIGINT"
+        if all(isinstance(v, int | float) for v in present):
+            return "DOUBLE"
+        if all(isinstance(v, bytes) for v in present):
+            return "LONGBLOB"
+        long = max(len(str(v)) for v in present) > 255
+        return "VARCHAR(255)" if keyed and not long else "LONGTEXT"
+    affinity = _sqlite_affinity(declared)
+    return {
+        "int": "BIGINT",
+        "real": "DOUBLE",
+        "numeric": "DOUBLE",
+        "blob": "LONGTEXT",
+        "text": "VARCHAR(255)" if keyed else "LONGTEXT",
+    }[affinity]
+
+
+def mysql_schema(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[tuple]]]:
+    """(table, CREATE TABLE for MySQL, columns, rows) for every table of an SQLite db."""
+    out = []
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        )
+    ]
+    for table in tables:
+        quoted = '"' + table.replace('"', '""') + '"'
+        info = conn.execute(f"PRAGMA table_info({quoted})").fetchall()
+        columns = [r[1] for r in info]
+        rows = conn.execute(f"SELECT * FROM {quoted}").fetchall()
+        pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0]
+        pk_values = [tuple(row[columns.index(c)] for c in pk) for row in rows]
+        use_pk = (
+            bool(pk)
+            and len(set(pk_values)) == len(pk_values)
+            and all(None not in v for v in pk_values)
+        )
+        defs = []
+        for i, (_, name, declared, notnull, _, _) in enumerate(info):
+            values = [row[i] for row in rows]
+            kind = _column_type(declared or "", values, use_pk and name in pk)
+            null = (
+                " NOT NULL" if (notnull or (use_pk and name in pk)) and None not in values else ""
+            )
+            defs.append(f"{_q(name.lower())} {kind}{null}")
+        if use_pk:
+            defs.append(f"PRIMARY KEY ({', '.join(_q(c.lower()) for c in pk)})")
+        create = f"CREATE TABLE {_q(table.lower())} (\n  " + ",\n  ".join(defs) + "\n)"
+        out.append((table.lower(), create, [c.lower() for c in columns], rows))
+    return out
+
+
+def _single_statement_problem(sql: str) -> str | None:
+    """Why ``sql`` may not run (several statements, a refused kind), or None."""
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("mysql").tokenize(sql)
+    except Exception:  # the server will report the syntax error itself
+        tokens = None
+    if tokens is not None:
+        for i, token in enumerate(tokens):
+            if token.token_type == TokenType.SEMICOLON and any(
+                t.token_type != TokenType.SEMICOLON for t in tokens[i + 1 :]
+            ):
+                return "only one SQL statement per action is allowed"
+    for pattern, reason in _REFUSED_STATEMENTS:
+        if pattern.search(sql):
+            return reason
+    return None
+
+
+def is_read_only(sql: str) -> bool:
+    words = sql.lstrip().split(None, 1)
+    first = words[0].upper() if words else ""
+    first = "(" if first.startswith("(") else first
+    return first in _READ_STARTS and not _WRITE_WORDS.search(sql)
+
+
+class _Server:
+    """What we know about the server and how to reach it."""
+
+    def __init__(self, url: str) -> None:
+        self.pymysql = require("pymysql", "mysql")
+        self.args = parse_mysql_url(url)
+        # an episode user connects from wherever we connect from
+        local = "unix_socket" in self.args or self.args.get("host") in ("localhost",)
+        self.user_host = "localhost" if local else "%"
+        self.lock = threading.RLock()
+        self.admin = self.connect()
+        version = self.scalar("SELECT VERSION()")
+        self.is_mariadb = "mariadb" in str(version).lower()
+
+    def connect(self, **overrides: Any) -> Any:
+        args = {
+            **self.args,
+            "autocommit": True,
+            "charset": "utf8mb4",
+            "connect_timeout": 5,
+            **overrides,
+        }
+        try:
+            return self.pymysql.connect(**args)
+        except self.pymysql.err.OperationalError as exc:
+            where = args.get("unix_socket") or f"{args.get('host')}:{args.get('port')}"
+            raise ServiceUnavailable(f"cannot connect to MySQL/MariaDB at {where}: {exc}") from exc
+
+    def run(self, sql: str, args: Any = None) -> list[tuple]:
+        with self.lock, self.admin.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall()) if cur.description else []
+
+    def scalar(self, sql: str, args: Any = None) -> Any:
+        rows = self.run(sql, args)
+        return rows[0][0] if rows else None
+
+    def session_settings(self, timeout_s: float, max_rows: int) -> list[str]:
+        settings = [
+            # AVG and division keep SQLite's precision, so floats come out the same
+            "SET SESSION div_precision_increment = 30",
+            f"SET SESSION sql_select_limit = {int(max_rows) + 1}",
+            "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'",
+        ]
+        if self.is_mariadb:
+            settings.append(f"SET SESSION max_statement_time = {float(timeout_s)}")
+        else:
+            settings.append(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+        return settings
+
+
+def _error_text(exc: Exception) -> str:
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], str):
+        return args[1]
+    return str(exc) or type(exc).__name__
+
+
+class MySQLEpisode(Episode):
+    """One episode's database and least-privilege user on the server."""
+
+    def __init__(
+        self, backend: MySQLBackend, source: DatabaseSource, template: str, template_digest: str
+    ) -> None:
+        self.backend = backend
+        # the random database name never reaches the agent: it reads as the task's db
+        self.alias = source.name
+        self.server = backend.server
+        self.limits = backend.limits
+        self.name = episode_name()
+        self._digest: str | None = template_digest
+        self.conn: Any = None
+        server = self.server
+        password = secrets.token_urlsafe(18)
+        try:
+            server.run(f"CREATE DATABASE {_q(self.name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+            backend.clone_tables(template, self.name)
+            server.run(
+                "CREATE USER %s@%s IDENTIFIED BY %s", (self.name, server.user_host, password)
+            )
+            server.run(
+                "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
+                f"ON {_q(self.name)}.* TO %s@%s",
+                (self.name, server.user_host),
+            )
+            self.conn = server.connect(
+                user=self.name,
+                password=password,
+                database=self.name,
+                read_timeout=self.limits.statement_timeout_s
+                + 30,  # backstop for the server's limit
+                write_timeout=30,
+            )
+            with self.conn.cursor() as cur:
+                for statement in server.session_settings(
+                    self.limits.statement_timeout_s, self.limits.max_result_rows
+                ):
+                    cur.execute(statement)
+        except Exception:
+            self.close()
+            raise
+        backend.episodes.add(self)
+
+    def execute(self, sql: str) -> QueryResult:
+        problem = _single_statement_problem(sql)
+        if problem is not None:
+            return QueryResult(error=problem)
+        if not is_read_only(sql):
+            self._digest = None
+        return self._run(sql)
+
+    def _run(self, sql: str) -> QueryResult:
+        pymysql = self.server.pymysql
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql)
+                if cur.description is None:
+                    return QueryResult(rows=None, rowcount=cur.rowcount)
+                rows = cur.fetchall()
+                columns = tuple(d[0] for d in cur.description)
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            if code in (1969, 3024):  # MariaDB / MySQL statement time limit
+                return QueryResult(
+                    error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
+                )
+            if code in (2006, 2013, 2014):  # the connection is gone: the episode cannot go on
+                return QueryResult(error=f"lost the database connection: {_error_text(exc)}")
+            return QueryResult(error=self._hide(_error_text(exc)))
+        except pymysql.err.MySQLError as exc:
+            return QueryResult(error=self._hide(_error_text(exc)))
+        except (ValueError, TypeError, UnicodeError) as exc:
+            return QueryResult(error=str(exc) or type(exc).__name__)
+        if len(rows) > self.limits.max_result_rows:
+            return QueryResult(
+                error=f"the result has more than {self.limits.max_result_rows} rows; narrow the query"
+            )
+        rows = tuple(tuple(self._hide(v) for v in row) for row in normalize_rows(rows))
+        return QueryResult(
+            rows=rows, columns=tuple(self._hide(c) for c in columns), rowcount=len(rows)
+        )
+
+    def _hide(self, value: Any) -> Any:
+        if isinstance(value, str) and self.name and self.name in value:
+            return value.replace(self.name, self.alias)
+        return value
+
+    def probe(self, sql: str) -> QueryResult:
+        problem = _single_statement_problem(sql)
+        if problem is not None:
+            return QueryResult(error=problem)
+        if is_read_only(sql):
+            return self._run(sql)
+        saved = self.dump()
+        try:
+            return self._run(sql)
+        finally:
+            self.load(saved)
+
+    def dump(self) -> list[tuple[str, str, tuple[tuple, ...]]]:
+        return self.backend.dump_tables(self.name)
+
+    def load(self, state: Any) -> None:
+        self.backend.load_tables(self.name, state)
+        self._digest = None
+
+    def fingerprint(self) -> str:
+        if self._digest is None:
+            self._digest = self.backend.digest(self.name)
+        return self._digest
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+        if self.name is None:
+            return
+        name, self.name = self.name, None  # type: ignore[assignment]
+        self.backend.drop_episode(name)
+        self.backend.episodes.discard(self)
+
+
+class MySQLBackend(Backend):
+    """Templates and per-episode databases on one MariaDB/MySQL server."""
+
+    name = "mysql"
+    dialect = "mysql"
+    _swept: set[str] = set()  # servers swept by this process
+
+    def __init__(self, url: str, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self.server = _Server(url)
+        self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
+        self._templates: dict[str, tuple[str, str]] = {}
+        self._gold_conn: Any = None
+        self._gold_sql: dict[tuple[str, str], str] = {}
+        key = repr(sorted(self.server.args.items()))
+        if key not in MySQLBackend._swept:
+            MySQLBackend._swept.add(key)
+            sweep_orphans(self.server)
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    # templates -----------------------------------------------------------------
+    def template(self, source: DatabaseSource) -> tuple[str, str]:
+        """(template database name, content digest), creating the template if needed."""
+        data = template_bytes(source)
+        key = hashlib.blake2b(data, digest_size=6).hexdigest()
+        if key in self._templates:
+            return self._templates[key]
+        safe = re.sub(r"[^0-9a-z_]", "_", source.name.lower())[:30]
+        name = f"{TEMPLATE_PREFIX}{safe}_{key}"
+        server = self.server
+        # other processes may build the same template: one builds, the rest wait
+        server.scalar("SELECT GET_LOCK(%s, 120)", (name,))
+        try:
+            ready = server.scalar(
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = '_ae_ready'",
+                (name,),
+            )
+            if not ready:
+                self._build_template(name, data)
+        finally:
+            server.scalar("SELECT RELEASE_LOCK(%s)", (name,))
+        digest = self.digest(name)
+        self._templates[key] = (name, digest)
+        return name, digest
+
+    def _build_template(self, name: str, data: bytes) -> None:
+        server = self.server
+        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+        server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.deserialize(data)
+            tables = mysql_schema(conn)
+        finally:
+            conn.close()
+        with server.lock, server.admin.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'")
+            for table, create, columns, rows in tables:
+                cur.execute(create.replace("CREATE TABLE ", f"CREATE TABLE {_q(name)}.", 1))
+                if rows:
+                    marks = ", ".join(["%s"] * len(columns))
+                    cur.executemany(f"INSERT INTO {_q(name)}.{_q(table)} VALUES ({marks})", rows)
+            # written last: a template without it is incomplete and gets rebuilt
+            cur.execute(f"CREATE TABLE {_q(name)}._ae_ready (ok INT)")
+
+    def _tables(self, db: str) -> list[str]:
+        rows = self.server.run(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> '_ae_ready' ORDER BY TABLE_NAME",
+            (db,),
+        )
+        return [r[0] for r in rows]
+
+    def clone_tables(self, template: str, target: str) -> None:
+        for table in self._tables(template):
+            self.server.run(
+                f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}"
+            )
+            self.server.run(
+                f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}"
+            )
+
+    def dump_tables(self, db: str) -> list[tuple[str, str, tuple[tuple, ...]]]:
+        out = []
+        for table in self._tables(db):
+            create = self.server.run(f"SHOW CREATE TABLE {_q(db)}.{_q(table)}")[0][1]
+            rows = tuple(self.server.run(f"SELECT * FROM {_q(db)}.{_q(table)}"))
+            out.append((table, create, rows))
+        return out
+
+    def load_tables(self, db: str, state: Any) -> None:
+        if not isinstance(state, list):
+            raise TypeError(f"a MySQL episode loads a table dump, not {type(state).__name__}")
+        server = self.server
+        with server.lock, server.admin.cursor() as cur:
+            for table in self._tables(db):
+                cur.execute(f"DROP TABLE {_q(db)}.{_q(table)}")
+            views = server.run(
+                "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = %s", (db,)
+            )
+            for (view,) in views:
+                cur.execute(f"DROP VIEW {_q(db)}.{_q(view)}")
+            cur.execute(f"USE {_q(db)}")
+            try:
+                for table, create, rows in state:
+                    cur.execute(create)
+                    if rows:
+                        marks = ", ".join(["%s"] * len(rows[0]))
+                        cur.executemany(f"INSERT INTO {_q(table)} VALUES ({marks})", list(rows))
+            finally:
+                cur.execute("USE information_schema")
+
+    def digest(self, db: str) -> str:
+        tables = []
+        for table in self._tables(db):
+            with self.server.lock, self.server.admin.cursor() as cur:
+                cur.execute(f"SELECT * FROM {_q(db)}.{_q(table)}")
+                columns = [d[0] for d in cur.description]
+                tables.append((table, columns, normalize_rows(cur.fetchall())))
+        return content_digest(tables)
+
+    # episodes ------------------------------------------------------------------
+    def open_episode(self, source: DatabaseSource) -> MySQLEpisode:
+        template, digest = self.template(source)
+        return MySQLEpisode(self, source, template, digest)
+
+    def drop_episode(self, name: str) -> None:
+        try:
+            self.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+            self.server.run("DROP USER IF EXISTS %s@%s", (name, self.server.user_host))
+        except Exception:  # the server went away: the sweep removes it later
+            pass
+
+    def _gold_cursor(self, template: str) -> Any:
+        if self._gold_conn is None:
+            self._gold_conn = self.server.connect()
+            with self._gold_conn.cursor() as cur:
+                for statement in self.server.session_settings(
+                    self.limits.statement_timeout_s, self.limits.max_result_rows
+                ):
+                    cur.execute(statement)
+        cur = self._gold_conn.cursor()
+        cur.execute(f"USE {_q(template)}")
+        return cur
+
+    def _run_gold(self, template: str, sql: str) -> QueryResult:
+        pymysql = self.server.pymysql
+        cur = self._gold_cursor(template)
+        try:
+            cur.execute(sql)
+            if cur.description is None:
+                return QueryResult(rows=None, rowcount=cur.rowcount)
+            return QueryResult(
+                rows=normalize_rows(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
+            )
+        except pymysql.err.MySQLError as exc:
+            return QueryResult(error=_error_text(exc))
+        finally:
+            cur.close()
+
+    def translate_gold(self, source: DatabaseSource, gold: str) -> str:
+        """The gold as written when the server accepts it, else sqlglot's MySQL version."""
+        key = (source.name, gold)
+        if key not in self._gold_sql:
+            template, _ = self.template(source)
+            chosen = gold
+            if not self._run_gold(template, gold).ok:
+                import sqlglot
+
+                try:
+                    chosen = sqlglot.transpile(gold, read="sqlite", write="mysql")[0]
+                except sqlglot.errors.ParseError:
+                    chosen = gold
+            self._gold_sql[key] = chosen
+        return self._gold_sql[key]
+
+    def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
+        template, _ = self.template(source)
+        return self._run_gold(template, sql)
+
+    def close(self) -> None:
+        for episode in list(self.episodes):
+            episode.close()
+        for conn in (self._gold_conn, self.server.admin):
+            try:
+                if conn is not None and conn.open:
+                    conn.close()
+            except Exception:
+                pass
+        self._gold_conn = None
+
+
+def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
+    backend = ref()
+    if backend is None:
+        return
+    try:
+        if not backend.server.admin.open:
+            backend.server.admin = backend.server.connect()
+        backend.close()
+    except Exception:
+        pass
+
+
+def sweep_orphans(server: _Server) -> list[str]:
+    """Drop episode databases and users whose owner process is gone; return their names."""
+    dropped = []
+    dbs = [r[0] for r in server.run("SHOW DATABASES LIKE 'ae\\_ep\\_%'")]
+    users = [
+        (r[0], r[1])
+        for r in server.run("SELECT User, Host FROM mysql.user WHERE User LIKE 'ae\\_ep\\_%'")
+    ]
+    now = time.time()
+    for db in dbs:
+        if is_orphan(db, now):
+            server.run(f"DROP DATABASE IF EXISTS {_q(db)}")
+            dropped.append(db)
+    for user, host in users:
+        if is_orphan(user, now):
+            server.run("DROP USER IF EXISTS %s@%s", (user, host))
+            if user not in dropped:
+                dropped.append(user)
+    return dropped
+
+
+def sweep(url: str) -> list[str]:
+    """Connect to the server at ``url`` and sweep orphaned episodes."""
+    server = _Server(url)
+    try:
+        return sweep_orphans(server)
+    finally:
+        server.admin.close()

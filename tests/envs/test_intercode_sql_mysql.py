@@ -1,0 +1,293 @@
+"""InterCode-SQL on a real MariaDB/MySQL server (marked ``mysql``; skipped when none answers).
+
+The server comes from ``$AGENTENVS_MYSQL_URL``, else root over the default unix socket
+(``.ci/services/mariadb.sh`` starts one and prints its URL).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+
+FIXTURES = Path(__file__).parent / "intercode_sql_fixtures"
+DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
+ORDERED = "concert-002"
+ORDERED_GOLD = "SELECT name, country, age FROM singer ORDER BY age DESC"
+
+pytestmark = pytest.mark.mysql
+
+
+def _server_url() -> str:
+    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
+    try:
+        import pymysql  # noqa: F401
+    except ImportError:
+        pytest.skip("PyMySQL is not installed (pip install 'agentenvs[mysql]')")
+    import pymysql
+
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+    try:
+        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
+    except Exception as exc:
+        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
+    return url
+
+
+@pytest.fixture(scope="module")
+def url() -> str:
+    return _server_url()
+
+
+def admin(url: str):
+    import pymysql
+
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+    return pymysql.connect(**parse_mysql_url(url), autocommit=True)
+
+
+def episode_dbs(url: str) -> set[str]:
+    conn = admin(url)
+    with conn.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE 'ae\\_ep\\_%'")
+        names = {r[0] for r in cur.fetchall()}
+    conn.close()
+    return names
+
+
+def make(url: str, **kwargs) -> InterCodeSQLEnv:
+    return InterCodeSQLEnv(tasks_path=FIXTURES, backend="mysql", mysql_url=url, **kwargs)
+
+
+def play(env, task_id, *actions):
+    env.reset(seed=0, options={"task_id": task_id})
+    out = None
+    for a in actions:
+        out = env.step(a)
+    return out
+
+
+PARITY = [
+    ("concert-001", "SELECT count(*) FROM singer"),
+    ("concert-002", ORDERED_GOLD),
+    ("concert-002", "SELECT name, country, age FROM singer ORDER BY age ASC"),
+    ("concert-002", ORDERED_GOLD + " LIMIT 3"),
+    ("concert-003", "SELECT avg(age), min(age), max(age) FROM singer WHERE country = 'France'"),
+    ("concert-003", "SELECT avg(age) FROM singer"),
+    ("concert-006", "SELECT avg(average) FROM stadium"),
+    ("concert-006", "SELECT average FROM stadium"),
+    (
+        "concert-004",
+        "SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id GROUP BY T1.stadium_id",
+    ),
+    ("pets-002", "SELECT pettype, weight FROM pets ORDER BY pet_age LIMIT 1"),
+    (
+        "pets-002",
+        "SELECT weight * 2, pet_age + 0.5 FROM pets",
+    ),  # (integer division differs by dialect)
+    ("pets-001", "SELECT fname FROM student WHERE sex = 'f'"),  # binary collation, as in SQLite
+]
+
+
+def test_same_rewards_and_rows_as_sqlite(url) -> None:
+    mysql, sqlite = make(url), InterCodeSQLEnv(tasks_path=FIXTURES)
+    try:
+        for task_id, query in PARITY:
+            a = play(mysql, task_id, query)[0]
+            b = play(sqlite, task_id, query)[0]
+            rows = lambda text: text.splitlines()[1:]  # noqa: E731 - column labels may differ
+            assert rows(a) == rows(b), (task_id, query, a, b)
+            assert mysql.step("submit")[1] == sqlite.step("submit")[1], (task_id, query)
+    finally:
+        mysql.close()
+        sqlite.close()
+
+
+def test_gold_policy_and_observations_hide_the_episode_name(url) -> None:
+    env = make(url)
+    try:
+        for task_id in env.task_ids:
+            env.reset(seed=0, options={"task_id": task_id})
+            env.step(env.gold_query)
+            assert env.step("submit")[1] == 1.0, task_id
+        obs = play(env, ORDERED, "SHOW TABLES")[0]
+        assert "Tables_in_concert" in obs and "ae_ep_" not in obs
+        obs = env.step("SELECT * FROM mysql.user")[0]
+        assert "denied" in obs and "ae_ep_" not in obs
+    finally:
+        env.close()
+
+
+HOSTILE = [
+    ("DROP DATABASE concert", "not allowed"),
+    ("USE mysql", "USE is not available"),
+    ("SELECT * FROM mysql.user", "denied"),
+    ("SELECT SLEEP(1e9)", "time limit"),
+    (
+        "SELECT count(*) FROM singer a, singer b, singer c, singer d, singer e, singer f, "
+        "singer g, singer h, singer i, singer j, singer k",
+        "time limit",
+    ),
+    ("SELECT 1; DROP TABLE singer", "only one SQL statement"),
+    ("SELECT * FROM singer INTO OUTFILE '/tmp/agentenvs-x'", "not allowed"),
+    ("GRANT ALL ON *.* TO CURRENT_USER", "not allowed"),
+    ("CREATE DATABASE evil", "not allowed"),
+    ("DROP TABLE mysql.user", "denied"),
+    ("SET GLOBAL max_connections = 1", "not allowed"),
+    ("CREATE TEMPORARY TABLE t (x INT)", "temporary"),
+]
+
+
+def test_hostile_statements_harm_nothing(url) -> None:
+    env, other = make(url, statement_timeout_s=0.5, max_turns=30), make(url)
+    try:
+        other.reset(seed=0, options={"task_id": ORDERED})
+        env.reset(seed=0, options={"task_id": ORDERED})
+        for sql, message in HOSTILE:
+            start = time.monotonic()
+            obs, _, terminated, _, info = env.step(sql)
+            assert time.monotonic() - start < 5, sql
+            assert obs.startswith("Error executing query:") and message in obs, (sql, obs)
+            assert not terminated
+        obs = env.step("SELECT 'x' || 1")[0]  # still usable
+        assert "Error" not in obs
+        env.step(ORDERED_GOLD)
+        assert env.step("submit")[1] == 1.0
+        other.step(ORDERED_GOLD)
+        assert other.step("submit")[1] == 1.0
+        big = "SELECT " + "1 + " * 260_000 + "1"
+        other.reset(seed=0, options={"task_id": ORDERED})
+        obs, _, _, _, info = other.step(big)
+        assert not info["action_valid"] and "over the limit" in obs
+    finally:
+        env.close()
+        other.close()
+
+
+def test_writes_are_private_and_databases_are_dropped_at_close(url) -> None:
+    before = episode_dbs(url)
+    a, b = make(url), make(url)
+    play(a, ORDERED, "DELETE FROM singer")
+    b.reset(seed=0, options={"task_id": ORDERED})
+    assert "(6 rows)" in b.step("SELECT * FROM singer")[0]
+    assert len(episode_dbs(url) - before) == 2
+    play(a, ORDERED, "SELECT count(*) FROM singer")  # a new episode starts from the template
+    assert "(6,)" in a.step("SELECT count(*) FROM singer")[0]
+    names = (a.episode.name, b.episode.name)
+    a.close()
+    b.close()
+    assert episode_dbs(url) - before == set()
+    conn = admin(url)
+    with conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM mysql.user WHERE User IN (%s, %s)", names)
+        assert cur.fetchone()[0] == 0
+    conn.close()
+
+
+def test_snapshot_restores_database_into_fresh_env(url) -> None:
+    env, fresh = make(url), make(url)
+    try:
+        play(
+            env,
+            ORDERED,
+            "DELETE FROM singer WHERE country = 'France'",
+            "CREATE TABLE notes (t TEXT)",
+            "INSERT INTO notes VALUES ('hello')",
+            "SELECT name FROM singer",
+        )
+        snap = pickle.loads(pickle.dumps(env.snapshot()))
+        key = env.state_key()
+        env.step("DROP TABLE singer")
+        fresh.restore(snap)
+        assert fresh.state_key() == key
+        assert "(2,)" in fresh.step("SELECT count(*) FROM singer")[0]
+        assert "('hello',)" in fresh.step("SELECT * FROM notes")[0]
+        env.restore(snap)
+        assert env.state_key() == key
+        assert "(2,)" in env.step("SELECT count(*) FROM singer")[0]
+        # score_action on a write leaves the database as it was
+        assert env.score_action("DELETE FROM singer") == 0.0
+        assert "(2,)" in env.step("SELECT count(*) FROM singer")[0]
+    finally:
+        env.close()
+        fresh.close()
+
+
+def test_sweep_drops_orphans_of_dead_processes(url) -> None:
+    from agentenvs.envs.intercode_sql.backends import mysql as backend
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = backend.episode_name().replace(backend._b36(os.getpid()), backend._b36(dead.pid), 1)
+    mine = backend.episode_name()
+    conn = admin(url)
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{orphan}`")
+        cur.execute(f"CREATE DATABASE `{mine}`")
+    try:
+        dropped = backend.sweep(url)
+        assert orphan in dropped and mine not in dropped
+        assert orphan not in episode_dbs(url) and mine in episode_dbs(url)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{orphan}`")
+            cur.execute(f"DROP DATABASE IF EXISTS `{mine}`")
+        conn.close()
+
+
+def test_exit_without_close_leaves_nothing_and_a_kill_is_swept(url) -> None:
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+        env = InterCodeSQLEnv(tasks_path={str(FIXTURES)!r}, backend="mysql", mysql_url={url!r})
+        env.reset(seed=0)
+        print(env.unwrapped.episode.name, flush=True)
+        if sys.argv[1] == "kill":
+            os.kill(os.getpid(), 9)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "exit"], capture_output=True, text=True, timeout=60
+    )
+    name = out.stdout.strip()
+    assert name.startswith("ae_ep_"), out.stderr
+    assert name not in episode_dbs(url)  # atexit dropped it
+    out = subprocess.run(
+        [sys.executable, "-c", code, "kill"], capture_output=True, text=True, timeout=60
+    )
+    name = out.stdout.strip()
+    assert name in episode_dbs(url)  # SIGKILL: nothing could clean up
+    from agentenvs.envs.intercode_sql.backends.mysql import sweep
+
+    assert name in sweep(url)
+    assert name not in episode_dbs(url)
+
+
+def test_env_contract_on_mysql(url) -> None:
+    import functools
+
+    from agentenvs.testing import check_env_contract
+
+    report = check_env_contract(
+        functools.partial(
+            InterCodeSQLEnv,
+            tasks_path=str(FIXTURES),
+            backend="mysql",
+            mysql_url=url,
+            statement_timeout_s=1.0,
+        ),
+        steps=6,
+        options={"task_id": "pets-002"},
+    )
+    assert report.passed, report.summary()
