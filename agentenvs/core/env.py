@@ -280,8 +280,13 @@ class TextEnv(gym.Env[str, str]):
         return self.task_ids
 
     def _class_name(self) -> str:
+        # cached per class: snapshots are taken on hot paths (search, step scoring)
         cls = type(self)
-        return f"{cls.__module__}.{cls.__qualname__}"
+        name = cls.__dict__.get("_snapshot_class_name")
+        if name is None:
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            cls._snapshot_class_name = name  # type: ignore[attr-defined]
+        return name
 
     @staticmethod
     def _check_budget(value: Any) -> int:

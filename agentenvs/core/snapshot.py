@@ -8,7 +8,7 @@ chain as well: every wrapper that implements ``wrapper_state()`` and
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -16,9 +16,9 @@ import gymnasium as gym
 from agentenvs.core.errors import SnapshotError
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Snapshot:
-    """The state of an env (and of its stateful wrappers) at one moment.
+    """The state of an env (and of its stateful wrappers) at one moment; treat it as immutable.
 
     ``env_class`` names the env class it came from (restoring into another class fails);
     ``base`` is the bookkeeping the base env owns (turn, budget, RNG, task);
@@ -30,7 +30,7 @@ class Snapshot:
     version: int
     base: dict[str, Any]
     state: Any
-    wrappers: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
+    wrappers: tuple[tuple[str, Any], ...] = ()
 
     def to_bytes(self) -> bytes:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
