@@ -150,4 +150,5 @@ class BrokenAcrossProcessesEnv(LineWalkEnv):
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         obs = super()._load_task(task_id, options)
         self._pos = 1 + hash(task_id) % (self._length - 2)
-        return self._describe() if obs else obs
+        # the full hash in the text too, so two processes cannot agree by chance
+        return f"{self._describe()} (salt {hash(task_id) & 0xFFFFFFFF})" if obs else obs
