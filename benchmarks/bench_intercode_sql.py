@@ -1,0 +1,153 @@
+"""InterCode-SQL speed: episode reset cost and steps per second, SQLite and MySQL.
+
+Prints, from one run:
+- SQLite reset: per-episode in-memory copy of the template vs rebuilding from the script;
+- MySQL reset (when a server answers at $AGENTENVS_MYSQL_URL or the default socket):
+  cloning the template database vs re-running the script into a new database;
+- steps per second of the gold policy on each backend.
+
+Usage: python benchmarks/bench_intercode_sql.py [--tasks PATH] [--episodes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+
+from agentenvs.envs.intercode_sql.backends.base import Limits
+from agentenvs.envs.intercode_sql.backends.sqlite import SqliteBackend, template_bytes
+from agentenvs.envs.intercode_sql.data import load_tasks
+from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+from agentenvs.policy.base import Conversation
+from agentenvs.policy.registry import make_policy
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "envs" / "intercode_sql_fixtures"
+DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
+
+
+def per_call(fn, n: int) -> float:
+    """Median seconds per call over ``n`` calls (after one warm-up)."""
+    fn()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_sqlite_reset(tasks, n: int) -> None:
+    source = max(tasks.databases.values(), key=lambda s: s.path.stat().st_size)
+    script = source.sqlite_script()
+    backend = SqliteBackend(Limits())
+
+    def copy() -> None:
+        backend.open_episode(source).close()
+
+    def rebuild() -> None:
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(script)
+        conn.close()
+
+    template_bytes(source)
+    t_copy, t_script = per_call(copy, n), per_call(rebuild, n)
+    print(f"SQLite reset, db {source.name!r} ({len(template_bytes(source)) / 1024:.0f} KiB):")
+    print(f"  per-episode copy   {t_copy * 1e6:9.1f} us")
+    print(f"  re-run the script  {t_script * 1e6:9.1f} us   ratio {t_script / t_copy:.1f}x")
+
+
+def bench_mysql_reset(tasks, url: str, n: int) -> None:
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend, _q
+
+    source = max(tasks.databases.values(), key=lambda s: s.path.stat().st_size)
+    backend = MySQLBackend(url, Limits())
+    name = "ae_bench_rebuild"
+
+    def clone() -> None:
+        backend.open_episode(source).close()
+
+    def rerun() -> None:
+        backend._build_template(name, template_bytes(source))  # the whole script, table by table
+        backend.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+
+    try:
+        t_clone, t_rerun = per_call(clone, n), per_call(rerun, n)
+    finally:
+        backend.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+        backend.close()
+    print(f"MySQL reset, db {source.name!r} (episode db + user + connection):")
+    print(f"  clone the template {t_clone * 1e3:9.1f} ms")
+    print(f"  re-run the script  {t_rerun * 1e3:9.1f} ms   ratio {t_rerun / t_clone:.1f}x")
+
+
+def steps_per_second(env: InterCodeSQLEnv, episodes: int) -> tuple[float, float]:
+    """(steps/s, resets/s share of time) for the gold policy over ``episodes`` episodes."""
+    policy = make_policy("intercode_sql/gold")
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    steps = 0
+    start = time.perf_counter()
+    for i in range(episodes):
+        obs, info = env.reset(seed=i)
+        conv = Conversation.start(obs, info, env=env)
+        done = False
+        while not done:
+            action = policy.act(conv, rng)
+            obs, _, terminated, truncated, _ = env.step(action)
+            conv.add_turn(action, obs)
+            steps += 1
+            done = terminated or truncated
+    return steps / (time.perf_counter() - start), steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tasks", default=None, help="tasks path (default: bundled, else test fixtures)"
+    )
+    parser.add_argument("--episodes", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    tasks_path = args.tasks
+    if tasks_path is None:
+        try:
+            load_tasks(None)
+        except Exception:
+            tasks_path = str(FIXTURES)
+    tasks = load_tasks(tasks_path)
+    print(f"tasks: {tasks.origin} ({len(tasks.tasks)} tasks, {len(tasks.databases)} databases)")
+    bench_sqlite_reset(tasks, args.repeats)
+
+    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
+    mysql_ok = True
+    try:
+        import pymysql
+
+        from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
+    except Exception as exc:
+        mysql_ok = False
+        print(f"MySQL: skipped (no server at {url}: {exc})")
+    if mysql_ok:
+        bench_mysql_reset(tasks, url, max(3, args.repeats // 4))
+
+    env = InterCodeSQLEnv(tasks_path=tasks_path)
+    sps_sqlite, n = steps_per_second(env, args.episodes)
+    env.close()
+    print(f"gold policy, SQLite: {sps_sqlite:9.1f} steps/s ({n} steps, resets included)")
+    if mysql_ok:
+        env = InterCodeSQLEnv(tasks_path=tasks_path, backend="mysql", mysql_url=url)
+        sps_mysql, n = steps_per_second(env, max(5, args.episodes // 4))
+        env.close()
+        print(f"gold policy, MySQL:  {sps_mysql:9.1f} steps/s ({n} steps, resets included)")
+        print(f"  SQLite / MySQL: {sps_sqlite / sps_mysql:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
