@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= test,plot
+EXTRAS ?= test,plot,mysql
 OUT ?= out/demo
 PYTEST_ARGS ?=
 
