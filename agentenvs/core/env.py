@@ -17,6 +17,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.errors import SnapshotError, UnknownTaskError
+from agentenvs.core.rng import rng_from_state
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
 
@@ -242,16 +243,7 @@ class TextEnv(gym.Env[str, str]):
                 f"snapshot version {snapshot.version} != env's {self.snapshot_version}"
             )
         base = snapshot.base
-        rng_state = base["rng"]
-        current = self._np_random
-        if current is not None and type(current.bit_generator).__name__ == rng_state["bit_generator"]:
-            # set the state in place: building a fresh bit generator draws OS entropy
-            # first, which made restore several times slower than everything else
-            current.bit_generator.state = rng_state
-        else:
-            bit_generator = getattr(np.random, rng_state["bit_generator"])()
-            bit_generator.state = rng_state
-            self._np_random = np.random.Generator(bit_generator)
+        self._np_random = rng_from_state(base["rng"], self._np_random)
         self._task_id = base["task_id"]
         self._turn = base["turn"]
         self._episode_max_turns = base["episode_max_turns"]

@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core.rng import rng_from_state, rng_state, stream_rng
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 
 BUDGET_SAMPLED = "budget_sampled"
@@ -20,38 +21,6 @@ BUDGET_SAMPLED = "budget_sampled"
 #: mixed into seeds so a wrapper's draws never coincide with the env's own draws from the
 #: same reset seed (an env drawing its task from seed s must not correlate with the budget)
 _BUDGET_STREAM = 0x42554447  # "BUDG"
-
-
-def stream_rng(stream: int, *seeds: int | None) -> np.random.Generator:
-    """A generator for one named stream, seeded from ``seeds`` (``None`` entries skipped).
-
-    With no seed at all it draws fresh entropy, like ``np.random.default_rng()``.
-    """
-    given = [int(s) for s in seeds if s is not None]
-    if not given:
-        return np.random.default_rng()
-    return np.random.default_rng(np.random.SeedSequence([stream, *given]))
-
-
-def rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    """The plain-data state of a generator (a dict of ints and strings)."""
-    return rng.bit_generator.state
-
-
-def rng_from_state(
-    state: dict[str, Any], reuse: np.random.Generator | None = None
-) -> np.random.Generator:
-    """A generator in ``state``: ``reuse`` set in place when its bit generator matches.
-
-    Setting the state in place skips building a fresh bit generator, which draws OS
-    entropy first and costs more than the rest of a restore.
-    """
-    if reuse is not None and type(reuse.bit_generator).__name__ == state["bit_generator"]:
-        reuse.bit_generator.state = state
-        return reuse
-    bit_generator = getattr(np.random, state["bit_generator"])()
-    bit_generator.state = state
-    return np.random.Generator(bit_generator)
 
 
 def _check_seed(seed: Any) -> int | None:

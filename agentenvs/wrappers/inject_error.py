@@ -14,8 +14,9 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import info as keys
+from agentenvs.core.rng import rng_from_state, rng_state, stream_rng
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
-from agentenvs.wrappers.budget import _check_seed, rng_from_state, rng_state, stream_rng
+from agentenvs.wrappers.budget import _check_seed
 
 INJECTED_ACTION = "injected_action"
 ORIGINAL_ACTION = "original_action"
