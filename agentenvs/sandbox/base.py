@@ -1,0 +1,146 @@
+"""The sandbox interface every backend implements (local namespaces, Docker).
+
+A sandbox owns a private writable work dir, runs commands in it with a wall-clock
+timeout and resource limits, reads and writes its files, snapshots and restores them,
+and runs a Python program against many test cases through a warm worker that forks per
+case (``run_python_cases``), so a case does not pay an interpreter start.
+
+Closing is idempotent and also happens at exit; nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+#: where the work dir appears inside every sandbox
+WORKDIR = "/work"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for everything a sandbox runs (per process unless said otherwise)."""
+
+    cpu_seconds: int = 10
+    memory_mb: int = 1024
+    max_processes: int = 64
+    max_file_mb: int = 64
+    max_open_files: int = 256
+    #: stdout and stderr are each cut to this many bytes (the result says so)
+    max_output_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one command."""
+
+    returncode: int | None  # None when killed for the timeout
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    #: stdout or stderr was cut at Limits.max_output_bytes
+    output_truncated: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class PyCase:
+    """One test case for ``run_python_cases``.
+
+    ``kind="stdin"``: the program runs as a script with ``stdin`` as its standard input.
+    ``kind="call"``: after the program is loaded, ``func`` is called with ``args`` (JSON
+    values); when the program defines ``class Solution`` with that method, the method of
+    a fresh ``Solution()`` is called instead.
+    """
+
+    kind: Literal["stdin", "call"]
+    stdin: str = ""
+    func: str = ""
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """What one case did; comparing it with the expected output is the caller's job."""
+
+    stdout: str
+    stderr: str = ""
+    #: the JSON-encodable return value of a ``call`` case (None for ``stdin`` cases)
+    value: Any = None
+    #: None on a clean run, else "timeout", "memory", "output limit", "crashed: <how>",
+    #: "exception: <type>: <message>", "compile error: <message>", "worker died"
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class FilesSnapshot:
+    """The files of a work dir: relative path -> (mode, bytes); picklable, self-contained."""
+
+    files: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
+
+
+class Sandbox(abc.ABC):
+    """One isolated work dir and the means to run things in it."""
+
+    backend: ClassVar[str]
+    limits: Limits
+
+    @abc.abstractmethod
+    def run(
+        self,
+        command: Sequence[str] | str,
+        *,
+        stdin: bytes | str = b"",
+        timeout: float = 10.0,
+        env: Mapping[str, str] | None = None,
+        cwd: str = WORKDIR,
+    ) -> RunResult:
+        """Run ``command`` (argv, or a string for ``/bin/sh -c``) in the sandbox."""
+
+    @abc.abstractmethod
+    def run_python_cases(
+        self,
+        source: str,
+        cases: Sequence[PyCase],
+        *,
+        timeout_per_case: float = 6.0,
+    ) -> Iterator[CaseRun]:
+        """Run ``source`` on each case in order, yielding results as they finish.
+
+        One warm worker per call forks per case; each case has its own timeout and
+        cannot see another's effects. Closing the iterator early stops the worker (early
+        stop on the first failure costs nothing more).
+        """
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        """Write a file under the work dir (``path`` relative to it)."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str) -> bytes:
+        """Read a file under the work dir."""
+
+    @abc.abstractmethod
+    def snapshot_files(self) -> FilesSnapshot:
+        """Every regular file under the work dir."""
+
+    @abc.abstractmethod
+    def restore_files(self, snapshot: FilesSnapshot) -> None:
+        """Make the work dir hold exactly ``snapshot``'s files."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Kill what runs and empty the work dir, ready for reuse (pools call this)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release everything; idempotent, also run at interpreter exit."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
