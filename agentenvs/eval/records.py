@@ -55,7 +55,10 @@ def dumps_line(record: dict[str, Any]) -> bytes:
 
 
 class JsonlAppender:
-    """Appends whole lines to a JSONL file, each in one ``write`` on an ``O_APPEND`` fd.
+    """Appends whole lines to a JSONL file in one ``write`` on an ``O_APPEND`` fd.
+
+    ``write`` takes one or more complete lines; however it is cut short, every line
+    before the last is whole, so readers lose at most the torn last line.
 
     Opening cuts off a torn last line (a write interrupted by a kill), so the next line
     starts on a line boundary. ``fsync=True`` also survives power loss, at a cost.
@@ -69,7 +72,7 @@ class JsonlAppender:
 
     def write(self, line: bytes) -> None:
         if not line.endswith(b"\n"):
-            raise ValueError("a JSONL line must end with a newline")
+            raise ValueError("JSONL data must end with a newline")
         view = memoryview(line)
         # a regular file takes the whole line in one write; the loop only guards odd cases
         while view:

@@ -347,21 +347,19 @@ def run_pass_at_k_t(
 
             def consume(results: list[tuple[tuple[str, int, int], bool, bytes]]) -> None:
                 nonlocal successes
-                for _, success, line in results:
-                    out.write(line)
-                    successes += success
+                # whole lines in one write: a kill can tear only the last of them
+                out.write(b"".join(line for _, _, line in results))
+                successes += sum(success for _, success, _ in results)
                 bar.update(len(results))
 
-            if not todo:
-                pass
-            elif workers <= 0:
+            if todo and workers <= 0:
                 _init_worker(config.to_dict())
                 try:
                     for chunk in _chunks(todo, chunk_size):
                         consume(_run_chunk(chunk))
                 finally:
                     _WORKER.clear()
-            else:
+            elif todo:
                 context = mp.get_context(start_method)
                 pool = context.Pool(
                     min(workers, math.ceil(len(todo) / chunk_size)),
