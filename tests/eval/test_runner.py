@@ -6,6 +6,7 @@ this module through the env id's ``module:`` prefix, which registers env and pol
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -250,3 +251,50 @@ def test_resolve_tasks() -> None:
     assert resolve_tasks(GUESS_ID, "large, small") == ["large", "small"]
     with pytest.raises(RunConfigError, match="unknown"):
         resolve_tasks(GUESS_ID, "huge")
+
+
+# ---------------------------------------------------------------- on FrozenLake
+HAS_FROZENLAKE = importlib.util.find_spec("agentenvs.envs.frozenlake.policies") is not None
+needs_frozenlake = pytest.mark.skipif(not HAS_FROZENLAKE, reason="FrozenLake is not available")
+LAKE = "agentenvs/FrozenLake-v0"
+
+
+def lake_config(**overrides: Any) -> EvalConfig:
+    base: dict[str, Any] = dict(
+        env_id=LAKE,
+        policy="frozenlake/noisy:error_rate=0.3,recover=0.5",
+        task_ids=resolve_tasks(LAKE, "first:4"),
+        n=6,
+        budgets=[4, 8, 16],
+        mode="derive",
+        seed=5,
+        env_kwargs={"success_rate": 0.8},
+    )
+    base.update(overrides)
+    return EvalConfig(**base)
+
+
+@needs_frozenlake
+@pytest.mark.parametrize("mode", ["derive", "rerun"])
+def test_frozenlake_worker_counts_agree(tmp_path: Path, mode: str) -> None:
+    cfg = lake_config(mode=mode)
+    run_pass_at_k_t(cfg, tmp_path / "one", workers=1, chunk_size=4, progress=False)
+    run_pass_at_k_t(cfg, tmp_path / "two", workers=2, chunk_size=3, progress=False)
+    assert lines(tmp_path / "one") == lines(tmp_path / "two")
+    records = read_records(tmp_path / "one" / TRAJECTORIES_NAME)
+    assert len(records) == 4 * 6 * (3 if mode == "rerun" else 1)
+    assert any(r["success"] for r in records) and not all(r["success"] for r in records)
+    for r in records:
+        assert r["turns"] <= r["budget"]
+        assert all(s["info"]["state_key"] for s in r["steps"])
+        assert r["success"] == (r["first_success_turn"] is not None)
+
+
+@needs_frozenlake
+def test_frozenlake_visible_budget_needs_rerun(tmp_path: Path) -> None:
+    with pytest.raises(RunConfigError, match="show_budget"):
+        run_pass_at_k_t(lake_config(env_kwargs={"show_budget": True}), tmp_path, progress=False)
+    cfg = lake_config(mode="rerun", n=2, env_kwargs={"show_budget": True})
+    run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+    first = read_records(tmp_path / TRAJECTORIES_NAME)[0]
+    assert "turns left" in first["initial_observation"]
