@@ -25,6 +25,7 @@ resuming with another config is refused.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing as mp
 import sys
@@ -271,7 +272,8 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = run_dir / MANIFEST_NAME
     traj_path = run_dir / TRAJECTORIES_NAME
-    wanted = config.to_dict()
+    # through JSON, so a tuple in env_kwargs compares equal to the list stored for it
+    wanted = json.loads(dumps_line(config.to_dict()))
     if manifest_path.exists():
         stored = read_manifest(run_dir)["config"]
         if stored != wanted:
