@@ -147,9 +147,17 @@ def pass_at_k_t(counts: ArrayLike, n: ArrayLike, ks: Sequence[int]) -> np.ndarra
 
 def bootstrap_weights(n_tasks: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """``(n_boot, n_tasks)`` multinomial weights: how often each task is drawn per resample."""
-    draws = rng.integers(n_tasks, size=(n_boot, n_tasks))
-    flat = (draws + np.arange(n_boot)[:, None] * n_tasks).ravel()
-    return np.bincount(flat, minlength=n_boot * n_tasks).reshape(n_boot, n_tasks)
+    weights = np.empty((n_boot, n_tasks), dtype=np.int32)
+    # a block of ~1M draws keeps bincount's output in cache: 10x faster than one big call
+    block = max(1, (1 << 20) // max(n_tasks, 1))
+    for start in range(0, n_boot, block):
+        rows = min(block, n_boot - start)
+        draws = rng.integers(n_tasks, size=(rows, n_tasks))
+        flat = (draws + np.arange(rows)[:, None] * n_tasks).ravel()
+        weights[start : start + rows] = np.bincount(flat, minlength=rows * n_tasks).reshape(
+            rows, n_tasks
+        )
+    return weights
 
 
 def bootstrap_pass_at_k_t(
