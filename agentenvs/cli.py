@@ -16,17 +16,57 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: the demo's two scripted FrozenLake policies: both err as often; the RL-like one
-#: recovers from its errors far more often (see ``cmd_demo`` below)
-DEMO_ENV = "agentenvs/FrozenLake-v0"
-#: ice that slips 20% of the time: at Gymnasium's 2/3 almost nothing finishes in 16 turns
-DEMO_ENV_KWARGS: dict[str, Any] = {"success_rate": 0.8}
-DEMO_BASE = "frozenlake/noisy:error_rate=0.25,recover=0.3"
-DEMO_RL = "frozenlake/noisy:error_rate=0.25,recover=0.9"
-DEMO_BUDGETS = (2, 4, 6, 8, 10, 12, 14, 16)
+
+@dataclass(frozen=True)
+class DemoSuite:
+    """One env of the demo: a weaker and a stronger scripted policy, compared by Pass@(K,T)."""
+
+    name: str
+    env_id: str
+    env_kwargs: dict[str, Any]
+    first: str  # the "base-like" policy
+    second: str  # the "RL-like" policy
+    budgets: tuple[int, ...]
+    mode: str
+    tasks: str = "all"
+    note: str = ""
+
+
+#: FrozenLake: both policies err as often (25% of ordinary moves); right after a mistake
+#: the base-like one plays optimally only 30% of the time, the RL-like one 90%, the gain
+#: the paper attributes to RL. The scripted policies plan with the exact Q for the turns
+#: they have left, so their play depends on the budget: ``rerun`` mode (one run per T).
+#: The ice slips 20% of the time (``success_rate=0.8``) rather than Gymnasium's 2/3, so
+#: that 16 turns are enough to finish most maps.
+DEMO_SUITES: tuple[DemoSuite, ...] = (
+    DemoSuite(
+        name="frozenlake",
+        env_id="agentenvs/FrozenLake-v0",
+        env_kwargs={"success_rate": 0.8},
+        first="frozenlake/noisy:error_rate=0.25,recover=0.3",
+        second="frozenlake/noisy:error_rate=0.25,recover=0.9",
+        budgets=(2, 4, 6, 8, 10, 12, 14, 16),
+        mode="rerun",
+        note="same error rate, different recovery",
+    ),
+    # InterCode-SQL on embedded SQLite: a policy that opens with a wrong statement 60% of
+    # the time against one that does so 20% of the time; both recover (gold, then submit),
+    # so the gap closes once the budget leaves room for the extra turn.
+    DemoSuite(
+        name="intercode_sql",
+        env_id="agentenvs/InterCodeSQL-v0",
+        env_kwargs={},
+        first="intercode_sql/noisy:error_rate=0.6",
+        second="intercode_sql/noisy:error_rate=0.2",
+        budgets=(1, 2, 3, 4),
+        mode="derive",
+        note="wrong first statement 60% vs 20% of the time",
+    ),
+)
 DEMO_N = 16
 
 
@@ -88,10 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     rp.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
 
-    demo = sub.add_parser("demo", help="evaluate a base-like and an RL-like FrozenLake policy and compare them")
+    demo = sub.add_parser("demo", help="compare a weaker and a stronger scripted policy on each env")
     demo.add_argument("--out", type=Path, default=Path("out/demo"))
     demo.add_argument("--workers", type=int, default=_default_workers())
-    demo.add_argument("--tasks", default="all", help="'all', 'first:N' or a comma list of task ids")
+    demo.add_argument("--envs", default=None,
+                      help="comma list of demo envs (default all: "
+                      + ",".join(s.name for s in DEMO_SUITES) + ")")
+    demo.add_argument("--tasks", default=None,
+                      help="'all', 'first:N' or a comma list of task ids (default: each env's own)")
     demo.add_argument("--n", type=int, default=DEMO_N)
     demo.add_argument("--no-progress", action="store_true")
     return parser
@@ -165,39 +209,36 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Base-like vs RL-like scripted policy on FrozenLake, then the comparison report.
-
-    Both policies take a wrong (lowest-Q) move 25% of the time in ordinary states.
-    Right after a mistake the base-like one plays optimally only 30% of the time (it
-    errs again otherwise), the RL-like one 90%: the gain the paper attributes to RL is
-    error recovery, which pays off when there are turns left to recover in. So the
-    RL-like policy wins at every K and passes the base's Pass@16 ceiling at large T,
-    while at tight budgets (T near the shortest path) the gain shrinks to nothing.
-
-    The scripted policies plan with the env's exact Q for the turns they have left, so
-    their play depends on the budget: the demo runs in ``rerun`` mode (one run per T).
-    The ice slips 20% of the time (``success_rate=0.8``) rather than Gymnasium's 2/3,
-    so that 16 turns are enough to finish most maps.
-    """
+    """For each env of ``DEMO_SUITES``: Pass@(K,T) of two scripted policies, then the
+    comparison report (the second policy minus the first)."""
     from agentenvs.eval.report import write_report
 
     started = time.perf_counter()
     out: Path = args.out
-    runs = {"base": DEMO_BASE, "rl": DEMO_RL}
-    for name, policy in runs.items():
-        _run(
-            DEMO_ENV, policy, args.tasks, args.n, DEMO_BUDGETS, "rerun", 0, out / name,
-            DEMO_ENV_KWARGS, args.workers, not args.no_progress,
-        )
-    result = write_report(out / "base", out_dir=out / "report", compare=out / "rl")
-    diff = result.comparison
-    assert diff is not None
-    print((out / "report" / "comparison.md").read_text())
+    chosen = set(args.envs.split(",")) if args.envs else None
+    suites = [s for s in DEMO_SUITES if chosen is None or s.name in chosen]
+    if not suites:
+        raise ValueError(f"--envs {args.envs!r} names no demo env; choose from "
+                         f"{[s.name for s in DEMO_SUITES]}")
+    reports = []
+    for suite in suites:
+        print(f"== {suite.name}: {suite.first} vs {suite.second} ({suite.note})")
+        base = out / suite.name / "base"
+        rl = out / suite.name / "rl"
+        tasks = args.tasks or suite.tasks
+        for policy, run_dir in ((suite.first, base), (suite.second, rl)):
+            _run(
+                suite.env_id, policy, tasks, args.n, suite.budgets, suite.mode, 0, run_dir,
+                suite.env_kwargs, args.workers, not args.no_progress,
+            )
+        result = write_report(base, out_dir=out / suite.name / "report", compare=rl)
+        print((result.out_dir / "comparison.md").read_text())
+        reports.append(result)
     print(f"demo finished in {time.perf_counter() - started:.1f} s")
-    print(f"trajectories: {out / 'base' / 'trajectories.jsonl'}, {out / 'rl' / 'trajectories.jsonl'}")
-    print(f"report:       {result.out_dir}/")
-    for path in result.files:
-        print(f"  {path.name}")
+    for suite, result in zip(suites, reports, strict=True):
+        print(f"{suite.name}: runs in {out / suite.name}/base and /rl; report in {result.out_dir}/")
+        for path in result.files:
+            print(f"  {path.name}")
     return 0
 
 
