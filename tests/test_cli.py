@@ -115,7 +115,17 @@ def test_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
                  "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "demo finished" in printed
-    for name in ("passk.md", "passk.png", "comparison.md", "comparison.csv", "comparison.json",
-                 "comparison.png"):
-        assert (out / "report" / name).exists(), name
-    assert (out / "base" / "manifest.json").exists() and (out / "rl" / "manifest.json").exists()
+    from agentenvs.cli import DEMO_SUITES
+
+    for suite in DEMO_SUITES:
+        root = out / suite.name
+        for name in ("passk.md", "passk.png", "comparison.md", "comparison.csv",
+                     "comparison.json", "comparison.png"):
+            assert (root / "report" / name).exists(), (suite.name, name)
+        assert (root / "base" / "manifest.json").exists()
+        assert (root / "rl" / "manifest.json").exists()
+
+
+def test_demo_rejects_unknown_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--out", str(tmp_path), "--envs", "nope"]) == 2
+    assert "names no demo env" in capsys.readouterr().err
