@@ -1,0 +1,1 @@
+"""DeepCoder-MT: competitive-programming problems solved over several turns with test feedback."""

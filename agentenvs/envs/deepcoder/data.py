@@ -1,0 +1,383 @@
+"""DeepCoder problems and their tests, from every DeepCoder-Preview-Dataset source format.
+
+A row is ``{"id"?, "problem", "tests", "starter_code"?, "metadata"?}`` (the dataset's
+columns; ``question`` is accepted for ``problem``). ``tests`` is a JSON string or already
+decoded, in one of the sources' schemas:
+
+- **lcbv5 / codeforces**: ``[{"input", "output", "testtype": "stdin" | "functional"}]``;
+  a functional input is newline-separated JSON arguments, its output one JSON value,
+  and the function's name is ``metadata["func_name"]``.
+- **taco**: ``{"inputs": [...], "outputs": [...], "fn_name"?}``; with ``fn_name`` each
+  input is a list of arguments and each output the value or ``[value]`` (TACO's
+  checker accepts either); otherwise inputs/outputs are stdin/stdout text (a list of
+  lines is joined with newlines).
+- **primeintellect**: ``[{"type": "stdin_stdout", "input", "output"}]``, or
+  ``{"type": "function_call", "fn_name", "input", "output"}`` for call-based tests (the
+  name may also come from ``metadata["func_name"]``); outputs accepted as in taco.
+
+``metadata`` (a JSON string or a dict) may hold ``func_name``, ``difficulty`` and
+``reference`` (a correct solution: the scripted policy submits it and error actions
+mutate it). Rows without an ``id`` are named ``row-NNNNN`` by position.
+
+Files: ``.jsonl`` (one row a line), ``.json`` (a list of rows, or ``{"rows": [...]}``),
+``.parquet`` (needs pyarrow: the ``parquet`` extra). Wrong solutions, for tests and as
+error actions of last resort, are ``{"id", "source"}`` lines in ``wrong_solutions.jsonl``
+beside the problems file. Every malformed input raises ``TaskError`` naming the file,
+the row (its line in JSONL) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agentenvs.core.errors import MissingExtraError, TaskError
+from agentenvs.core.tasks import task_path
+
+BUNDLED_FILE = ("deepcoder", "problems.jsonl")
+WRONG_SOLUTIONS_FILE = "wrong_solutions.jsonl"
+
+
+@dataclass(frozen=True, eq=False)
+class CodeTest:
+    """One unit test. ``input``/``output`` are the text shown to the agent.
+
+    ``kind="stdin"``: ``input`` is the program's stdin, ``output`` the expected stdout.
+    ``kind="call"``: ``args`` are the decoded arguments and ``accepted`` the decoded
+    values that count as correct; ``input`` is newline-separated JSON arguments and
+    ``output`` the expected value as JSON.
+    """
+
+    kind: Literal["stdin", "call"]
+    input: str
+    output: str
+    args: tuple[Any, ...] = ()
+    accepted: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class CodeTask:
+    """One problem with its tests (in file order) and, when known, a reference solution."""
+
+    id: str
+    problem: str
+    tests: tuple[CodeTest, ...]
+    starter_code: str = ""
+    func_name: str | None = None
+    difficulty: str | None = None
+    reference: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskSet:
+    """Tasks by id, in file order, and any known-wrong solutions by task id."""
+
+    tasks: dict[str, CodeTask]
+    origin: str
+    wrong_solutions: dict[str, list[str]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- tests
+def _json_value(text: str, source: str, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise TaskError(source, name, f"not valid JSON: {exc}") from exc
+
+
+def _text(value: Any, source: str, name: str) -> str:
+    """stdin/stdout text; TACO sometimes stores a list of lines."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise TaskError(source, name, f"expected text, got {type(value).__name__}")
+
+
+def _call_args(value: Any, source: str, name: str) -> tuple[str, tuple[Any, ...]]:
+    """(display text, decoded args) from newline-separated JSON or a list of arguments."""
+    if isinstance(value, str):
+        lines = [line for line in value.split("\n") if line.strip()]
+        args = tuple(_json_value(line, source, name) for line in lines)
+        return value, args
+    if isinstance(value, list):
+        return "\n".join(json.dumps(a) for a in value), tuple(value)
+    raise TaskError(
+        source, name, f"expected newline-separated JSON or a list, got {type(value).__name__}"
+    )
+
+
+def _call_test(
+    raw_input: Any, raw_output: Any, source: str, where: str, *, wrapped_ok: bool
+) -> CodeTest:
+    shown_input, args = _call_args(raw_input, source, f"{where}.input")
+    if isinstance(raw_output, str):
+        expected = _json_value(raw_output, source, f"{where}.output")
+        shown_output = raw_output
+    else:
+        expected = raw_output
+        shown_output = json.dumps(raw_output)
+    accepted = [expected]
+    # TACO and PrimeIntellect wrap a call's expected value in a one-element list
+    if wrapped_ok and isinstance(expected, list) and len(expected) == 1:
+        accepted.append(expected[0])
+        shown_output = json.dumps(expected[0])
+    return CodeTest("call", shown_input, shown_output, args, tuple(accepted))
+
+
+def _require(record: Mapping[str, Any], key: str, source: str, where: str) -> Any:
+    if key not in record:
+        raise TaskError(source, f"{where}.{key}", "missing")
+    return record[key]
+
+
+def parse_tests(
+    raw: Any, source: str, *, func_name: str | None = None
+) -> tuple[tuple[CodeTest, ...], str | None]:
+    """Tests in any DeepCoder schema -> (tests, function name for call-based tests)."""
+    if isinstance(raw, str | bytes):
+        raw = _json_value(raw, source, "tests")
+    tests: list[CodeTest] = []
+    if isinstance(raw, dict):  # taco
+        inputs = _require(raw, "inputs", source, "tests")
+        outputs = _require(raw, "outputs", source, "tests")
+        if not isinstance(inputs, list) or not isinstance(outputs, list):
+            raise TaskError(source, "tests", "taco tests need lists 'inputs' and 'outputs'")
+        if len(inputs) != len(outputs):
+            raise TaskError(source, "tests", f"{len(inputs)} inputs but {len(outputs)} outputs")
+        fn = raw.get("fn_name") or None
+        if fn is not None and not isinstance(fn, str):
+            raise TaskError(source, "tests.fn_name", f"expected a string, got {fn!r:.60}")
+        func_name = fn or func_name
+        for i, (x, y) in enumerate(zip(inputs, outputs, strict=True)):
+            where = f"tests.inputs[{i}]"
+            if func_name:
+                tests.append(_call_test(x, y, source, where, wrapped_ok=True))
+            else:
+                tests.append(
+                    CodeTest(
+                        "stdin",
+                        _text(x, source, where),
+                        _text(y, source, f"tests.outputs[{i}]"),
+                    )
+                )
+    elif isinstance(raw, list):  # lcbv5, codeforces, primeintellect
+        for i, test in enumerate(raw):
+            where = f"tests[{i}]"
+            if not isinstance(test, dict):
+                raise TaskError(source, where, f"expected an object, got {type(test).__name__}")
+            x = _require(test, "input", source, where)
+            y = _require(test, "output", source, where)
+            kind = test.get("testtype", test.get("type"))
+            if kind in ("stdin", "stdin_stdout"):
+                tests.append(
+                    CodeTest(
+                        "stdin",
+                        _text(x, source, f"{where}.input"),
+                        _text(y, source, f"{where}.output"),
+                    )
+                )
+            elif kind in ("functional", "function_call"):
+                name = test.get("fn_name") or func_name
+                if not isinstance(name, str) or not name:
+                    raise TaskError(
+                        source, "metadata.func_name", f"{where} is call-based but names no function"
+                    )
+                func_name = name
+                tests.append(_call_test(x, y, source, where, wrapped_ok=kind == "function_call"))
+            else:
+                raise TaskError(
+                    source,
+                    f"{where}.testtype",
+                    f"expected 'stdin', 'functional', 'stdin_stdout' or 'function_call', "
+                    f"got {kind!r:.40}",
+                )
+    else:
+        raise TaskError(
+            source,
+            "tests",
+            f"expected a list of tests or taco's {{inputs, outputs}}, got {type(raw).__name__}",
+        )
+    if not tests:
+        raise TaskError(source, "tests", "no tests")
+    kinds = {t.kind for t in tests}
+    if len(kinds) > 1:
+        raise TaskError(source, "tests", "mixes stdin and call-based tests")
+    return tuple(tests), func_name if "call" in kinds else None
+
+
+# ---------------------------------------------------------------------- rows
+def _metadata(row: Mapping[str, Any], source: str) -> dict[str, Any]:
+    raw = row.get("metadata")
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str | bytes):
+        raw = _json_value(raw, source, "metadata")
+    if not isinstance(raw, dict):
+        raise TaskError(source, "metadata", f"expected an object, got {type(raw).__name__}")
+    return raw
+
+
+def _optional_str(value: Any, source: str, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise TaskError(source, name, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def parse_row(row: Any, source: str, default_id: str) -> CodeTask:
+    """One dataset row -> ``CodeTask``; ``source`` names the file and row for errors."""
+    if not isinstance(row, Mapping):
+        raise TaskError(source, "row", f"expected an object, got {type(row).__name__}")
+    task_id = row.get("id", default_id)
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise TaskError(source, "id", f"expected a non-empty string, got {task_id!r:.60}")
+    problem = row.get("problem", row.get("question"))
+    if not isinstance(problem, str) or not problem.strip():
+        raise TaskError(source, "problem", "missing or not a non-empty string")
+    if "tests" not in row:
+        raise TaskError(source, "tests", "missing")
+    meta = _metadata(row, source)
+    func_name = _optional_str(meta.get("func_name"), source, "metadata.func_name")
+    tests, func_name = parse_tests(row["tests"], source, func_name=func_name)
+    starter = _optional_str(row.get("starter_code"), source, "starter_code") or ""
+    difficulty = meta.get("difficulty")
+    return CodeTask(
+        id=task_id,
+        problem=problem,
+        tests=tests,
+        starter_code=starter,
+        func_name=func_name,
+        difficulty=None if difficulty is None else str(difficulty),
+        reference=_optional_str(meta.get("reference"), source, "metadata.reference"),
+        metadata=meta,
+    )
+
+
+# ---------------------------------------------------------------------- files
+def _read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise TaskError(str(path), "path", "file not found") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskError(str(path), "encoding", f"not UTF-8: {exc}") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        source = f"{path}:{number}"
+        try:
+            yield source, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(source, "json", f"not valid JSON: {exc}") from exc
+
+
+def _read_json(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TaskError(str(path), "path", "file not found") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(str(path), "json", f"not valid JSON: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("rows"), list):
+        data = data["rows"]
+    if not isinstance(data, list):
+        raise TaskError(
+            str(path), "rows", f"expected a JSON list of rows, got {type(data).__name__}"
+        )
+    for i, row in enumerate(data):
+        yield f"{path}[{i}]", row
+
+
+def _read_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise MissingExtraError("pyarrow", "parquet") from exc
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises its own error types for bad files
+        raise TaskError(str(path), "parquet", f"cannot read: {exc}") from exc
+    for i, row in enumerate(rows):
+        yield f"{path}[row {i}]", row
+
+
+def _rows(path: Path) -> Iterator[tuple[str, Any]]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _read_jsonl(path)
+    if suffix == ".json":
+        return _read_json(path)
+    if suffix == ".parquet":
+        return _read_parquet(path)
+    raise TaskError(str(path), "tasks_path", "expected a .jsonl, .json or .parquet file")
+
+
+def load_wrong_solutions(path: Path) -> dict[str, list[str]]:
+    """``{"id", "source"}`` lines -> sources by task id (several per task allowed)."""
+    out: dict[str, list[str]] = {}
+    for source, record in _read_jsonl(path):
+        if not isinstance(record, dict):
+            raise TaskError(source, "row", "expected an object")
+        task_id = record.get("id")
+        code = record.get("source")
+        if not isinstance(task_id, str) or not task_id:
+            raise TaskError(source, "id", "missing or not a string")
+        if not isinstance(code, str) or not code.strip():
+            raise TaskError(source, "source", "missing or not a non-empty string")
+        out.setdefault(task_id, []).append(code)
+    return out
+
+
+def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
+    """Problems from a ``.jsonl``/``.json``/``.parquet`` file (or a folder holding
+    ``problems.jsonl``), else the bundled set; ``wrong_solutions.jsonl`` beside it is read
+    when present."""
+    if tasks_path is None:
+        path = task_path(*BUNDLED_FILE)
+    else:
+        path = Path(tasks_path)
+        if path.is_dir():
+            path = path / BUNDLED_FILE[1]
+        if not path.is_file():
+            raise TaskError(str(path), "tasks_path", "no such file")
+    tasks: dict[str, CodeTask] = {}
+    for index, (source, row) in enumerate(_rows(path)):
+        task = parse_row(row, source, default_id=f"row-{index:05d}")
+        if task.id in tasks:
+            raise TaskError(source, "id", f"duplicate task id {task.id!r}")
+        tasks[task.id] = task
+    if not tasks:
+        raise TaskError(str(path), "rows", "no problems in file")
+    wrong_path = path.parent / WRONG_SOLUTIONS_FILE
+    wrong = load_wrong_solutions(wrong_path) if wrong_path.is_file() else {}
+    return TaskSet(tasks, str(path), wrong)
+
+
+def public_count(n_tests: int, public_tests: int | float) -> int:
+    """How many of ``n_tests`` are public: a count (capped), or a fraction (at least 1)."""
+    if isinstance(public_tests, float):
+        return max(1, min(n_tests, math.ceil(public_tests * n_tests)))
+    return max(1, min(n_tests, int(public_tests)))
+
+
+__all__: Sequence[str] = (
+    "CodeTask",
+    "CodeTest",
+    "TaskSet",
+    "load_tasks",
+    "load_wrong_solutions",
+    "parse_row",
+    "parse_tests",
+    "public_count",
+)
