@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Start a local Docker engine and build the sandbox images offline (idempotent).
+#
+# Installs Debian's docker.io when dockerd is missing, starts dockerd in the background
+# (no bridge, no iptables: sandbox containers run with --network none anyway) unless an
+# engine already answers, waits until it does, then builds agentenvs/base:<suite> with
+# debootstrap + `docker import` and agentenvs/python:latest on top of it, skipping images
+# that are present. Prints timings to stderr. Stop the engine with
+# `kill "$(cat /var/run/docker.pid)"`.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WAIT_S=${DOCKER_WAIT_S:-60}
+LOG=${DOCKERD_LOG:-/tmp/agentenvs-dockerd.log}
+T0=$(date +%s)
+
+say() { echo "docker.sh: $*" >&2; }
+elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+ping_engine() { docker info >/dev/null 2>&1; }
+
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+  say "installing docker.io"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq docker.io >/dev/null
+  say "docker.io installed ($(elapsed))"
+fi
+
+if ! ping_engine; then
+  say "starting dockerd (log: $LOG)"
+  # a stale pid file from a killed engine stops a new one from starting
+  if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+    rm -f /var/run/docker.pid
+  fi
+  (cd / && nohup dockerd --storage-driver=overlay2 --iptables=false --ip6tables=false \
+    --bridge=none >"$LOG" 2>&1 &)
+  for _ in $(seq 1 "$WAIT_S"); do
+    ping_engine && break
+    sleep 1
+  done
+  if ! ping_engine; then
+    say "engine did not answer within ${WAIT_S}s; last lines of $LOG:"
+    tail -n 20 "$LOG" >&2 || true
+    exit 1
+  fi
+  say "engine up ($(elapsed))"
+fi
+
+bash "$ROOT/sandboxes/build_images.sh"
+say "ready ($(elapsed))"
