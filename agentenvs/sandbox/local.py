@@ -181,7 +181,7 @@ def _probe(bwrap: str | None) -> tuple[bool, str]:
         exe = _usable_bwrap(bwrap, ids)
         argv = [exe, "--unshare-all", "--die-with-parent", *_system_binds(), "--", "/bin/true"]
         kw = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
-        out = subprocess.run(argv, capture_output=True, timeout=30, **kw)
+        out = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": _PATH}, **kw)
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"cannot run bwrap ({bwrap}): {exc}"
     if out.returncode != 0:
@@ -345,6 +345,8 @@ class LocalSandbox(Sandbox):
             stderr=subprocess.PIPE,
             start_new_session=True,  # our handle on the whole tree: killpg(bwrap's pid)
             close_fds=True,
+            # bwrap's init is visible inside (/proc/1/environ): it must not carry our env
+            env={"PATH": _PATH},
             **kw,
         )
         with self._lock:

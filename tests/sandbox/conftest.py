@@ -1,0 +1,91 @@
+"""Sandbox fixtures: ``backend`` runs a test once per backend, each skipping with its reason.
+
+``local`` needs user namespaces through bubblewrap (marker ``bwrap``); ``docker`` needs a
+reachable engine (marker ``docker``). With AGENTENVS_REQUIRE_SERVICES set, those skips fail.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from agentenvs.sandbox import Sandbox, make_sandbox
+
+
+def backend_available(name: str) -> tuple[bool, str]:
+    if name == "local":
+        from agentenvs.sandbox.local import local_available
+
+        return local_available()
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        return False, f"the docker backend cannot be imported: {exc}"
+    return docker_available()
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("local", marks=pytest.mark.bwrap),
+        pytest.param("docker", marks=pytest.mark.docker),
+    ]
+)
+def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """A fresh sandbox of each backend, closed after the test."""
+    ok, why = backend_available(request.param)
+    if not ok:
+        pytest.skip(f"{request.param} sandbox unavailable: {why}")
+    box = make_sandbox(request.param)
+    try:
+        yield box
+    finally:
+        box.close()
+
+
+@pytest.fixture
+def local_box() -> Iterator[Sandbox]:
+    """A local sandbox (bubblewrap), for tests of that backend alone."""
+    from agentenvs.sandbox.local import local_available
+
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(f"local sandbox unavailable: {why}")
+    box = make_sandbox("local")
+    try:
+        yield box
+    finally:
+        box.close()
+
+
+@pytest.fixture
+def nothing_left() -> Callable[[str], None]:
+    """Asserts that no host process carries a marker in its argv (waiting a moment)."""
+
+    def check(marker: str, wait_s: float = 5.0) -> None:
+        # a killed pid namespace is torn down asynchronously: allow it a moment
+        end = time.monotonic() + wait_s
+        while (left := host_processes_with(marker)) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not left, f"processes left behind: {left}"
+
+    return check
+
+
+def host_processes_with(marker: str) -> list[str]:
+    """Command lines of host processes whose argv contains ``marker``."""
+    found = []
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            found.append(f"{pid}: {cmd[:200]}")
+    return found
