@@ -1,0 +1,45 @@
+"""Scripted reference policies for the single-turn BFCL env, for Pass@(K,T) runs and demos.
+
+``bfcl/gold`` replies with the ground-truth calls (each parameter's first acceptable
+value; plain text in the irrelevance categories). ``bfcl/noisy`` replies with a near
+miss (the env's ``error_action``) with probability ``error_rate``, else like gold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agentenvs.policy.base import Conversation, ScriptedPolicy
+
+
+def _env(conversation: Conversation):  # noqa: ANN202 - the unwrapped BFCLEnv
+    env = conversation.env
+    if env is None:
+        raise ValueError("BFCL scripted policies read the env: pass Conversation(env=...)")
+    return env.unwrapped if hasattr(env, "unwrapped") else env
+
+
+class GoldPolicy(ScriptedPolicy):
+    """Replies with a call list that the checker accepts."""
+
+    name = "bfcl/gold"
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        return _env(conversation).gold_reply()
+
+
+class NoisyGoldPolicy(GoldPolicy):
+    """With probability ``error_rate`` replies with a near miss, else with the gold calls."""
+
+    name = "bfcl/noisy"
+
+    def __init__(self, error_rate: float = 0.3) -> None:
+        if not 0.0 <= float(error_rate) <= 1.0:
+            raise ValueError(f"error_rate must be in [0, 1], got {error_rate!r}")
+        self.error_rate = float(error_rate)
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = _env(conversation)
+        if rng.random() < self.error_rate:
+            return env.error_action(rng)
+        return env.gold_reply()
