@@ -12,6 +12,7 @@ NAMESPACE = "agentenvs"
 ENV_IDS: dict[str, str] = {
     "FrozenLake-v0": "agentenvs.envs.frozenlake.env:FrozenLakeEnv",
     "InterCodeSQL-v0": "agentenvs.envs.intercode_sql.env:InterCodeSQLEnv",
+    "BFCL-v0": "agentenvs.envs.bfcl.env:BFCLEnv",
 }
 
 POLICIES: dict[str, str] = {
@@ -20,6 +21,8 @@ POLICIES: dict[str, str] = {
     "frozenlake/noisy": "agentenvs.envs.frozenlake.policies:NoisyOraclePolicy",
     "intercode_sql/gold": "agentenvs.envs.intercode_sql.policies:GoldPolicy",
     "intercode_sql/noisy": "agentenvs.envs.intercode_sql.policies:NoisyGoldPolicy",
+    "bfcl/gold": "agentenvs.envs.bfcl.policies:GoldPolicy",
+    "bfcl/noisy": "agentenvs.envs.bfcl.policies:NoisyGoldPolicy",
 }
 
 
