@@ -29,8 +29,11 @@ Checks:
   candidates of enum parameters are enum members;
 * values that the official Java/JavaScript converters split naively (commas in
   list elements, ``)`` in HashMap values, ``:`` or ``,`` in JS dict values) are
-  rejected, and Java ``Array`` may not hold strings or chars (the converter
-  keeps their quotes) -- use ``ArrayList`` for those;
+  rejected; Java ``Array`` may not hold strings or chars (the converter keeps
+  their quotes) -- use ``ArrayList`` for those; Java ``HashMap`` and ``char``
+  parameters are not used: the official Java parser drops the body of
+  ``new HashMap<>() {{ put(..); }}`` and the char converter's pattern never
+  matches, so no answer could pass;
 * per category: simple -> 1 function and 1 call; multiple -> at least 2
   functions and 1 call; parallel -> 1 function (non-live) and at least 2 calls;
   parallel_multiple -> at least 2 functions and at least 2 calls to at least 2
@@ -76,18 +79,33 @@ NO_ANSWER = {"irrelevance", "live_irrelevance", "live_relevance"}
 IRRELEVANT = {"irrelevance", "live_irrelevance"}
 
 PY_TYPES = {"string", "integer", "float", "boolean", "array", "tuple", "dict", "any"}
-JAVA_TYPES = {"byte", "short", "integer", "long", "float", "double", "boolean", "char",
-              "String", "Array", "ArrayList", "HashMap", "any"}
+JAVA_TYPES = {
+    "byte",
+    "short",
+    "integer",
+    "long",
+    "float",
+    "double",
+    "boolean",
+    "char",
+    "String",
+    "Array",
+    "ArrayList",
+    "HashMap",
+    "any",
+}
 JS_TYPES = {"String", "integer", "float", "Bigint", "Boolean", "array", "dict", "any"}
 ROLES = {"system", "user", "assistant"}
 INT_RANGES = {"byte": (-128, 127), "short": (-32768, 32767)}
 
-STOPWORDS = set("""
+STOPWORDS = set(
+    """
 a an the and or of to in on for with by at from into is are was were be been it its this that these those
 what which who whom whose how when where why can could would should will shall may might must do does did
 me my mine i you your we our us they them their he she his her get set give make find show tell please
 about as if than then so not no yes any all some each per via up down out over under
-""".split())
+""".split()
+)
 
 
 def language(category: str) -> str:
@@ -142,15 +160,29 @@ class Checker:
             return
         if not isinstance(spec.get("description"), str) or not spec["description"].strip():
             self.err(where, f"property {name!r} lacks a description")
-        unknown = set(spec) - {"type", "description", "items", "enum", "default", "properties", "required"}
+        unknown = set(spec) - {
+            "type",
+            "description",
+            "items",
+            "enum",
+            "default",
+            "properties",
+            "required",
+        }
         if unknown:
             self.err(where, f"property {name!r} has unknown keys {sorted(unknown)}")
+        if lang == "java" and t in ("HashMap", "char"):
+            self.err(
+                where, f"property {name!r}: Java {t} cannot be matched by the official pipeline"
+            )
         if t in ("array", "tuple", "Array", "ArrayList"):
             items = spec.get("items")
             if not isinstance(items, dict) or items.get("type") not in type_names(lang):
                 self.err(where, f"property {name!r} of type {t} needs items.type")
             elif lang == "java" and t == "Array" and items["type"] in ("String", "char", "any"):
-                self.err(where, f"property {name!r}: Java Array of {items['type']} -- use ArrayList")
+                self.err(
+                    where, f"property {name!r}: Java Array of {items['type']} -- use ArrayList"
+                )
         elif "items" in spec:
             self.err(where, f"property {name!r} of type {t} has items")
         if "properties" in spec:
@@ -169,12 +201,17 @@ class Checker:
             else:
                 for v in enum:
                     if not self.value_ok(v, spec, lang, nested=False):
-                        self.err(where, f"property {name!r}: enum value {v!r} does not match type {t}")
+                        self.err(
+                            where, f"property {name!r}: enum value {v!r} does not match type {t}"
+                        )
         if "default" in spec:
             d = spec["default"]
-            ok = d is None or (t in ("array", "tuple", "Array", "ArrayList") and isinstance(d, list)) \
-                or (t in ("dict", "HashMap") and isinstance(d, dict)) \
+            ok = (
+                d is None
+                or (t in ("array", "tuple", "Array", "ArrayList") and isinstance(d, list))
+                or (t in ("dict", "HashMap") and isinstance(d, dict))
                 or self.value_ok(d, spec, lang, nested=False)
+            )
             if not ok:
                 self.err(where, f"property {name!r}: default {d!r} does not match type {t}")
 
@@ -191,7 +228,9 @@ class Checker:
             self.err(where, f"{fn['name']}: parameters.type must be 'dict'")
             return
         if set(params) != {"type", "properties", "required"}:
-            self.err(where, f"{fn['name']}: parameters must have exactly type, properties, required")
+            self.err(
+                where, f"{fn['name']}: parameters must have exactly type, properties, required"
+            )
             return
         props = params["properties"]
         if not isinstance(props, dict):
@@ -281,7 +320,7 @@ class Checker:
                 if isinstance(e, str) and ("," in e or "[" in e or "]" in e):
                     self.err(where, f"array element {e!r} would be split by the converter")
         if lang == "javascript" and t == "dict":
-            for key, cands in v.items():
+            for cands in v.values():
                 for cand in cands:
                     if isinstance(cand, str) and re.search(r"[,:{}\[\]'\"]", cand):
                         self.err(where, f"dict value {cand!r} would break the converter")
@@ -292,7 +331,7 @@ class Checker:
             self.err(w, "candidates must be a non-empty list")
             return
         if "" in cands and required:
-            self.err(w, "required parameter marked omittable with \"\"")
+            self.err(w, 'required parameter marked omittable with ""')
         real = [c for c in cands if c != ""]
         if not real and required:
             self.err(w, "no acceptable value")
@@ -307,13 +346,15 @@ class Checker:
                 self.err(w, f"duplicate candidate {c!r} (after normalisation)")
             seen.append(key)
             if c is None:
-                self.err(w, "null candidate (use \"\" for an omittable parameter)")
+                self.err(w, 'null candidate (use "" for an omittable parameter)')
                 continue
             if not self.value_ok(c, spec, lang):
                 self.err(w, f"candidate {c!r} does not match type {spec['type']}")
                 continue
             if "enum" in spec and isinstance(c, str):
-                if standardize(c) not in {standardize(e) for e in spec["enum"] if isinstance(e, str)}:
+                if standardize(c) not in {
+                    standardize(e) for e in spec["enum"] if isinstance(e, str)
+                }:
                     self.err(w, f"candidate {c!r} not in enum {spec['enum']}")
             if isinstance(c, (list, dict)):
                 self.converter_safe(w, c, spec, lang)
@@ -339,8 +380,13 @@ class Checker:
         else:
             turn = q[0]
             for m in turn:
-                if not isinstance(m, dict) or set(m) != {"role", "content"} or m.get("role") not in ROLES \
-                        or not isinstance(m.get("content"), str) or not m["content"].strip():
+                if (
+                    not isinstance(m, dict)
+                    or set(m) != {"role", "content"}
+                    or m.get("role") not in ROLES
+                    or not isinstance(m.get("content"), str)
+                    or not m["content"].strip()
+                ):
                     self.err(where, f"bad message {m!r}")
             if isinstance(turn[-1], dict) and turn[-1].get("role") != "user":
                 self.err(where, "the turn must end with a user message")
@@ -355,9 +401,16 @@ class Checker:
         if len(set(names)) != len(names):
             self.err(where, "duplicate function names")
         n = len(funcs)
-        if category in ("simple_python", "simple_java", "simple_javascript", "live_simple", "parallel") and n != 1:
+        if (
+            category
+            in ("simple_python", "simple_java", "simple_javascript", "live_simple", "parallel")
+            and n != 1
+        ):
             self.err(where, f"{category} entries offer exactly 1 function, got {n}")
-        if category in ("multiple", "live_multiple", "parallel_multiple", "live_parallel_multiple") and n < 2:
+        if (
+            category in ("multiple", "live_multiple", "parallel_multiple", "live_parallel_multiple")
+            and n < 2
+        ):
             self.err(where, f"{category} entries offer at least 2 functions, got {n}")
         return funcs
 
@@ -389,7 +442,7 @@ class Checker:
             if not isinstance(call, dict) or len(call) != 1:
                 self.err(where, f"each call must be a one-key object, got {call!r}")
                 continue
-            (fname, params), = call.items()
+            ((fname, params),) = call.items()
             called.append(fname)
             fn = by_name.get(fname)
             if fn is None:
@@ -407,7 +460,9 @@ class Checker:
                 self.check_param(f"{where} {fname}", pname, cands, props[pname], pname in req, lang)
             for r in req:
                 if r not in params:
-                    self.err(where, f"{fname}: required parameter {r!r} missing from the ground truth")
+                    self.err(
+                        where, f"{fname}: required parameter {r!r} missing from the ground truth"
+                    )
             for pname in props:
                 if pname not in params:
                     self.err(where, f"{fname}: property {pname!r} not listed in the ground truth")
@@ -464,26 +519,39 @@ class Checker:
                 ids.append(rid)
                 funcs = self.check_question(where, rec, category)
                 funcs_by_id[rid] = funcs
-                if category in NO_ANSWER and funcs and not any(e.startswith(where) for e in self.errors):
+                if (
+                    category in NO_ANSWER
+                    and funcs
+                    and not any(e.startswith(where) for e in self.errors)
+                ):
                     self.check_relevance(where, rec, category)
             if category in NO_ANSWER:
                 if apath.exists():
-                    self.err(str(apath.relative_to(HERE)), f"{category} has no ground truth; remove the file")
+                    self.err(
+                        str(apath.relative_to(HERE)),
+                        f"{category} has no ground truth; remove the file",
+                    )
                 continue
             answers = self.read_jsonl(apath)
             aids = [a.get("id") if isinstance(a, dict) else None for a in answers]
             if aids != ids:
-                self.err(str(apath.relative_to(HERE)), "ids differ from the question file (or are out of order)")
+                self.err(
+                    str(apath.relative_to(HERE)),
+                    "ids differ from the question file (or are out of order)",
+                )
             for ans in answers:
                 rid = ans.get("id") if isinstance(ans, dict) else None
                 if rid in funcs_by_id:
                     self.check_answer(f"{category} answer {rid}", ans, funcs_by_id[rid], category)
+
         def unknown(path: Path) -> bool:
-            cat = path.name[len("BFCL_v4_"):-len(".json")]
+            cat = path.name[len("BFCL_v4_") : -len(".json")]
             return cat not in CATEGORIES and not cat.startswith(OTHER_OFFICIAL)
 
         stray = sorted(p.name for p in HERE.glob("BFCL_v4_*.json") if unknown(p))
-        stray += sorted("possible_answer/" + p.name for p in ANSWERS.glob("BFCL_v4_*.json") if unknown(p))
+        stray += sorted(
+            "possible_answer/" + p.name for p in ANSWERS.glob("BFCL_v4_*.json") if unknown(p)
+        )
         for s in stray:
             self.err(s, "unknown category file")
         total = sum(counts.values())
