@@ -1,0 +1,1 @@
+"""Multi-turn BFCL: the user's turns played by the env over stateful backends, checked per turn."""
