@@ -13,6 +13,7 @@ ENV_IDS: dict[str, str] = {
     "FrozenLake-v0": "agentenvs.envs.frozenlake.env:FrozenLakeEnv",
     "InterCodeSQL-v0": "agentenvs.envs.intercode_sql.env:InterCodeSQLEnv",
     "BFCL-v0": "agentenvs.envs.bfcl.env:BFCLEnv",
+    "BFCLMultiTurn-v0": "agentenvs.envs.bfcl.multi_turn.env:BFCLMultiTurnEnv",
 }
 
 POLICIES: dict[str, str] = {
@@ -23,6 +24,8 @@ POLICIES: dict[str, str] = {
     "intercode_sql/noisy": "agentenvs.envs.intercode_sql.policies:NoisyGoldPolicy",
     "bfcl/gold": "agentenvs.envs.bfcl.policies:GoldPolicy",
     "bfcl/noisy": "agentenvs.envs.bfcl.policies:NoisyGoldPolicy",
+    "bfcl_mt/gold": "agentenvs.envs.bfcl.multi_turn.policies:GoldPolicy",
+    "bfcl_mt/noisy": "agentenvs.envs.bfcl.multi_turn.policies:NoisyGoldPolicy",
 }
 
 
