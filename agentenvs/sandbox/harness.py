@@ -329,7 +329,8 @@ def _run_case(
             return False
         which = readers[fd]
         buf = bufs[which]
-        room = cap - len(buf)
+        # the result channel gets room for its JSON envelope on top of the value
+        room = (cap if which < 2 else cap + 4096) - len(buf)
         if which == 1:  # stderr is cut silently; only stdout/value over the cap fail
             buf += chunk[: max(room, 0)]
         elif len(chunk) > room:

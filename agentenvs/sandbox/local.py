@@ -215,6 +215,10 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
     with contextlib.suppress(Exception):
         proc.wait(timeout=10)
+    # the pipes stay open: whoever reads them sees EOF now; _forget closes them
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
     for f in (proc.stdin, proc.stdout, proc.stderr):
         if f is not None:
             with contextlib.suppress(OSError):
@@ -282,7 +286,14 @@ class LocalSandbox(Sandbox):
         self._ids = _host_ids()
         self._bwrap = _usable_bwrap(bwrap, self._ids)
         self._python, self._py_prefix = _python_for(self._ids)
-        self.workdir = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=workdir_parent)
+        parent = os.fspath(workdir_parent) if workdir_parent else tempfile.gettempdir()
+        if not _reachable(parent, self._ids):
+            who = f"uid {self._ids[0]}" if self._ids else "this user"
+            raise SandboxError(
+                f"workdir_parent {parent!r} cannot be entered by {who}, which bwrap runs as; "
+                "choose a directory every user can traverse (e.g. the system temp dir)"
+            )
+        self.workdir = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent)
         if self._ids is not None:
             os.chown(self.workdir, *self._ids)
         os.chmod(self.workdir, 0o700)
@@ -355,6 +366,7 @@ class LocalSandbox(Sandbox):
 
     def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         _kill_tree(proc)
+        _close_pipes(proc)
         with self._lock:
             self._procs.discard(proc)
 

@@ -1,0 +1,249 @@
+"""The ``local`` (bubblewrap) backend: run details, files, snapshots, reset, close, errors, leaks."""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox import FilesSnapshot, Limits, PyCase, make_sandbox
+from agentenvs.sandbox.local import BWRAP_ENV, TEMP_PREFIX, LocalSandbox, local_available
+
+pytestmark = pytest.mark.bwrap
+
+
+# ----------------------------------------------------------------------------- run
+def test_run_basics(local_box: LocalSandbox) -> None:
+    r = local_box.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (r.returncode, r.stdout, r.stderr, r.timed_out) == (3, "out\n", "err\n", False)
+    assert local_box.run("echo $((6 * 7))").stdout == "42\n"
+    assert local_box.run(["no-such-command"]).returncode == 127
+
+
+def test_run_stdin_env_cwd(local_box: LocalSandbox) -> None:
+    big = "x" * (3 << 20)
+    assert len(local_box.run(["wc", "-c"], stdin=big).stdout.split()[0]) == len(str(len(big)))
+    assert local_box.run("echo $GREETING", env={"GREETING": "hi"}).stdout == "hi\n"
+    local_box.write_file("sub/f.txt", "in sub")
+    assert local_box.run(["cat", "f.txt"], cwd="/work/sub").stdout == "in sub"
+
+
+def test_run_identity_and_limits(local_box: LocalSandbox) -> None:
+    r = local_box.run("id -u; hostname; ulimit -v; ulimit -n; ulimit -t; echo $HOME; pwd")
+    uid, host, mem, nofile, cpu, home, cwd = r.stdout.split()
+    lim = local_box.limits
+    assert uid == "65534" and host == "sandbox"
+    assert (int(mem), int(nofile), int(cpu)) == (
+        lim.memory_mb * 1024,
+        lim.max_open_files,
+        lim.cpu_seconds,
+    )
+    assert home == cwd == "/work"
+    # hard limits: the program cannot raise them again
+    assert local_box.run(f"ulimit -n {lim.max_open_files * 2}").returncode != 0
+
+
+def test_custom_limits() -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    with LocalSandbox(Limits(memory_mb=256, max_output_bytes=10)) as box:
+        r = box.run("printf 0123456789abcdef")
+        assert r.stdout == "0123456789" and r.output_truncated
+        (c,) = box.run_python_cases("x = bytearray(300 << 20)", [PyCase("stdin")])
+        assert c.error == "memory"
+
+
+def test_python_inside(local_box: LocalSandbox) -> None:
+    r = local_box.run(["python", "-c", "import sys; print(sys.version_info[0])"])
+    assert r.stdout == "3\n"
+
+
+# ----------------------------------------------------------------------------- files
+def test_files_round_trip(local_box: LocalSandbox) -> None:
+    local_box.write_file("a.txt", "hello")
+    local_box.write_file("/work/d/e/b.sh", b"#!/bin/sh\necho run\n", mode=0o755)
+    assert local_box.read_file("/work/a.txt") == b"hello"
+    assert local_box.run(["./d/e/b.sh"]).stdout == "run\n"
+    # the sandbox can change what the host wrote, and the host reads what it made
+    assert local_box.run("echo more >> a.txt && mkdir -p out && echo made > out/c").returncode == 0
+    assert local_box.read_file("a.txt") == b"hellomore\n"
+    assert local_box.read_file("out/c") == b"made\n"
+    with pytest.raises(FileNotFoundError):
+        local_box.read_file("missing")
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "", "a/../../b", "/work"])
+def test_paths_outside_rejected(local_box: LocalSandbox, path: str) -> None:
+    with pytest.raises(SandboxError):
+        local_box.read_file(path)
+    with pytest.raises(SandboxError):
+        local_box.write_file(path, "x")
+
+
+def test_planted_symlinks_and_fifos_are_not_followed(
+    local_box: LocalSandbox, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("host data")
+    r = local_box.run(
+        f"ln -s {victim} link && ln -s / root && ln -s /etc/hostname hn && mkfifo pipe && echo ok"
+    )
+    assert r.stdout == "ok\n"
+    for bad in ("link", "root/etc/hostname", "hn", "pipe"):
+        with pytest.raises(SandboxError):
+            local_box.read_file(bad)
+    local_box.write_file("link", "replaced")  # replaces the link, never writes through it
+    assert victim.read_text() == "host data"
+    assert local_box.read_file("link") == b"replaced"
+    with pytest.raises(SandboxError):
+        local_box.write_file("root/tmp/x", "through a symlinked dir")
+    assert set(local_box.snapshot_files().files) == {"link"}  # links and fifos are not files
+
+
+def test_snapshot_restore(local_box: LocalSandbox) -> None:
+    local_box.write_file("keep.txt", "v1")
+    local_box.write_file("bin/tool", "#!/bin/sh\necho tool\n", mode=0o750)
+    snap = local_box.snapshot_files()
+    assert snap.files == {
+        "keep.txt": (0o644, b"v1"),
+        "bin/tool": (0o750, b"#!/bin/sh\necho tool\n"),
+    }
+    assert pickle.loads(pickle.dumps(snap)) == snap
+    local_box.run(
+        "echo v2 > keep.txt; rm bin/tool; mkdir -p new/deep; echo x > new/deep/f; chmod 0 new"
+    )
+    local_box.restore_files(snap)
+    assert local_box.snapshot_files() == snap
+    assert local_box.run(["bin/tool"]).stdout == "tool\n"
+    assert sorted(os.listdir(local_box.workdir)) == ["bin", "keep.txt"]
+    local_box.restore_files(FilesSnapshot())
+    assert os.listdir(local_box.workdir) == []
+
+
+def test_reset_kills_running_work_and_empties(local_box: LocalSandbox) -> None:
+    local_box.write_file("f", "x")
+    it = local_box.run_python_cases(
+        "import time\ntime.sleep(float(input()))", [PyCase("stdin", stdin=s) for s in ("0", "30")]
+    )
+    assert next(it).error is None
+    local_box.reset()
+    assert next(it).error == "worker died"
+    assert os.listdir(local_box.workdir) == []
+    assert local_box.run("echo again").stdout == "again\n"
+
+
+# ----------------------------------------------------------------------------- lifetime
+def test_close_is_idempotent_and_removes_everything(nothing_left: Callable[[str], None]) -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    box = make_sandbox("local")
+    assert isinstance(box, LocalSandbox)
+    workdir = box.workdir
+    box.write_file("x", "y")
+    it = box.run_python_cases("import time\ntime.sleep(30)", [PyCase("stdin")] * 2)
+    threading.Timer(0.5, box.close).start()
+    assert next(it).error == "worker died"
+    box.close()
+    box.close()
+    assert not os.path.exists(workdir)
+    nothing_left(workdir)
+    with pytest.raises(SandboxError):
+        box.run("true")
+    with pytest.raises(SandboxError):
+        box.write_file("x", "y")
+
+
+def test_finalizer_cleans_up_forgotten_sandbox() -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    box = LocalSandbox()
+    workdir = box.workdir
+    del box
+    gc.collect()
+    assert not os.path.exists(workdir)
+
+
+@pytest.fixture
+def open_parent() -> Iterator[Path]:
+    """A temp dir any uid can traverse (bwrap may run as nobody), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="agentenvs-test-parent-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_unreachable_workdir_parent(tmp_path: Path) -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    tmp_path.chmod(0o700)
+    if os.geteuid() != 0:
+        pytest.skip("only root hands bwrap to another uid")
+    with pytest.raises(SandboxError, match="cannot be entered"):
+        LocalSandbox(workdir_parent=tmp_path)
+
+
+def test_no_leaks_over_many_runs(open_parent: Path, nothing_left: Callable[[str], None]) -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    tmp_path = open_parent
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with LocalSandbox(workdir_parent=tmp_path) as box:
+        for i in range(300):
+            assert box.run(["true"] if i % 2 else "sleep 100 & echo $((1 + 1))").returncode == 0
+        for _ in range(30):
+            got = list(box.run_python_cases("print(input())", [PyCase("stdin", stdin="a")] * 5))
+            assert [r.stdout for r in got] == ["a\n"] * 5
+        nothing_left(box.workdir, wait_s=5)  # bwrap's argv names the work dir
+    assert [p for p in os.listdir(tmp_path) if p.startswith(TEMP_PREFIX)] == []
+    time.sleep(0.1)
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
+
+
+# ----------------------------------------------------------------------------- no namespaces
+NO_USERNS = (
+    "bwrap: No permissions to create a new namespace, likely because the kernel does not "
+    "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
+    "'sysctl kernel.unprivileged_userns_clone=1'."
+)
+
+
+def failing_bwrap(tmp_path: Path, message: str) -> str:
+    script = tmp_path / f"bwrap-{abs(hash(message))}-{time.monotonic_ns()}"
+    script.write_text(f'#!/bin/sh\necho "{message}" >&2\nexit 1\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(script)
+
+
+def test_refused_namespaces_raise_a_clear_error(tmp_path: Path) -> None:
+    bwrap = failing_bwrap(tmp_path, NO_USERNS)
+    ok, why = local_available(bwrap)
+    assert not ok and "namespaces" in why and "likely cause" in why
+    with pytest.raises(SandboxError, match="not available.*No permissions to create"):
+        LocalSandbox(bwrap=bwrap)
+
+
+def test_bwrap_chosen_by_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bwrap = failing_bwrap(tmp_path, "bwrap: setting up uid map: Permission denied")
+    monkeypatch.setenv(BWRAP_ENV, bwrap)
+    with pytest.raises(SandboxError, match="uid map: Permission denied"):
+        make_sandbox("local")
+
+
+def test_missing_bwrap(tmp_path: Path) -> None:
+    ok, why = local_available(str(tmp_path / "no-bwrap-here"))
+    assert not ok and "cannot run bwrap" in why
