@@ -53,6 +53,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # keep src/ free of __pycache__
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
 PROBLEMS = HERE / "problems.jsonl"
@@ -242,6 +244,9 @@ def check(defs, rows, wrong, slowest, partial: bool) -> tuple[list[str], dict[st
                     break
             if (mod.KIND == "method") != mod.STARTER.startswith("class Solution:"):
                 errors.append(f"{row['id']}: starter does not match kind")
+        if mod.KIND == "stdin" and "stdin.buffer" in meta["reference"]:
+            # LiveCodeBench-style graders swap sys.stdin for a StringIO, which has no .buffer
+            errors.append(f"{row['id']}: reference reads sys.stdin.buffer")
         if slowest[row["id"]] > MAX_REFERENCE_S:
             errors.append(f"{row['id']}: reference took {slowest[row['id']]:.2f}s on a test")
         for i, t in enumerate(tests):

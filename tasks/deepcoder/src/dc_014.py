@@ -27,7 +27,7 @@ For each question print the total rainfall of days `l..r` on its own line.
 
 REFERENCE = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, q = int(data[0]), int(data[1])
 pre = [0] * (n + 1)
 for i in range(n):
@@ -43,7 +43,7 @@ print("\n".join(out))
 
 WRONG = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, q = int(data[0]), int(data[1])
 pre = [0] * (n + 1)
 for i in range(n):

@@ -28,7 +28,7 @@ Print `n` integers separated by spaces: the shortest time from town `1` to towns
 
 REFERENCE = r'''
 import sys, heapq
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, m = int(data[0]), int(data[1])
 adj = [[] for _ in range(n + 1)]
 pos = 2
@@ -55,7 +55,7 @@ print(" ".join(str(d) if d != INF else "-1" for d in dist[1:]))
 
 WRONG = r'''
 import sys, heapq
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, m = int(data[0]), int(data[1])
 adj = [[] for _ in range(n + 1)]
 pos = 2

@@ -29,7 +29,7 @@ An `O(n log n)` solution is expected.
 REFERENCE = r'''
 import sys
 from bisect import bisect_left
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 tails = []
 for x in map(int, data[1:1 + n]):
@@ -44,7 +44,7 @@ print(len(tails))
 WRONG = r'''
 import sys
 from bisect import bisect_right
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 tails = []
 for x in map(int, data[1:1 + n]):

@@ -27,7 +27,7 @@ An `O(n log n)` solution is expected.
 
 REFERENCE = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 a = list(map(int, data[1:1 + n]))
 ranks = {v: i + 1 for i, v in enumerate(sorted(set(a)))}
@@ -53,7 +53,7 @@ print(inv)
 
 WRONG = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 a = list(map(int, data[1:1 + n]))
 ranks = {v: i + 1 for i, v in enumerate(sorted(set(a)))}

@@ -29,7 +29,7 @@ An `O(n)` or `O(n log n)` solution is expected.
 REFERENCE = r'''
 import sys
 MOD = 10**9 + 7
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 a = list(map(int, data[1:1 + n]))
 left = [0] * n   # previous index with value < a[i]
@@ -55,7 +55,7 @@ print(total % MOD)
 WRONG = r'''
 import sys
 MOD = 10**9 + 7
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n = int(data[0])
 a = list(map(int, data[1:1 + n]))
 left = [0] * n

@@ -34,7 +34,7 @@ the number of groups.
 
 REFERENCE = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, q = int(data[0]), int(data[1])
 parent = list(range(n + 1))
 size = [1] * (n + 1)
@@ -54,7 +54,7 @@ for _ in range(q):
     op, a, b = data[pos], int(data[pos + 1]), int(data[pos + 2])
     pos += 3
     ra, rb = find(a), find(b)
-    if op == b"B":
+    if op == "B":
         if ra != rb:
             if size[ra] < size[rb]:
                 ra, rb = rb, ra
@@ -69,7 +69,7 @@ print("\n".join(out))
 
 WRONG = r'''
 import sys
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, q = int(data[0]), int(data[1])
 parent = list(range(n + 1))
 
@@ -84,7 +84,7 @@ pos = 2
 for _ in range(q):
     op, a, b = data[pos], int(data[pos + 1]), int(data[pos + 2])
     pos += 3
-    if op == b"B":
+    if op == "B":
         if find(a) != find(b):
             parent[a] = b
             groups -= 1

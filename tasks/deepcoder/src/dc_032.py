@@ -28,7 +28,7 @@ Print the `n` task numbers separated by spaces, or `IMPOSSIBLE`.
 
 REFERENCE = r'''
 import sys, heapq
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, m = int(data[0]), int(data[1])
 adj = [[] for _ in range(n + 1)]
 indeg = [0] * (n + 1)
@@ -52,7 +52,7 @@ print(" ".join(map(str, order)) if len(order) == n else "IMPOSSIBLE")
 WRONG = r'''
 import sys
 from collections import deque
-data = sys.stdin.buffer.read().split()
+data = sys.stdin.read().split()
 n, m = int(data[0]), int(data[1])
 adj = [[] for _ in range(n + 1)]
 indeg = [0] * (n + 1)
