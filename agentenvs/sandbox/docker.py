@@ -192,9 +192,10 @@ def container_options(
             "network_mode": "none",
             "init": True,
             "read_only": True,
+            # exec: programs may build and run binaries or scripts in /work, as locally
             "tmpfs": {
-                WORKDIR: f"rw,nosuid,nodev,size={WORK_TMPFS_MB}m,uid={uid},gid={uid},mode=755",
-                "/tmp": f"rw,nosuid,nodev,size={TMP_TMPFS_MB}m,mode=1777",
+                WORKDIR: f"rw,exec,nosuid,nodev,size={WORK_TMPFS_MB}m,uid={uid},gid={uid},mode=755",
+                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_TMPFS_MB}m,mode=1777",
             },
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
