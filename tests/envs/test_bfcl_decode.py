@@ -70,6 +70,10 @@ def test_positional_arguments_are_dropped() -> None:
     assert decode_calls("[f(1, 'two', a=3)]") == [Call("f", {"a": 3})]
 
 
+def test_a_set_of_calls_reads_like_a_list() -> None:
+    assert decode_calls("{f(a=1)}") == [Call("f", {"a": 1})]
+
+
 def test_dotted_names_are_kept() -> None:
     assert decode_calls("[a.b.c(x=1)]")[0].name == "a.b.c"
 

@@ -130,7 +130,8 @@ def _decode_python(text: str) -> list[Call]:
     body = tree.body
     if isinstance(body, ast.Call):
         return [_resolve_call(body)]
-    if isinstance(body, ast.List | ast.Tuple):
+    # a set of calls, {f(a=1)}, is read like a list, as the official decoder does
+    if isinstance(body, ast.List | ast.Tuple | ast.Set):
         calls = []
         for i, elt in enumerate(body.elts):
             if not isinstance(elt, ast.Call):
