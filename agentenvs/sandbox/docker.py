@@ -65,6 +65,8 @@ MEMORY_SLACK_MB = 256
 #: (the worker's own kill-and-reap of a case's leftovers may take up to 5 s)
 CASE_START_S = 30.0
 CASE_SLACK_S = 10.0
+#: how long acquiring waits for a container being reset before starting a new one
+RESET_WAIT_S = 5.0
 
 # Runs argv with an inner time limit (a backstop for the host's deadline), then kills
 # whatever it left behind (background jobs, daemons) and exits with argv's status. `kill`
@@ -558,11 +560,13 @@ def _limits_key(limits: Limits) -> tuple[int, ...]:
 class DockerPool:
     """Warm containers of one image, reused across sandboxes after a reset.
 
-    ``acquire`` hands out an idle container (or starts one); ``release`` resets it and
-    keeps up to ``size`` idle ones, removing the rest. A container serves one sandbox at
-    a time, with the limits it was created with (idle ones with other limits are not
-    reused for a request). ``close`` (also at exit) removes every container the pool
-    started, idle or handed out. :meth:`shared` gives the process-wide pool of an image.
+    ``acquire`` hands out an idle container (or starts one); ``release`` resets it in
+    the background (so closing a sandbox costs its caller nothing) and keeps up to
+    ``size`` idle ones, removing the rest; ``acquire`` waits for a reset under way rather
+    than start a new container. A container serves one sandbox at a time, with the limits
+    it was created with (idle ones with other limits are not reused for a request).
+    ``close`` (also at exit) removes every container the pool started, idle or handed
+    out. :meth:`shared` gives the process-wide pool of an image.
     """
 
     _shared: dict[str, DockerPool] = {}
@@ -581,7 +585,10 @@ class DockerPool:
         self._client: Any = None
         self._idle: list[_Container] = []
         self._all: dict[str, _Container] = {}
+        self._resetting: list[_Container] = []
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._client_lock = threading.Lock()
         self._closed = False
         _live_pools.add(self)
 
@@ -596,20 +603,30 @@ class DockerPool:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            self._client = _client()
-            sweep_orphans(self._client)
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = _client()
+                sweep_orphans(self._client)
+            return self._client
 
     def acquire(self, limits: Limits) -> _Container:
         """A reset container with ``limits`` for one sandbox."""
         if self._closed:
             raise SandboxError("the Docker pool is closed")
         key = _limits_key(limits)
-        with self._lock:
-            for i, box in enumerate(self._idle):
-                if _limits_key(box.limits) == key:
-                    return self._idle.pop(i)
+        end = time.monotonic() + RESET_WAIT_S
+        with self._cond:
+            while not self._closed:
+                for i, box in enumerate(self._idle):
+                    if _limits_key(box.limits) == key:
+                        return self._idle.pop(i)
+                # a reset takes tens of ms, a new container hundreds: wait for the reset
+                if not any(_limits_key(b.limits) == key for b in self._resetting):
+                    break
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
         box = _Container(self.client, limits, self.image, cpus=self.cpus)
         with self._lock:
             self._all[box.id] = box
@@ -618,14 +635,34 @@ class DockerPool:
             raise SandboxError("the Docker pool is closed")
         return box
 
-    def release(self, box: _Container) -> None:
-        """Take ``box`` back: reset it and keep it idle, or remove it."""
-        keep = not self._closed and not box.removed and len(self._idle) < self.size
-        if keep and box.reset():
-            with self._lock:
-                if not self._closed and len(self._idle) < self.size:
-                    self._idle.append(box)
-                    return
+    def release(self, box: _Container, *, wait: bool = False) -> None:
+        """Take ``box`` back: reset it (in the background unless ``wait``) and keep it
+        idle, or remove it when the pool is full or closed."""
+        with self._lock:
+            keep = (
+                not self._closed
+                and not box.removed
+                and len(self._idle) + len(self._resetting) < self.size
+            )
+            if keep:
+                self._resetting.append(box)
+        if not keep:
+            self._discard(box)
+        elif wait:
+            self._finish_reset(box)
+        else:
+            threading.Thread(target=self._finish_reset, args=(box,), daemon=True).start()
+
+    def _finish_reset(self, box: _Container) -> None:
+        ok = box.reset()
+        with self._cond:
+            if box in self._resetting:
+                self._resetting.remove(box)
+            if ok and not self._closed and box.id in self._all:
+                self._idle.append(box)
+                self._cond.notify_all()
+                return
+            self._cond.notify_all()  # waiters for this one: start a new container
         self._discard(box)
 
     def prewarm(self, n: int | None = None, limits: Limits | None = None) -> None:
@@ -659,11 +696,12 @@ class DockerPool:
 
     def close(self) -> None:
         """Remove every container of the pool; idempotent."""
-        with self._lock:
+        with self._cond:
             self._closed = True
             boxes = list(self._all.values())
             self._all.clear()
             self._idle.clear()
+            self._cond.notify_all()
         for box in boxes:
             box.remove()
         if self._client is not None:
