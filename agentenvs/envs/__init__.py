@@ -14,6 +14,7 @@ ENV_IDS: dict[str, str] = {
     "InterCodeSQL-v0": "agentenvs.envs.intercode_sql.env:InterCodeSQLEnv",
     "BFCL-v0": "agentenvs.envs.bfcl.env:BFCLEnv",
     "BFCLMultiTurn-v0": "agentenvs.envs.bfcl.multi_turn.env:BFCLMultiTurnEnv",
+    "DeepCoderMT-v0": "agentenvs.envs.deepcoder.env:DeepCoderMTEnv",
 }
 
 POLICIES: dict[str, str] = {
@@ -26,6 +27,8 @@ POLICIES: dict[str, str] = {
     "bfcl/noisy": "agentenvs.envs.bfcl.policies:NoisyGoldPolicy",
     "bfcl_mt/gold": "agentenvs.envs.bfcl.multi_turn.policies:GoldPolicy",
     "bfcl_mt/noisy": "agentenvs.envs.bfcl.multi_turn.policies:NoisyGoldPolicy",
+    "deepcoder/reference": "agentenvs.envs.deepcoder.policies:ReferencePolicy",
+    "deepcoder/buggy-then-fix": "agentenvs.envs.deepcoder.policies:BuggyThenFixPolicy",
 }
 
 

@@ -219,6 +219,17 @@ def _stderr_tail(stderr: str, limit: int = 1000) -> str:
     return text[-limit:] if len(text) > limit else text
 
 
+_SOLUTION_LINE = re.compile(r'(File "<solution>", line |\(line )(\d+)')
+
+
+def shift_lines(text: str, offset: int) -> str:
+    """Line numbers in the program's tracebacks and syntax errors, moved by ``-offset``
+    (the lines the runner put before the agent's code)."""
+    if not offset:
+        return text
+    return _SOLUTION_LINE.sub(lambda m: f"{m.group(1)}{max(int(m.group(2)) - offset, 1)}", text)
+
+
 def _error_message(error: str, stderr: str) -> tuple[str, str]:
     """(verdict, message) for a sandbox error string."""
     if error == "timeout":
@@ -241,19 +252,38 @@ def _error_message(error: str, stderr: str) -> tuple[str, str]:
     return VERDICT_RUNTIME, message
 
 
-def judge(test: CodeTest, run: CaseRun, *, float_tolerance: float | None = None) -> TestOutcome:
-    """The verdict of one sandbox run on one test."""
+def _kept(text: str | None, keep: int = 2000) -> str | None:
+    """``text`` cut to its ends, so that ``truncate`` (which shows the first and last 150
+    characters) gives the same result; long outputs are not kept whole in caches."""
+    if text is None or len(text) <= 2 * keep:
+        return text
+    return text[:keep] + "...(truncated) ..." + text[-keep:]
+
+
+def judge(
+    test: CodeTest,
+    run: CaseRun,
+    *,
+    float_tolerance: float | None = None,
+    line_offset: int = 0,
+) -> TestOutcome:
+    """The verdict of one sandbox run on one test.
+
+    ``line_offset``: lines run before the agent's code, taken off the line numbers in
+    error messages so they point into the agent's program.
+    """
     output = run.stdout if test.kind == "stdin" else None
     if run.error is not None:
         verdict, message = _error_message(run.error, run.stderr)
-        return TestOutcome(False, verdict, output or None, message)
+        message = _kept(shift_lines(message, line_offset))
+        return TestOutcome(False, verdict, _kept(output or None), message)
     if test.kind == "stdin":
         ok, why = compare_stdout(run.stdout, test.output, float_tolerance=float_tolerance)
-        return TestOutcome(ok, VERDICT_PASSED if ok else VERDICT_WRONG, run.stdout, why or None)
+        verdict = VERDICT_PASSED if ok else VERDICT_WRONG
+        return TestOutcome(ok, verdict, _kept(run.stdout), why or None)
     ok, why = compare_value(run.value, test.accepted)
-    return TestOutcome(
-        ok, VERDICT_PASSED if ok else VERDICT_WRONG, show_value(run.value), why or None
-    )
+    verdict = VERDICT_PASSED if ok else VERDICT_WRONG
+    return TestOutcome(ok, verdict, _kept(show_value(run.value)), why or None)
 
 
 # ---------------------------------------------------------------------- feedback

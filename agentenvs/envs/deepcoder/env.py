@@ -1,0 +1,694 @@
+"""``agentenvs/DeepCoderMT-v0``: solve a competitive-programming problem over several turns."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import json
+import math
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agentenvs.core import info as keys
+from agentenvs.core.env import TextEnv, Transition
+from agentenvs.core.errors import SnapshotError
+from agentenvs.envs.deepcoder.checker import (
+    HIDDEN_FAILED_MESSAGE,
+    NOT_RUN,
+    SUCCESS_MESSAGE,
+    TestOutcome,
+    code_digest,
+    code_fingerprint,
+    extract_code,
+    format_feedback,
+    judge,
+)
+from agentenvs.envs.deepcoder.data import CodeTask, TaskSet, load_tasks, public_count
+from agentenvs.envs.deepcoder.mutate import mutants, mutation_sites
+from agentenvs.sandbox.base import Limits, PyCase, Sandbox
+
+#: LiveCodeBench's prompts (lcb_runner/prompts/code_generation.py), as rLLM uses them
+LCB_SYSTEM_MESSAGE = (
+    "You are an expert Python programmer. You will be given a question (problem specification) "
+    "and will generate a correct Python program that matches the specification and passes all "
+    "tests."
+)
+LCB_FORMAT_WITH_STARTER = (
+    "You will use the following starter code to write the solution to the problem and enclose "
+    "your code within delimiters."
+)
+LCB_FORMAT_WITHOUT_STARTER = (
+    "Read the inputs from stdin solve the problem and write the answer to stdout (do not "
+    "directly test on the sample inputs). Enclose your code within delimiters as follows. "
+    "Ensure that when the python program runs, it reads the inputs, runs the algorithm and "
+    "writes output to STDOUT."
+)
+
+#: LiveCodeBench runs every program after these imports (LeetCode-style code uses ``List``
+#: or ``deque`` without importing them) and a raised recursion limit
+STAR_PRELUDE = (
+    "from string import *; from re import *; from datetime import *; "
+    "from collections import *; from heapq import *; from bisect import *; from copy import *; "
+    "from math import *; from random import *; from statistics import *; "
+    "from itertools import *; from functools import *; from operator import *; "
+    "from io import *; from sys import *; from json import *; from builtins import *; "
+    "from typing import *; import string, re, datetime, collections, heapq, bisect, copy, "
+    "math, random, statistics, itertools, functools, operator, io, sys, json\n"
+)
+RECURSION_PRELUDE = "import sys; sys.setrecursionlimit(50000)\n"
+_FUTURE = re.compile(r"^from __future__ import [^\n]*$", re.M)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+#: error actions: how many verified mutants to keep per task, how many to try at most,
+#: and the per-test time limit while verifying (mutants that time out are dropped, so an
+#: injected error never costs a step the full time limit per test)
+ERROR_POOL_SIZE = 4
+ERROR_MAX_TRIES = 24
+VERIFY_TIMEOUT = 0.5
+#: results kept per process, shared by every env with the same tasks and settings
+OUTCOME_CACHE_SIZE = 4096
+
+
+def free_names(code: str) -> set[str] | None:
+    """Names ``code`` reads but never binds and that are not builtins (None: no parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+    return loaded - bound - _BUILTIN_NAMES
+
+
+def prepare_program(code: str) -> tuple[str, int]:
+    """The program as it runs, and how many lines come before the agent's first line.
+
+    As LiveCodeBench: the recursion limit is raised, and the star imports of
+    ``STAR_PRELUDE`` come first, but only when the code reads a name it never binds
+    (they cost ~7 ms a test; a program that binds every name it uses runs the same
+    without them). ``from __future__`` lines move to the top (blanked where they were).
+    """
+    free = free_names(code)
+    prelude = RECURSION_PRELUDE
+    if free is None or free:
+        prelude = STAR_PRELUDE + prelude
+    futures = _FUTURE.findall(code)
+    if futures:
+        code = _FUTURE.sub("", code)
+        prelude = "\n".join(futures) + "\n" + prelude
+    return prelude + code, prelude.count("\n")
+
+
+def lcb_prompt(problem: str, starter_code: str) -> str:
+    """rLLM's ``fetch_live_code_bench_system_prompt`` without the system message."""
+    text = problem.rstrip("\n") + "\n\n"
+    if starter_code:
+        text += f"### Format: {LCB_FORMAT_WITH_STARTER}\n```python\n{starter_code}\n```\n\n"
+    else:
+        text += f"### Format: {LCB_FORMAT_WITHOUT_STARTER}\n```python\n# YOUR CODE HERE\n```\n\n"
+    return text + "### Answer: (use the provided format with backticks)\n\n"
+
+
+class _LRU:
+    """A bounded mapping that forgets the least recently used entry first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        value = self.data.get(key)
+        if value is not None:
+            self.data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+# Per process, shared by envs with equal tasks and settings (contract checks, eval workers
+# and step-quality runs make many envs): results are a function of (task, program,
+# settings), so sharing only saves sandbox runs.
+_OUTCOMES = _LRU(OUTCOME_CACHE_SIZE)
+_ERROR_POOLS = _LRU(1024)
+
+
+class _MutantSearch:
+    """How far the search for failing mutants of one task's reference has got."""
+
+    def __init__(self, task: CodeTask) -> None:
+        reference = task.reference or ""
+        order = _stable_order(task.id, len(mutation_sites(reference)))
+        self.candidates: Iterator[str] = (text for _, text in mutants(reference, order))
+        self.found: list[str] = []
+        self.tried = 0
+        self.exhausted = not reference
+
+
+def task_digest(task: CodeTask) -> str:
+    """A hash of what decides a program's results on ``task``: its tests and function."""
+    payload = [task.id, task.func_name, task.reference]
+    payload += [[t.kind, t.input, t.output, t.args, t.accepted] for t in task.tests]
+    raw = json.dumps(payload, default=repr, sort_keys=True)
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _stable_order(task_id: str, n: int) -> list[int]:
+    seed = int.from_bytes(hashlib.blake2b(task_id.encode(), digest_size=8).digest(), "little")
+    return [int(i) for i in np.random.default_rng(seed).permutation(n)]
+
+
+class DeepCoderMTEnv(TextEnv):
+    """Write a Python program for a competitive-programming problem, with test feedback.
+
+    ## Description
+    DeepCoder-MT: a DeepCoder-Preview problem (LiveCodeBench, Codeforces, TACO or
+    PrimeIntellect/SYNTHETIC-1) solved over several turns, as rLLM's legacy multi-turn
+    code agent plays it. Each turn the agent answers with a program; the env runs it in
+    a sandbox on every test of the problem, grades each test as DeepCoder's official
+    checker does (LiveCodeBench's rules, 6 s per test), and replies with the failures
+    on the *public* tests (the first ``public_tests`` tests; the rest are hidden). The
+    problem is solved when the program passes every test, public and hidden.
+
+    ## Action Space
+    ``FreeText``. The program is the **last** fenced code block tagged ``python`` (or
+    ``py``, ``python3``) or untagged, as the official checker extracts it; blocks in other
+    languages are ignored. An answer without such a block (or with only an empty one)
+    is an invalid action: the turn is spent, nothing else changes
+    (``action_valid=False``) and the observation says so. Stdin problems read stdin and
+    print; call-based problems define the starter code's function (a ``class Solution``
+    method or a plain function), which is called with each test's arguments.
+
+    ## Observation Space
+    ``FreeText``. First: the problem, then ``### Format:`` with the starter code (or
+    ``# YOUR CODE HERE`` for stdin problems) and ``### Answer:``, LiveCodeBench's prompt
+    as rLLM builds it; the system message is ``info["system_prompt"]``. After a program:
+    rLLM's feedback, "Here are the results on the public test cases:" then, for each
+    failing public test (at most ``max_feedback_tests``), ``### Test i failed`` with
+    ``Input``, ``Expected``, ``Actual`` and ``Error message`` (each cut to 300
+    characters), then a request to fix the code and output the final code. When every
+    public test passes but a hidden one fails, a message saying so; when all pass,
+    rLLM's "Congratulations!" message. Verdicts: ``Wrong Answer`` (with the first
+    differing line), ``Time Limit Exceeded``, ``Runtime Error: <exception>`` (with the
+    traceback's tail), ``Compilation Error: ...``.
+
+    ## Starting State
+    A task drawn with ``self.np_random`` (or ``reset(options={"task_id": ...})``), no
+    program yet, score 0.
+
+    ## Rewards
+    1 on the turn the program passes every test, else 0 (DeepCoder's reward: all tests
+    or nothing). ``info["score"]`` carries partial credit for shaping (e.g. rLLM's
+    ``raw + coeff * (raw - prev_raw)``).
+
+    ## Episode End
+    ``terminated`` when a program passes every test (public and hidden); ``truncated``
+    when the turn budget runs out first.
+
+    ## Information
+    The standard keys: ``success`` (the last program passed every test), ``score`` (the
+    fraction of *all* tests the last program passed; 0 before any program; an invalid
+    action keeps it), ``state_key`` (a hash of the task, the last program's normalized
+    code, comments and layout ignored, and which tests it passes: no turn count, no
+    earlier attempts). Also ``tests_passed``/``tests_total``,
+    ``public_passed``/``public_total`` and ``difficulty``; steps add ``code_found`` and,
+    after a program, ``test_results`` (pass/fail of every test, hidden ones included:
+    for the trainer, not the agent). ``info["system_prompt"]`` on reset.
+
+    Scoring and errors. ``score_action(action)`` is the pass rate of the action's
+    program on all tests (0 without a program), from the current state without
+    advancing; results are cached by the program's text, so 16 candidates from one
+    state cost 16 sandbox runs at most (one warm worker each). ``error_action(rng)`` is
+    the task's reference solution with one seeded AST mutation (a flipped comparison,
+    an off-by-one, ``+``/``-`` swapped, a changed constant, ``and``/``or`` or
+    ``min``/``max`` swapped, a dropped line) that was run and fails at least one test
+    without timing out; up to four such mutants are found per task (in a fixed order,
+    cached) and ``rng`` picks one. Tasks without a reference or a failing mutant fall
+    back to a bundled wrong solution, then to a stub program.
+
+    ``snapshot()`` holds the attempts so far, the last feedback and the per-test results
+    (plus the base's turn, budget and RNG). Programs keep no files between turns (each
+    run starts from the same empty work dir), so no sandbox files are saved; a snapshot
+    restores into any env made with the same settings.
+
+    ## Arguments
+    All keyword-only.
+    - ``tasks_path``: a ``.jsonl``/``.json``/``.parquet`` file of DeepCoder rows in any
+      source's test schema (see ``agentenvs.envs.deepcoder.data``); default: the bundled
+      ``tasks/deepcoder/problems.jsonl``.
+    - ``sandbox``: ``"local"`` (bubblewrap namespaces, default), ``"docker"``, ``"auto"``,
+      or a ``Sandbox`` instance (then the caller owns it). The env opens one sandbox on
+      first use and closes it in ``close()``.
+    - ``public_tests`` (3): how many tests are public: a count, or a fraction (float) of
+      each task's tests; at least one.
+    - ``timeout_per_test`` (6.0 s, the official limit), ``memory_mb`` (4096, the official
+      cap), ``limits`` (a ``Limits`` for everything else; its CPU limit is raised to
+      cover the timeout).
+    - ``early_stop`` (False): stop at the first failing test, as the official checker
+      does (tests not run count as failed in ``score``). Off by default so that the
+      feedback can show every failing public test and ``score`` is a true pass rate.
+    - ``max_feedback_tests`` (2, rLLM's ``max_tests``): failing tests shown per turn.
+    - ``float_tolerance`` (None): LiveCodeBench compares numbers exactly (as
+      ``Decimal``); a float allows that relative/absolute difference instead.
+    - ``max_turns`` (4), ``show_budget``, ``render_mode``, ``max_action_chars``: as in
+      ``TextEnv``.
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    default_max_turns: ClassVar[int] = 4
+    snapshot_version: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        *,
+        tasks_path: str | Path | None = None,
+        sandbox: str | Sandbox = "local",
+        public_tests: int | float = 3,
+        timeout_per_test: float = 6.0,
+        memory_mb: int | None = None,
+        early_stop: bool = False,
+        max_feedback_tests: int | None = 2,
+        float_tolerance: float | None = None,
+        limits: Limits | None = None,
+        parallel: int | None = None,
+        max_turns: int | None = None,
+        show_budget: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = 1 << 20,
+    ) -> None:
+        super().__init__(
+            max_turns=max_turns,
+            show_budget=show_budget,
+            render_mode=render_mode,
+            max_action_chars=max_action_chars,
+        )
+        if isinstance(public_tests, bool) or not isinstance(public_tests, int | float):
+            raise ValueError(f"public_tests must be a count or a fraction, got {public_tests!r}")
+        if isinstance(public_tests, float) and not 0.0 < public_tests <= 1.0:
+            raise ValueError(f"a fraction of public tests must be in (0, 1], got {public_tests}")
+        if isinstance(public_tests, int) and public_tests < 1:
+            raise ValueError(f"public_tests must be at least 1, got {public_tests}")
+        if not timeout_per_test > 0:
+            raise ValueError(f"timeout_per_test must be positive, got {timeout_per_test!r}")
+        if max_feedback_tests is not None and max_feedback_tests < 1:
+            raise ValueError(f"max_feedback_tests must be >= 1 or None, got {max_feedback_tests}")
+        if float_tolerance is not None and not float_tolerance >= 0:
+            raise ValueError(f"float_tolerance must be >= 0 or None, got {float_tolerance!r}")
+        if isinstance(sandbox, str):
+            from agentenvs.sandbox import BACKENDS
+
+            if sandbox not in BACKENDS:
+                raise ValueError(f"sandbox must be one of {BACKENDS} or a Sandbox, got {sandbox!r}")
+        elif not isinstance(sandbox, Sandbox):
+            raise ValueError(f"sandbox must be a backend name or a Sandbox, got {sandbox!r}")
+        self.task_set: TaskSet = load_tasks(tasks_path)
+        self._task_ids = list(self.task_set.tasks)
+        self.public_tests = public_tests
+        self.timeout_per_test = float(timeout_per_test)
+        self.early_stop = bool(early_stop)
+        self.max_feedback_tests = max_feedback_tests
+        self.float_tolerance = float_tolerance
+        if parallel is not None and (isinstance(parallel, bool) or int(parallel) < 1):
+            raise ValueError(f"parallel must be a positive integer or None, got {parallel!r}")
+        self.parallel = int(parallel) if parallel is not None else min(4, os.cpu_count() or 1)
+        base_limits = limits or Limits(memory_mb=4096)
+        self.limits = replace(
+            base_limits,
+            memory_mb=int(memory_mb) if memory_mb is not None else base_limits.memory_mb,
+            cpu_seconds=max(base_limits.cpu_seconds, math.ceil(self.timeout_per_test) + 1),
+        )
+        self._sandbox_spec = sandbox
+        self._sandbox: Sandbox | None = sandbox if isinstance(sandbox, Sandbox) else None
+        self._owns_sandbox = not isinstance(sandbox, Sandbox)
+        # caches (never part of the state: they only save work)
+        backend = sandbox if isinstance(sandbox, str) else type(sandbox).__name__
+        self._settings_key = (
+            backend,
+            self.timeout_per_test,
+            self.early_stop,
+            self.float_tolerance,
+            self.limits,
+        )
+        self._task_digests: dict[str, str] = {}
+        self._cases: dict[str, tuple[PyCase, ...]] = {}
+        # the episode's state
+        self._attempts: list[str] = []
+        self._outcomes: tuple[TestOutcome, ...] | None = None
+        self._feedback = ""
+
+    # ---------------------------------------------------------------- tasks and prompts
+    @property
+    def task_ids(self) -> Sequence[str]:
+        return self._task_ids
+
+    def _known_task(self, task_id: Any) -> Mapping[str, CodeTask]:
+        return self.task_set.tasks
+
+    @property
+    def task(self) -> CodeTask:
+        if self._task_id is None:
+            raise RuntimeError("no task yet: call reset() first")
+        return self.task_set.tasks[self._task_id]
+
+    @property
+    def n_public(self) -> int:
+        return public_count(len(self.task.tests), self.public_tests)
+
+    @property
+    def reference(self) -> str | None:
+        """The current task's reference solution, when the data has one."""
+        return self.task.reference
+
+    @property
+    def attempts(self) -> tuple[str, ...]:
+        """The programs submitted so far this episode."""
+        return tuple(self._attempts)
+
+    @property
+    def test_outcomes(self) -> tuple[TestOutcome, ...] | None:
+        """Every test's verdict for the last program (None before the first one)."""
+        return self._outcomes
+
+    def system_prompt(self) -> str:
+        return LCB_SYSTEM_MESSAGE
+
+    def action_format(self) -> str:
+        return (
+            "Answer with your complete program in a ```python ... ``` block (the last one is run)."
+        )
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        task = self.task_set.tasks[task_id]
+        self._attempts = []
+        self._outcomes = None
+        self._feedback = ""
+        return lcb_prompt(task.problem, task.starter_code)
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {keys.SYSTEM_PROMPT: self.system_prompt()}
+
+    def _extra_info(self) -> dict[str, Any]:
+        if self._task_id is None:
+            return {}
+        task = self.task
+        n_public = self.n_public
+        outcomes = self._outcomes
+        passed = [o.passed for o in outcomes] if outcomes is not None else [False] * len(task.tests)
+        return {
+            "tests_passed": sum(passed),
+            "tests_total": len(passed),
+            "public_passed": sum(passed[:n_public]),
+            "public_total": n_public,
+            "difficulty": task.difficulty,
+        }
+
+    # ---------------------------------------------------------------- running programs
+    def sandbox(self) -> Sandbox:
+        """The env's sandbox, opened on first use."""
+        if self._sandbox is None:
+            from agentenvs.sandbox import make_sandbox
+
+            assert isinstance(self._sandbox_spec, str)
+            self._sandbox = make_sandbox(self._sandbox_spec, limits=self.limits)
+        return self._sandbox
+
+    def _cases_of(self, task: CodeTask) -> tuple[PyCase, ...]:
+        cases = self._cases.get(task.id)
+        if cases is None:
+            cases = tuple(
+                PyCase("stdin", stdin=t.input)
+                if t.kind == "stdin"
+                else PyCase("call", func=task.func_name or "", args=t.args)
+                for t in task.tests
+            )
+            self._cases[task.id] = cases
+        return cases
+
+    def _execute(
+        self,
+        task: CodeTask,
+        code: str,
+        *,
+        timeout: float,
+        stop_on_failure: bool,
+        stop_on_timeout: bool = False,
+    ) -> tuple[TestOutcome, ...]:
+        """Run ``code`` on the task's tests in order; tests not reached are ``NOT_RUN``."""
+        outcomes: list[TestOutcome] = []
+        program, offset = prepare_program(code)
+        runs = self.sandbox().run_python_cases(
+            program, self._cases_of(task), timeout_per_case=timeout
+        )
+        try:
+            for test, run in zip(task.tests, runs, strict=False):
+                outcome = judge(test, run, float_tolerance=self.float_tolerance, line_offset=offset)
+                outcomes.append(outcome)
+                if (stop_on_failure and not outcome.passed) or (
+                    stop_on_timeout and outcome.timed_out
+                ):
+                    break
+        finally:
+            close = getattr(runs, "close", None)
+            if close is not None:
+                close()
+        outcomes.extend([NOT_RUN] * (len(task.tests) - len(outcomes)))
+        return tuple(outcomes)
+
+    def _run_many(
+        self, task: CodeTask, codes: Sequence[str], **options: Any
+    ) -> list[tuple[TestOutcome, ...]]:
+        """``_execute`` for each program, up to ``parallel`` at once (one worker each)."""
+        if self.parallel <= 1 or len(codes) <= 1:
+            return [self._execute(task, code, **options) for code in codes]
+        self.sandbox()  # open it here, not in several threads at once
+        with ThreadPoolExecutor(min(self.parallel, len(codes))) as pool:
+            return list(pool.map(lambda code: self._execute(task, code, **options), codes))
+
+    def _key_of(self, task: CodeTask, code: str) -> tuple[Any, ...]:
+        return self._cache_key(task, code_digest(code))
+
+    def _cache_key(self, task: CodeTask, *parts: str) -> tuple[Any, ...]:
+        digest = self._task_digests.get(task.id)
+        if digest is None:
+            digest = self._task_digests[task.id] = task_digest(task)
+        return (self._settings_key, digest, *parts)
+
+    def _early_stopped(self, outcomes: tuple[TestOutcome, ...]) -> tuple[TestOutcome, ...]:
+        for i, outcome in enumerate(outcomes):
+            if not outcome.passed:
+                return outcomes[: i + 1] + (NOT_RUN,) * (len(outcomes) - i - 1)
+        return outcomes
+
+    def outcomes_of(self, code: str, task: CodeTask | None = None) -> tuple[TestOutcome, ...]:
+        """Every test's verdict for ``code`` on ``task`` (the current one by default), cached."""
+        task = task or self.task
+        key = self._key_of(task, code)
+        cached = _OUTCOMES.get(key)
+        if cached is not None:
+            return cached
+        outcomes = self._execute(
+            task, code, timeout=self.timeout_per_test, stop_on_failure=self.early_stop
+        )
+        _OUTCOMES.put(key, outcomes)
+        return outcomes
+
+    # ---------------------------------------------------------------- actions
+    def _apply(self, action: str) -> Transition:
+        code, problem = extract_code(action)
+        if code is None:
+            return Transition(observation=problem, action_valid=False, info={"code_found": False})
+        task = self.task
+        outcomes = self.outcomes_of(code)
+        self._attempts.append(code)
+        self._outcomes = outcomes
+        passed = sum(o.passed for o in outcomes)
+        success = passed == len(outcomes)
+        n_public = self.n_public
+        if success:
+            observation = SUCCESS_MESSAGE
+        elif all(o.passed for o in outcomes[:n_public]):
+            observation = HIDDEN_FAILED_MESSAGE
+        else:
+            observation = format_feedback(
+                task.tests[:n_public], outcomes[:n_public], max_failures=self.max_feedback_tests
+            )
+        self._feedback = observation
+        return Transition(
+            observation=observation,
+            reward=1.0 if success else 0.0,
+            terminated=success,
+            success=success,
+            score=passed / len(outcomes),
+            info={"code_found": True, "test_results": [o.passed for o in outcomes]},
+        )
+
+    def score_action(self, action: str) -> float:
+        """The pass rate of ``action``'s program on all tests (0 without a program).
+
+        Runs from the current state without advancing: the env's state is untouched.
+        Equal programs are run once (cached by their text).
+        """
+        if not isinstance(action, str) or len(action) > self.max_action_chars:
+            return 0.0
+        code, _ = extract_code(action)
+        return 0.0 if code is None else self._pass_rate(code)
+
+    def score_actions(self, actions: Sequence[str]) -> list[float]:
+        """``score_action`` for each of ``actions``: distinct programs not seen before run
+        concurrently (up to ``parallel`` at once), equal ones once."""
+        task = self.task
+        codes: list[str | None] = []
+        for action in actions:
+            ok = isinstance(action, str) and len(action) <= self.max_action_chars
+            codes.append(extract_code(action)[0] if ok else None)
+        todo = list(
+            dict.fromkeys(
+                c for c in codes if c is not None and _OUTCOMES.get(self._key_of(task, c)) is None
+            )
+        )
+        results = self._run_many(
+            task, todo, timeout=self.timeout_per_test, stop_on_failure=self.early_stop
+        )
+        for code, outcomes in zip(todo, results, strict=True):
+            _OUTCOMES.put(self._key_of(task, code), outcomes)
+        return [0.0 if c is None else self._pass_rate(c) for c in codes]
+
+    def _pass_rate(self, code: str) -> float:
+        outcomes = self.outcomes_of(code)
+        return sum(o.passed for o in outcomes) / len(outcomes)
+
+    # ---------------------------------------------------------------- error actions
+    def _mutant_search(self, task: CodeTask) -> _MutantSearch:
+        key = self._cache_key(task, "error pool")
+        search = _ERROR_POOLS.get(key)
+        if search is None:
+            search = _MutantSearch(task)
+            _ERROR_POOLS.put(key, search)
+        return search
+
+    def _verified_mutants(self, task: CodeTask, want: int) -> list[str]:
+        """The first ``want`` mutants (in the task's fixed order) that fail a test without
+        timing out; fewer when the search runs out. Progress is kept between calls.
+
+        Candidates are verified a batch at a time, concurrently; each is judged on its
+        own, so the list found does not depend on the batch sizes.
+        """
+        search = self._mutant_search(task)
+        while len(search.found) < want and not search.exhausted:
+            batch: list[str] = []
+            while len(batch) < want - len(search.found) and search.tried < ERROR_MAX_TRIES:
+                mutant = next(search.candidates, None)
+                if mutant is None:
+                    break
+                search.tried += 1
+                batch.append(mutant)
+            if not batch:
+                search.exhausted = True
+                break
+            results = self._run_many(
+                task,
+                batch,
+                timeout=min(self.timeout_per_test, VERIFY_TIMEOUT),
+                stop_on_failure=False,
+                stop_on_timeout=True,
+            )
+            for mutant, outcomes in zip(batch, results, strict=True):
+                if any(o.timed_out or o.verdict == NOT_RUN.verdict for o in outcomes):
+                    continue
+                if all(o.passed for o in outcomes):
+                    continue  # an equivalent mutant: not a bug on these tests
+                search.found.append(mutant)
+                # the full run is what a step would compute: keep it
+                view = self._early_stopped(outcomes) if self.early_stop else outcomes
+                _OUTCOMES.put(self._key_of(task, mutant), view)
+        return search.found[:want]
+
+    def error_pool(self, task: CodeTask | None = None) -> list[str]:
+        """Every buggy program ``error_action`` can return for ``task``: up to
+        ``ERROR_POOL_SIZE`` verified mutants of its reference, else its wrong solutions,
+        else a stub program."""
+        task = task or self.task
+        return self._verified_mutants(task, ERROR_POOL_SIZE) or self._fallbacks(task)
+
+    def _fallbacks(self, task: CodeTask) -> list[str]:
+        return list(self.task_set.wrong_solutions.get(task.id, ())) or [self._stub(task)]
+
+    @staticmethod
+    def _stub(task: CodeTask) -> str:
+        if task.func_name:
+            return f"def {task.func_name}(*args):\n    return None\n"
+        return "import sys\n\ndata = sys.stdin.read().split()\nprint(data[0] if data else 0)\n"
+
+    def error_action(self, rng: np.random.Generator) -> str:
+        """A plausible buggy program (see the class docstring), chosen with ``rng``."""
+        task = self.task
+        # one draw, then only as many mutants verified as that draw needs: the answer
+        # depends on the rng alone, whatever earlier calls already verified
+        k = int(rng.integers(ERROR_POOL_SIZE))
+        pool = self._verified_mutants(task, k + 1) or self._fallbacks(task)
+        code = pool[k] if k < len(pool) else pool[k % len(pool)]
+        return f"```python\n{code.rstrip()}\n```"
+
+    # ---------------------------------------------------------------- state
+    def _state_key(self) -> str:
+        if not self._attempts or self._outcomes is None:
+            return "-"
+        bits = "".join("1" if o.passed else "0" for o in self._outcomes)
+        return f"{code_fingerprint(self._attempts[-1])}|{bits}"
+
+    def _get_state(self) -> dict[str, Any]:
+        return {
+            "attempts": tuple(self._attempts),
+            "outcomes": self._outcomes,
+            "feedback": self._feedback,
+        }
+
+    def _set_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or not {"attempts", "outcomes", "feedback"} <= set(state):
+            raise SnapshotError("not a DeepCoderMT-v0 snapshot state")
+        if self._task_id not in self.task_set.tasks:
+            raise SnapshotError(f"task {self._task_id!r} is not in this env's tasks")
+        outcomes = state["outcomes"]
+        if outcomes is not None and len(outcomes) != len(self.task.tests):
+            raise SnapshotError(
+                f"snapshot has {len(outcomes)} test results but task {self._task_id!r} has "
+                f"{len(self.task.tests)} tests: restore into an env with the same tasks"
+            )
+        self._attempts = list(state["attempts"])
+        self._outcomes = outcomes
+        self._feedback = state["feedback"]
+
+    def close(self) -> None:
+        if self._sandbox is not None and self._owns_sandbox:
+            self._sandbox.close()
+            self._sandbox = None
+        super().close()
