@@ -33,6 +33,8 @@ from agentenvs.envs.bfcl.decode import Call, DecodeError, decode_calls
 from agentenvs.envs.bfcl.multi_turn import official
 from agentenvs.envs.bfcl.multi_turn.backends import BACKENDS
 
+#: ``tasks_path`` value naming the data of the installed bfcl-eval package
+INSTALLED = "bfcl-eval"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
 _FILE = re.compile(r"^BFCL_v\d+_multi_turn_(?P<category>[a-z_]+)\.json$")
 
@@ -295,7 +297,7 @@ def _check_names(entry: MultiTurnEntry, docs: Mapping[str, list[dict[str, Any]]]
     for field_name, names in (
         ("excluded_function", entry.excluded_functions),
         *(
-            (f"missed_function[{t!r}]", names)
+            (f"missed_function[{str(t)!r}]", names)
             for t, names in sorted(entry.missed_functions.items())
         ),
     ):
@@ -331,9 +333,13 @@ def load_tasks(
     """Load entries, ground truth and docs from a data folder (default: the bundled one).
 
     ``path`` may also be one entry file; its answers are then looked up in
-    ``possible_answer/`` beside it.
+    ``possible_answer/`` beside it; ``"bfcl-eval"`` means the data folder of the
+    installed ``bfcl-eval`` package (found without importing it).
     """
-    root = Path(path) if path is not None else task_path("bfcl", "multi_turn")
+    if path == INSTALLED:
+        root = official.package_dir().joinpath(*official.DOC_SUBDIR[:-1])
+    else:
+        root = Path(path) if path is not None else task_path("bfcl", "multi_turn")
     if isinstance(categories, str):
         categories = [categories]
     if root.is_file():

@@ -131,7 +131,9 @@ class BFCLMultiTurnEnv(TextEnv):
     ## Arguments
     - ``tasks_path``: a data folder or one ``BFCL_v4_multi_turn_<category>.json`` file
       in BFCL's layout (see ``agentenvs.envs.bfcl.multi_turn.data``); default: the
-      bundled entries. Entries naming BFCL's own classes need ``bfcl-eval`` installed.
+      bundled entries; ``"bfcl-eval"`` loads the official entries of an installed
+      ``bfcl-eval`` (``pip install 'agentenvs[bfcl]'``), whose classes run on BFCL's own
+      backends, loaded without importing the ``bfcl_eval`` package.
     - ``categories``: keep only these categories (base, miss_func, miss_param,
       long_context).
     - ``step_limit``: steps with calls allowed per user turn (default 20, BFCL's).
@@ -293,7 +295,8 @@ class BFCLMultiTurnEnv(TextEnv):
         self._entry = entry
         classes = self._classes(entry)
         self._model = self._instances(entry, classes)
-        self._gt = self._instances(entry, classes)
+        # the ground-truth side starts equal: a pickle copy is cheaper than loading again
+        self._gt = pickle.loads(pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL))
         self._bind()
         self._user_turn = 0
         self._call_steps = 0
@@ -493,13 +496,13 @@ class BFCLMultiTurnEnv(TextEnv):
 
     # ---------------------------------------------------------------- state
     def _state_key(self) -> str:
-        state = {
-            "turn": self._user_turn,
-            "acted": bool(self._turn_calls),
-            "results": sorted(Counter(self._results).items()),
-            "model": {name: _plain(public_state(inst)) for name, inst in self._model.items()},
-        }
-        raw = json.dumps(state, sort_keys=True, default=repr)
+        head = [self._user_turn, bool(self._turn_calls), sorted(Counter(self._results).items())]
+        model = {name: public_state(inst) for name, inst in self._model.items()}
+        try:
+            # the project's backends hold plain JSON data: no conversion needed
+            raw = json.dumps([head, model], sort_keys=True)
+        except (TypeError, ValueError):  # objects, sets or mixed-type keys (official backends)
+            raw = json.dumps([head, _plain(model)], sort_keys=True, default=repr)
         return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
 
     def _get_state(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import random
 from typing import Any
 
@@ -22,6 +23,17 @@ _FILLER_WORDS = (
 ).split()
 
 Node = dict[str, Any] | str
+
+
+@functools.cache
+def _filler_files() -> tuple[tuple[str, str], ...]:
+    """The long-context filler files (the same every time: a fixed seed), made once."""
+    rng = random.Random(_LONG_CONTEXT_SEED)
+    files = []
+    for i in range(40):
+        lines = [" ".join(rng.choices(_FILLER_WORDS, k=8)) for _ in range(6)]
+        files.append((f"filler_{i:03d}.log", "\n".join(lines)))
+    return tuple(files)
 
 
 class FileSystemAPI:
@@ -47,13 +59,8 @@ class FileSystemAPI:
 
     # ---------------------------------------------------------------- helpers
     def _add_filler(self, directory: dict[str, Node]) -> None:
-        rng = random.Random(_LONG_CONTEXT_SEED)
-        for i in range(40):
-            name = f"filler_{i:03d}.log"
-            if name in directory:
-                continue
-            lines = [" ".join(rng.choices(_FILLER_WORDS, k=8)) for _ in range(6)]
-            directory[name] = "\n".join(lines)
+        for name, content in _filler_files():
+            directory.setdefault(name, content)
 
     def _parts(self, path: str) -> list[str]:
         """Absolute path components of ``path`` (relative to the cwd unless it starts with /)."""
