@@ -122,6 +122,18 @@ def _usable_bwrap(bwrap: str, ids: tuple[int, int] | None) -> str:
 
 
 @functools.lru_cache(maxsize=8)
+def _hardening(bwrap: str) -> tuple[str, ...]:
+    """Flags this bwrap supports that shrink the kernel surface: no nested user namespaces."""
+    try:
+        help_text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=10, env={"PATH": _PATH}
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return ("--unshare-user", "--disable-userns") if "--disable-userns" in help_text else ()
+
+
+@functools.lru_cache(maxsize=8)
 def _python_for(ids: tuple[int, int] | None) -> tuple[str, str | None]:
     """(interpreter path inside the sandbox, host prefix to mount or None).
 
@@ -179,7 +191,8 @@ def _probe(bwrap: str | None) -> tuple[bool, str]:
     ids = _host_ids()
     try:
         exe = _usable_bwrap(bwrap, ids)
-        argv = [exe, "--unshare-all", "--die-with-parent", *_system_binds(), "--", "/bin/true"]
+        argv = [exe, "--unshare-all", *_hardening(exe), "--die-with-parent", *_system_binds()]
+        argv += ["--", "/bin/true"]
         kw = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
         out = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": _PATH}, **kw)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -300,6 +313,7 @@ class LocalSandbox(Sandbox):
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._close_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _cleanup, self._procs, self._lock, self.workdir)
 
     # -- command lines
@@ -308,6 +322,7 @@ class LocalSandbox(Sandbox):
         args = [
             self._bwrap,
             "--unshare-all",
+            *_hardening(self._bwrap),
             "--die-with-parent",
             "--new-session",
             "--hostname",
@@ -498,10 +513,10 @@ class LocalSandbox(Sandbox):
             _kill_tree(proc)
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._finalizer()
+        # a second caller waits until the first one's cleanup is done
+        with self._close_lock:
+            self._closed = True
+            self._finalizer()
 
 
 def _pump(

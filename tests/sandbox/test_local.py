@@ -247,3 +247,10 @@ def test_bwrap_chosen_by_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_missing_bwrap(tmp_path: Path) -> None:
     ok, why = local_available(str(tmp_path / "no-bwrap-here"))
     assert not ok and "cannot run bwrap" in why
+
+
+def test_no_nested_user_namespaces(local_box: LocalSandbox) -> None:
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare binary to try with")
+    r = local_box.run("unshare -U true")
+    assert r.returncode != 0
