@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -157,6 +158,7 @@ class _LRU:
 # and step-quality runs make many envs): results are a function of (task, program,
 # settings), so sharing only saves sandbox runs.
 _OUTCOMES = _LRU(OUTCOME_CACHE_SIZE)
+_OWN_SANDBOXES = itertools.count()
 _ERROR_POOLS = _LRU(1024)
 
 
@@ -350,7 +352,8 @@ class DeepCoderMTEnv(TextEnv):
         self._sandbox: Sandbox | None = sandbox if isinstance(sandbox, Sandbox) else None
         self._owns_sandbox = not isinstance(sandbox, Sandbox)
         # caches (never part of the state: they only save work)
-        backend = sandbox if isinstance(sandbox, str) else type(sandbox).__name__
+        # a caller's own sandbox may behave like no other: its results are not shared
+        backend = sandbox if isinstance(sandbox, str) else f"own-{next(_OWN_SANDBOXES)}"
         self._settings_key = (
             backend,
             self.timeout_per_test,
@@ -562,24 +565,27 @@ class DeepCoderMTEnv(TextEnv):
         code, _ = extract_code(action)
         return 0.0 if code is None else self._pass_rate(code)
 
-    def score_actions(self, actions: Sequence[str]) -> list[float]:
-        """``score_action`` for each of ``actions``: distinct programs not seen before run
-        concurrently (up to ``parallel`` at once), equal ones once."""
-        task = self.task
-        codes: list[str | None] = []
-        for action in actions:
-            ok = isinstance(action, str) and len(action) <= self.max_action_chars
-            codes.append(extract_code(action)[0] if ok else None)
-        todo = list(
-            dict.fromkeys(
-                c for c in codes if c is not None and _OUTCOMES.get(self._key_of(task, c)) is None
-            )
-        )
+    def outcomes_of_many(
+        self, codes: Sequence[str], task: CodeTask | None = None
+    ) -> list[tuple[TestOutcome, ...]]:
+        """``outcomes_of`` for each program: those not seen before run concurrently (up to
+        ``parallel`` at once, one warm worker each), equal ones once."""
+        task = task or self.task
+        todo = list(dict.fromkeys(c for c in codes if _OUTCOMES.get(self._key_of(task, c)) is None))
         results = self._run_many(
             task, todo, timeout=self.timeout_per_test, stop_on_failure=self.early_stop
         )
         for code, outcomes in zip(todo, results, strict=True):
             _OUTCOMES.put(self._key_of(task, code), outcomes)
+        return [self.outcomes_of(code, task) for code in codes]
+
+    def score_actions(self, actions: Sequence[str]) -> list[float]:
+        """``score_action`` for each of ``actions``, new programs run concurrently."""
+        codes: list[str | None] = []
+        for action in actions:
+            ok = isinstance(action, str) and len(action) <= self.max_action_chars
+            codes.append(extract_code(action)[0] if ok else None)
+        self.outcomes_of_many([c for c in codes if c is not None])
         return [0.0 if c is None else self._pass_rate(c) for c in codes]
 
     def _pass_rate(self, code: str) -> float:
