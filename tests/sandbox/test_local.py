@@ -62,6 +62,19 @@ def test_custom_limits() -> None:
         assert r.stdout == "0123456789" and r.output_truncated
         (c,) = box.run_python_cases("x = bytearray(300 << 20)", [PyCase("stdin")])
         assert c.error == "memory"
+    with LocalSandbox(Limits(max_file_mb=1, max_processes=4, cpu_seconds=1)) as box:
+        big = "open('f', 'wb').write(b'x' * (2 << 20))"
+        r = box.run(["python3", "-c", big])
+        assert r.returncode != 0 and os.path.getsize(os.path.join(box.workdir, "f")) <= 1 << 20
+        (c,) = box.run_python_cases(big, [PyCase("stdin")])
+        assert c.error is not None and c.error != "timeout"
+        spawn = "import subprocess\nps = [subprocess.Popen(['sleep', '5']) for _ in range(10)]"
+        (c,) = box.run_python_cases(spawn, [PyCase("stdin")])
+        assert c.error is not None and "BlockingIOError" in c.error
+        r = box.run(["python3", "-c", "while True: pass"], timeout=10)
+        assert r.returncode == 128 + 9 or r.returncode == 128 + 24, r  # CPU limit, not timeout
+        (c,) = box.run_python_cases("while True: pass", [PyCase("stdin")], timeout_per_case=10)
+        assert c.error == "timeout" and c.duration_s < 5
 
 
 def test_python_inside(local_box: LocalSandbox) -> None:
