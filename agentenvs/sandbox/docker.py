@@ -27,6 +27,7 @@ import json
 import os
 import posixpath
 import selectors
+import shlex
 import socket
 import struct
 import tarfile
@@ -444,6 +445,7 @@ class _Container:
             raise SandboxError(f"cannot create a container from {image!r}: {exc}") from exc
         self.short = self.id[:12]
         self.removed = False
+        self._remove_lock = threading.Lock()
         try:
             api.start(self.id)
         except Exception as exc:
@@ -534,12 +536,25 @@ class _Container:
         return rc == 0
 
     def remove(self) -> None:
-        if self.removed:
-            return
-        self.removed = True
-        try:
-            self.client.api.remove_container(self.id, force=True)
-        except Exception:  # already gone (engine restarted, swept): nothing to release
+        """Force-remove the container and wait until the engine no longer lists it."""
+        with self._remove_lock:  # a second caller waits for the first to finish
+            if self.removed:
+                return
+            self.removed = True
+            docker = _docker_module()
+            api = self.client.api
+            end = time.monotonic() + 30
+            while True:
+                try:
+                    api.remove_container(self.id, force=True)
+                    return
+                except docker.errors.NotFound:
+                    return  # gone already (swept, or the engine restarted)
+                except Exception:
+                    # e.g. "removal already in progress", or a dropped connection
+                    if time.monotonic() > end:
+                        return
+                    time.sleep(0.1)
             pass
 
 
@@ -586,10 +601,13 @@ class DockerPool:
         self._idle: list[_Container] = []
         self._all: dict[str, _Container] = {}
         self._resetting: list[_Container] = []
+        self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._client_lock = threading.Lock()
         self._closed = False
+        # a forked child must neither use nor remove its parent's containers
+        self._pid = os.getpid()
         _live_pools.add(self)
 
     @classmethod
@@ -597,7 +615,7 @@ class DockerPool:
         """The process-wide pool for ``image`` (made on first use)."""
         with cls._shared_lock:
             pool = cls._shared.get(image)
-            if pool is None or pool._closed:
+            if pool is None or pool._closed or pool._pid != os.getpid():
                 pool = cls._shared[image] = DockerPool(image=image)
             return pool
 
@@ -613,6 +631,8 @@ class DockerPool:
         """A reset container with ``limits`` for one sandbox."""
         if self._closed:
             raise SandboxError("the Docker pool is closed")
+        if self._pid != os.getpid():
+            raise SandboxError("a Docker pool cannot be used across fork; make one per process")
         key = _limits_key(limits)
         end = time.monotonic() + RESET_WAIT_S
         with self._cond:
@@ -651,11 +671,15 @@ class DockerPool:
         elif wait:
             self._finish_reset(box)
         else:
-            threading.Thread(target=self._finish_reset, args=(box,), daemon=True).start()
+            thread = threading.Thread(target=self._finish_reset, args=(box,), daemon=True)
+            with self._lock:
+                self._threads.add(thread)
+            thread.start()
 
     def _finish_reset(self, box: _Container) -> None:
         ok = box.reset()
         with self._cond:
+            self._threads.discard(threading.current_thread())
             if box in self._resetting:
                 self._resetting.remove(box)
             if ok and not self._closed and box.id in self._all:
@@ -702,8 +726,13 @@ class DockerPool:
             self._all.clear()
             self._idle.clear()
             self._cond.notify_all()
+            threads = list(self._threads)
         for box in boxes:
             box.remove()
+        # resets under way fail on their removed containers; let them end before the
+        # client they use is closed
+        for thread in threads:
+            thread.join(timeout=30)
         if self._client is not None:
             try:
                 self._client.close()
@@ -724,7 +753,8 @@ _live_pools: weakref.WeakSet[DockerPool] = weakref.WeakSet()
 @atexit.register
 def _close_pools() -> None:
     for pool in list(_live_pools):
-        pool.close()
+        if pool._pid == os.getpid():
+            pool.close()
 
 
 # --------------------------------------------------------------------------- sandbox
@@ -769,7 +799,11 @@ class DockerSandbox(Sandbox):
             self._box: _Container | None = self._pool.acquire(self.limits)
         else:
             self._own_client = _client()
-            self._box = _Container(self._own_client, self.limits, image)
+            try:
+                self._box = _Container(self._own_client, self.limits, image)
+            except BaseException:
+                self._own_client.close()
+                raise
         self._finalizer = weakref.finalize(
             self, DockerSandbox._release, self._pool, self._box, self._own_client
         )
@@ -811,13 +845,17 @@ class DockerSandbox(Sandbox):
         if isinstance(stdin, str):
             stdin = stdin.encode()
         workdir = cwd if posixpath.isabs(cwd) else posixpath.join(WORKDIR, cwd)
-        wrapped = ["/bin/sh", "-c", self._prelude + _RUN_WRAPPER, f"{timeout + 1:.3f}", *argv]
+        # cd in the shell rather than the exec's workdir: a missing dir is then a normal
+        # error on stderr, not an engine failure
+        where = shlex.quote(workdir)
+        cd = f"cd -- {where} 2>/dev/null || {{ echo 'sandbox: no directory '{where} >&2; exit 126; }}; "
+        wrapped = ["/bin/sh", "-c", cd + self._prelude + _RUN_WRAPPER, f"{timeout + 1:.3f}", *argv]
         start = time.monotonic()
         rc, out, err, truncated, timed_out = self._container().exec(
             wrapped,
             stdin=stdin,
             env=env,
-            workdir=workdir,
+            workdir=WORKDIR,
             timeout=timeout,
             max_output=self.limits.max_output_bytes,
         )

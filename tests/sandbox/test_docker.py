@@ -266,3 +266,20 @@ def test_make_sandbox_and_availability(docker_mod) -> None:  # noqa: ANN001
         assert sandbox.run(["python3", "-c", "print(6 * 7)"]).stdout == "42\n"
     ok, why = docker_mod.docker_available("agentenvs/no-such-image:0")
     assert not ok and "missing" in why
+
+
+def test_forked_child_leaves_parent_containers_alone(docker_mod, pool, box) -> None:  # noqa: ANN001
+    pid = os.fork()
+    if pid == 0:  # the child: its exit-time clean-up and the pool must not touch ours
+        code = 1
+        try:
+            docker_mod._close_pools()
+            try:
+                pool.acquire(Limits())
+            except SandboxError:
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert box.run("echo alive").stdout == "alive\n"
