@@ -72,7 +72,7 @@ MISS_FUNC = "BFCL_v4_multi_turn_miss_func.json"
             "involved_classes",
         ),
         (BASE, 1, lambda r: r["question"][0].append({"role": "user"}), "question[0][1]"),
-        (BASE, 1, lambda r: r.update(initial_config={"TicketingAPI": {}}), "initial_config"),
+        (BASE, 1, lambda r: r.update(initial_config={"FileSystemAPI": []}), "initial_config"),
         (BASE, 4, lambda r: r["question"].append([]), "question[3]"),
         (
             MISS_FUNC,
@@ -144,13 +144,29 @@ def test_malformed_answers_docs_and_json(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- official backends
 FAKE_BACKEND = """
+import time
+
 from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context import GREETING
+
+
+class Node:
+    # a linked node with a private timestamp, like the official file system's
+    def __init__(self, name, parent=None):
+        self.name = name
+        self.parent = parent
+        self.children = []
+        self._stamp = time.perf_counter_ns()
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and (self.name, self.children) == (other.name, other.children)
 
 
 class GorillaFileSystem:
     def __init__(self):
         self.cwd = "/"
         self.files = {}
+        self.root = Node("/")
+        self.root.children.append(Node("home", self.root))
         self._log = []
 
     def _load_scenario(self, scenario, long_context=False):
@@ -260,6 +276,11 @@ def test_official_entries_run_on_the_loaded_backend(fake_bfcl: Path, tmp_path: P
     assert terminated and reward == 1.0 and info["success"]
     env.restore(snap)  # official instances pickle too
     assert env.score_action("cat(file_name='filler.txt')") == 1.0
+    # state keys skip private fields and survive reference cycles
+    other = BFCLMultiTurnEnv(tasks_path=root)
+    other.reset(seed=0)
+    env.reset(seed=0)
+    assert env.state_key() == other.state_key()
 
 
 def test_official_classes_without_bfcl_eval_name_the_extra(

@@ -244,9 +244,7 @@ def _entry(
     config = record.get("initial_config", {})
     if not isinstance(config, dict) or not all(isinstance(v, dict) for v in config.values()):
         raise TaskError(source, "initial_config", "expected {Class: {state}}")
-    extra = sorted(set(config) - set(classes))
-    if extra:
-        raise TaskError(source, "initial_config", f"classes {extra} are not in involved_classes")
+    # official entries may configure classes they do not involve: those are ignored
     excluded = _str_list(record.get("excluded_function", []), source, "excluded_function")
     missed_raw = record.get("missed_function", {})
     if not isinstance(missed_raw, dict):

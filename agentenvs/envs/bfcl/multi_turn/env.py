@@ -48,18 +48,29 @@ END_TURN_REPLY = "I have done what you asked."
 _GARBLED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd\ud800-\udfff]")
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON-able data with a stable order (objects by class name and fields)."""
+def _plain(value: Any, _path: frozenset[int] = frozenset()) -> Any:
+    """``value`` as JSON-able data with a stable order (objects by class name and fields).
+
+    Private fields of objects are left out. A reference back to an object being
+    converted (a directory's parent) becomes ``"<cycle>"``, so linked structures of the
+    official backends terminate.
+    """
     if isinstance(value, str | int | float | bool) or value is None:
         return value
+    if id(value) in _path:
+        return "<cycle>"
+    path = _path | {id(value)}
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return {str(k): _plain(v, path) for k, v in items}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, path) for v in value]
     if isinstance(value, set | frozenset):
-        return sorted((_plain(v) for v in value), key=repr)
+        return sorted((_plain(v, path) for v in value), key=repr)
     if hasattr(value, "__dict__"):
-        return {"__class__": type(value).__name__, **_plain(vars(value))}
+        # private fields (timestamps, caches) are not state, at any depth
+        public = {k: v for k, v in vars(value).items() if not k.startswith("_")}
+        return {"__class__": type(value).__name__, **_plain(public, path)}
     return repr(value)
 
 
