@@ -67,13 +67,13 @@ def test_wheel_carries_every_task(tmp_path: Path) -> None:
         "import agentenvs, gymnasium as gym\n"
         "from agentenvs.core.tasks import tasks_root\n"
         "root = tasks_root()\n"
-        "assert str(root).startswith(%r), root\n"
+        f"assert str(root).startswith({str(target)!r}), root\n"
         "for env_id in agentenvs.registered_ids():\n"
         "    env = gym.make(env_id)\n"
         "    for task_id in env.unwrapped.task_ids:\n"
         "        env.reset(seed=0, options={'task_id': task_id})\n"
         "    env.close()\n"
         "print('ok', root)\n"
-    ) % str(target)
+    )
     out = run_python(code, cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
     assert out.startswith("ok")
