@@ -237,6 +237,15 @@ def test_prelude_only_when_the_code_reads_unbound_names() -> None:
     assert offset == 3 and program.endswith("\nx: List = 1\n")
 
 
+def test_error_action_without_reference_falls_back_to_a_stub() -> None:
+    env = DeepCoderMTEnv(tasks_path=FIXTURES / "taco.json", sandbox=ScriptedSandbox())
+    env.reset(seed=0, options={"task_id": "row-00001"})
+    action = env.error_action(np.random.default_rng(0))
+    assert action == "```python\ndef add(*args):\n    return None\n```"
+    env.reset(seed=0, options={"task_id": "row-00000"})
+    assert "sys.stdin.read()" in env.error_action(np.random.default_rng(0))
+
+
 def test_constructor_checks_its_arguments() -> None:
     for bad in ({"public_tests": 0}, {"public_tests": 1.5}, {"timeout_per_test": 0}):
         with pytest.raises(ValueError):
@@ -332,6 +341,25 @@ def test_scripted_policies(bundled) -> None:
         obs, _, terminated, _, info = env.step(action)
         conversation.add_turn(action, obs)
     assert terminated and info["success"] and info["turn"] == 2
+
+
+@pytest.mark.docker
+def test_docker_backend_runs_the_reference() -> None:
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        pytest.skip(f"the docker backend cannot be imported: {exc}")
+    ok, why = docker_available()
+    if not ok:
+        pytest.skip(f"docker sandbox unavailable: {why}")
+    env = DeepCoderMTEnv(sandbox="docker")
+    try:
+        env.reset(seed=0, options={"task_id": "dc-033"})
+        _, reward, terminated, _, _ = env.step(f"```python\n{env.reference}\n```")
+        assert (reward, terminated) == (1.0, True)
+        assert env.score_action(env.error_action(np.random.default_rng(0))) < 1.0
+    finally:
+        env.close()
 
 
 @pytest.mark.bwrap

@@ -246,8 +246,9 @@ class DeepCoderMTEnv(TextEnv):
 
     Scoring and errors. ``score_action(action)`` is the pass rate of the action's
     program on all tests (0 without a program), from the current state without
-    advancing; results are cached by the program's text, so 16 candidates from one
-    state cost 16 sandbox runs at most (one warm worker each). ``error_action(rng)`` is
+    advancing; results are cached per process by the program's text, the task and the
+    settings, so 16 candidates from one state cost 16 sandbox runs at most (one warm
+    worker each; ``score_actions`` runs them concurrently). ``error_action(rng)`` is
     the task's reference solution with one seeded AST mutation (a flipped comparison,
     an off-by-one, ``+``/``-`` swapped, a changed constant, ``and``/``or`` or
     ``min``/``max`` swapped, a dropped line) that was run and fails at least one test
@@ -279,6 +280,8 @@ class DeepCoderMTEnv(TextEnv):
     - ``max_feedback_tests`` (2, rLLM's ``max_tests``): failing tests shown per turn.
     - ``float_tolerance`` (None): LiveCodeBench compares numbers exactly (as
       ``Decimal``); a float allows that relative/absolute difference instead.
+    - ``parallel``: how many programs ``score_actions``/``outcomes_of_many`` and the
+      error-action search run at once (default: up to 4 with the local backend, else 1).
     - ``max_turns`` (4), ``show_budget``, ``render_mode``, ``max_action_chars``: as in
       ``TextEnv``.
 
@@ -341,7 +344,9 @@ class DeepCoderMTEnv(TextEnv):
         self.float_tolerance = float_tolerance
         if parallel is not None and (isinstance(parallel, bool) or int(parallel) < 1):
             raise ValueError(f"parallel must be a positive integer or None, got {parallel!r}")
-        self.parallel = int(parallel) if parallel is not None else min(4, os.cpu_count() or 1)
+        if parallel is None:  # the local backend is thread-safe; others run one at a time
+            parallel = min(4, os.cpu_count() or 1) if sandbox == "local" else 1
+        self.parallel = int(parallel)
         base_limits = limits or Limits(memory_mb=4096)
         self.limits = replace(
             base_limits,
