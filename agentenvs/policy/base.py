@@ -57,6 +57,30 @@ class Policy(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ActionScore:
+    """The log-probability of one action's tokens given its history."""
+
+    total: float  # sum of the per-token log-probabilities (natural log)
+    tokens: tuple[str, ...] = ()
+    token_logprobs: tuple[float, ...] = ()
+
+    @property
+    def nll_per_token(self) -> float:
+        return -self.total / max(len(self.token_logprobs), 1)
+
+
+@runtime_checkable
+class ScoringPolicy(Policy, Protocol):
+    """A policy that can also score given actions (model-backed policies)."""
+
+    def score(
+        self, conversations: Sequence[Conversation], actions: Sequence[str]
+    ) -> list[ActionScore]:
+        """``log p(action | conversation)`` for each pair, summed and per token."""
+        ...
+
+
 class ScriptedPolicy:
     """Base for reference policies that decide from the env's state, one action at a time."""
 
