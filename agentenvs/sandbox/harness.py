@@ -18,7 +18,8 @@ it as module ``solution`` and call ``func(*args)`` (or ``Solution().func(*args)`
 parent enforces the wall timeout, then kills the child's group and, being a child
 subreaper, every orphan the case left behind, so nothing outlives its case. A case that
 kills the worker itself (``kill(getppid(), SIGKILL)``) ends the stream; the host reports
-"worker died" for the cases left.
+"worker died" for the cases left. (The local sandbox makes the worker pid 1 of its pid
+namespace, where such signals from inside do not arrive.)
 
 Globals never leak between cases (each runs in a fresh fork); files written to the work
 dir do persist, as they would between runs of a real program.

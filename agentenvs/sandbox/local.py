@@ -7,8 +7,10 @@ prefix); home dirs and the host ``/tmp`` are not mounted, ``/proc`` and ``/dev``
 and the environment is cleared. When the host process is root, bwrap itself is started
 as the unprivileged ``nobody`` uid so that root-only host files stay unreadable even
 where they are visible. rlimits come from a shell ``ulimit`` prelude (``run``) or from
-the forking worker (``run_python_cases``, see ``harness.py``). A timeout kills bwrap's
-process group; bwrap's init dies with it and takes the whole pid namespace along.
+the forking worker (``run_python_cases``, see ``harness.py``). Pid 1 of each namespace
+is our own (``--as-pid-1``): a shell that runs the command as its child, or the case
+worker, which signals from inside cannot kill. A timeout kills that pid 1, which takes
+the whole pid namespace along, then bwrap's process group as a fallback.
 
 Where user namespaces are not permitted, constructing a sandbox raises ``SandboxError``
 naming the likely cause; nothing ever runs unsandboxed.
@@ -221,11 +223,29 @@ def _system_binds() -> list[str]:
 
 # ----------------------------------------------------------------------------- processes
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL bwrap's process group; bwrap's init and its pid namespace go with it."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        proc.kill()
+    """Kill a sandbox: its pid 1 first (the pid namespace dies with it), then bwrap.
+
+    Killing bwrap's child lets bwrap reap it and exit, so no orphaned zombie is left for
+    the host's init (which, in a container, may never reap it).
+    SIGKILL to bwrap's process group is the fallback.
+    """
+    if proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                inits = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            inits = []
+        for pid in inits:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if inits:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            proc.kill()
     with contextlib.suppress(Exception):
         proc.wait(timeout=10)
     # the pipes stay open: whoever reads them sees EOF now; _forget closes them
@@ -325,6 +345,9 @@ class LocalSandbox(Sandbox):
             *_hardening(self._bwrap),
             "--die-with-parent",
             "--new-session",
+            # no bwrap init: our own pid 1 (the shell below, the case worker) is reaped by
+            # bwrap directly, where bwrap's init would be orphaned to the host's init
+            "--as-pid-1",
             "--hostname",
             "sandbox",
             *_system_binds(),
@@ -401,13 +424,13 @@ class LocalSandbox(Sandbox):
     ) -> RunResult:
         if isinstance(stdin, str):
             stdin = stdin.encode()
-        prelude = self._ulimit_prelude()
         if isinstance(command, str):
-            shell = [prelude + command]
-        else:
-            if not command:
-                raise ValueError("empty command")
-            shell = [prelude + 'exec "$@"', "sh", *command]
+            command = ["/bin/sh", "-c", command]
+        elif not command:
+            raise ValueError("empty command")
+        # the shell stays pid 1 (reaping orphans, never exec'd away) so the command itself
+        # keeps ordinary signal semantics; when it ends, the namespace ends with it
+        shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *command]
         argv = [*self._bwrap_argv(cwd, env), "/bin/sh", "-c", *shell]
         start = time.monotonic()
         proc = self._popen(argv)
@@ -472,6 +495,10 @@ class LocalSandbox(Sandbox):
                     duration_s=float(msg.get("duration_s", 0.0)),
                 )
                 done += 1
+            if done == n:
+                # the worker exits after its last line; let bwrap end on its own
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1)
             while done < n:
                 yield CaseRun(stdout="", error="worker died")
                 done += 1

@@ -267,3 +267,15 @@ def test_no_nested_user_namespaces(local_box: LocalSandbox) -> None:
         pytest.skip("no unshare binary to try with")
     r = local_box.run("unshare -U true")
     assert r.returncode != 0
+
+
+def test_worker_is_out_of_reach_of_cases(local_box: LocalSandbox) -> None:
+    # the worker is pid 1 of the namespace: signals from inside cannot kill it
+    src = (
+        "import os, signal\nn = int(input())\n"
+        "if n == 1:\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "if n == 2:\n    try:\n        os.kill(-1, signal.SIGKILL)\n    except OSError:\n        pass\n"
+        "print(n)"
+    )
+    got = list(local_box.run_python_cases(src, [PyCase("stdin", stdin=s) for s in "0123"]))
+    assert [r.stdout for r in got] == ["0\n", "1\n", "2\n", "3\n"]

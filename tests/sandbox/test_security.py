@@ -252,7 +252,10 @@ def test_kill_parent_cases(backend: Sandbox) -> None:
     start = time.monotonic()
     got = list(backend.run_python_cases(src, cases, timeout_per_case=2))
     assert got[0].stdout == "0\n" and got[0].error is None
-    assert [r.error for r in got[2:]] == ["worker died", "worker died"]
+    # a worker out of the case's reach (e.g. pid 1 of its namespace) runs every case;
+    # otherwise the cases after it report that the worker died; never a hang
+    survived = [r.stdout for r in got] == ["0\n", "1\n", "2\n", "3\n"]
+    assert survived or [r.error for r in got[2:]] == ["worker died", "worker died"]
     assert time.monotonic() - start < 10
     still_works(backend)
 
