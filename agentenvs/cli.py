@@ -33,6 +33,7 @@ class DemoSuite:
     budgets: tuple[int, ...]
     mode: str
     tasks: str = "all"
+    n: int = 16
     note: str = ""
 
 
@@ -66,8 +67,45 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         mode="derive",
         note="wrong first statement 60% vs 20% of the time",
     ),
+    # DeepCoder-MT in the local sandbox: both submit a buggy program first; the second
+    # fixes it (submits the reference) with probability 0.8 per later turn, the first 0.3.
+    DemoSuite(
+        name="deepcoder",
+        env_id="agentenvs/DeepCoderMT-v0",
+        env_kwargs={},
+        first="deepcoder/buggy-then-fix:fix_rate=0.3",
+        second="deepcoder/buggy-then-fix:fix_rate=0.8",
+        budgets=(1, 2, 3, 4),
+        mode="derive",
+        tasks="first:12",
+        n=8,
+        note="buggy first attempt, then a fix 30% vs 80% of the time",
+    ),
+    # BFCL single-turn: a near-miss call 50% vs 20% of the time (a decodable reply is
+    # graded at once, so the budget only matters after undecodable replies).
+    DemoSuite(
+        name="bfcl",
+        env_id="agentenvs/BFCL-v0",
+        env_kwargs={},
+        first="bfcl/noisy:error_rate=0.5",
+        second="bfcl/noisy:error_rate=0.2",
+        budgets=(1, 2, 3),
+        mode="derive",
+        note="near-miss calls 50% vs 20% of the time",
+    ),
+    # BFCL multi-turn on the project's backends: a near-miss call opens a user turn 30% vs
+    # 10% of the time; the budget counts agent steps over all user turns.
+    DemoSuite(
+        name="bfcl_multi_turn",
+        env_id="agentenvs/BFCLMultiTurn-v0",
+        env_kwargs={},
+        first="bfcl_mt/noisy:error_rate=0.3",
+        second="bfcl_mt/noisy:error_rate=0.1",
+        budgets=(4, 8, 12, 16, 24),
+        mode="derive",
+        note="near-miss opening call 30% vs 10% of each user turn",
+    ),
 )
-DEMO_N = 16
 
 
 def _int_list(text: str) -> list[int]:
@@ -136,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                       + ",".join(s.name for s in DEMO_SUITES) + ")")
     demo.add_argument("--tasks", default=None,
                       help="'all', 'first:N' or a comma list of task ids (default: each env's own)")
-    demo.add_argument("--n", type=int, default=DEMO_N)
+    demo.add_argument("--n", type=int, default=None, help="samples per task (default: each env's own)")
     demo.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -228,7 +266,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         tasks = args.tasks or suite.tasks
         for policy, run_dir in ((suite.first, base), (suite.second, rl)):
             _run(
-                suite.env_id, policy, tasks, args.n, suite.budgets, suite.mode, 0, run_dir,
+                suite.env_id, policy, tasks, args.n or suite.n, suite.budgets, suite.mode, 0, run_dir,
                 suite.env_kwargs, args.workers, not args.no_progress,
             )
         result = write_report(base, out_dir=out / suite.name / "report", compare=rl)
