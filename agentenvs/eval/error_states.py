@@ -1,0 +1,91 @@
+"""Error states: the step-quality comparison after an injected mistake, and recovery.
+
+An error state is an ordinary state whose next action was replaced by the env's own
+``error_action(rng)`` (stepped through the env, so the agent sees its result); states
+where that action ends the episode are skipped (see ``agentenvs.eval.states``). From
+each error state, as from ordinary ones, both policies sample 16 actions that are scored
+and compared pairwise (``agentenvs.eval.step_quality``); then each policy *continues*
+``continuations`` times to the end of the episode with the budget that is left, and the
+share of successful continuations is its recovery rate. Rollout j of policy A and
+rollout j of policy B share the env's random stream (common random numbers), so their
+difference is paired and less noisy.
+
+``run_error_states`` analyses ordinary and error states in one run and draws them side
+by side (``error_states.png``), the shape of the paper's bar charts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agentenvs.core import info as keys
+from agentenvs.eval.records import stable_seed
+from agentenvs.eval.states import State
+from agentenvs.eval.step_quality import (
+    AnalysisResult,
+    StepQualityConfig,
+    run_step_quality,
+)
+from agentenvs.policy.base import Policy
+
+DEFAULT_CONTINUATIONS = 8
+
+
+def continuation_successes(
+    env: gym.Env, policy: Policy, state: State, rollouts: int, seed: int, slot: str
+) -> list[bool]:
+    """Whether each of ``rollouts`` continuations of ``policy`` from ``state`` succeeded."""
+    wins: list[bool] = []
+    for j in range(rollouts):
+        conversation = state.restore_into(env)
+        inner: Any = env.unwrapped
+        # a fresh env stream per rollout (else every rollout would see the same slips),
+        # shared by both policies' j-th rollout
+        inner.np_random = np.random.default_rng(stable_seed(seed, state.state_id, "continue", j))
+        success = False
+        turn = 0
+        while not inner.done:
+            turn += 1
+            action = policy.sample(
+                [conversation], 1, seed=stable_seed(seed, state.state_id, "continue", slot, j, turn)
+            )[0][0]
+            observation, _, _, _, info = env.step(action)
+            success = bool(info.get(keys.SUCCESS, False))
+            conversation.add_turn(action, observation)
+        wins.append(success)
+    return wins
+
+
+def error_states_config(
+    env_id: str,
+    policy_a: str,
+    policy_b: str,
+    *,
+    continuations: int = DEFAULT_CONTINUATIONS,
+    continue_kinds: Sequence[str] = ("error",),
+    **kwargs: Any,
+) -> StepQualityConfig:
+    """A step-quality config over ordinary and error states, with continuation rollouts."""
+    return StepQualityConfig(
+        env_id=env_id,
+        policy_a=policy_a,
+        policy_b=policy_b,
+        kinds=("ordinary", "error"),
+        continuations=continuations,
+        continue_kinds=tuple(continue_kinds),
+        **kwargs,
+    )
+
+
+def run_error_states(
+    config: StepQualityConfig, out_dir: str | Path, **kwargs: Any
+) -> AnalysisResult:
+    """``run_step_quality`` for a config that includes error states (see the module doc)."""
+    if "error" not in config.kinds:
+        raise ValueError("an error-state analysis needs 'error' among the config's kinds")
+    return run_step_quality(config, out_dir, **kwargs)

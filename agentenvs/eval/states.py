@@ -1,0 +1,409 @@
+"""States to analyse: rebuilt from stored trajectories as snapshots, ordinary or after an error.
+
+The step-quality and error-state analyses start from *states*: an env at some turn of
+some trajectory, with the chat history that led there. ``collect_states`` rebuilds them
+from a run's ``trajectories.jsonl`` (the Pass@(K,T) runner's format): every trajectory is
+replayed in a fresh env (``gym.make(env_id, **env_kwargs)``, reset with the
+trajectory's seed, task and budget), each replayed observation is checked against the
+stored one (``ReplayMismatchError`` on any difference: an env that changed, or records
+of another config), and the env is snapshotted after t steps.
+
+States are drawn uniformly over the pairs (trajectory, t) with t = 0 .. turns-1 (every
+state in which the agent had to act) through one seeded permutation. An *error state*
+takes such a state, steps the env with its own ``error_action(rng)`` as the next action,
+and keeps the result; when that action ends the episode there is nothing left to
+recover, so the next pair of the permutation is taken instead. Ordinary and error states
+walk the same permutation, so both kinds start from largely the same states.
+
+A state is stored as one JSONL record (snapshot bytes base64-encoded, the messages, the
+tools), so an analysis can hand it to a worker process and resume from its file.
+``run_jobs`` is that driver: it runs the records not yet in a results file, in worker
+processes or in this one, and appends each result as one atomic line.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import multiprocessing as mp
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agentenvs.core.errors import AgentEnvsError
+from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
+from agentenvs.eval.records import (
+    JsonlAppender,
+    RunFileError,
+    dumps_line,
+    iter_records,
+    stable_seed,
+)
+from agentenvs.policy.base import Conversation
+
+STATES_NAME = "states.jsonl"
+KINDS = ("ordinary", "error")
+
+
+class ReplayMismatchError(AgentEnvsError):
+    """A stored trajectory does not replay to the observations it recorded."""
+
+
+@dataclass
+class State:
+    """One state of one trajectory: the env (as a snapshot) and the history that led there.
+
+    ``turn`` counts the steps taken (for an error state, the injected one included);
+    ``turns_left`` is what remains of the budget. ``source`` names the trajectory.
+    """
+
+    state_id: str
+    kind: str
+    env_id: str
+    task_id: str
+    turn: int
+    turns_left: int
+    snapshot: bytes
+    messages: list[dict[str, str]]
+    tools: list[dict[str, Any]] | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+    error_action: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "state_id": self.state_id,
+            "kind": self.kind,
+            "env_id": self.env_id,
+            "task_id": self.task_id,
+            "turn": self.turn,
+            "turns_left": self.turns_left,
+            "source": self.source,
+            "error_action": self.error_action,
+            "tools": self.tools,
+            "messages": self.messages,
+            "snapshot": base64.b64encode(self.snapshot).decode("ascii"),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> State:
+        return cls(
+            state_id=str(record["state_id"]),
+            kind=str(record["kind"]),
+            env_id=str(record["env_id"]),
+            task_id=str(record["task_id"]),
+            turn=int(record["turn"]),
+            turns_left=int(record["turns_left"]),
+            snapshot=base64.b64decode(record["snapshot"]),
+            messages=list(record["messages"]),
+            tools=record.get("tools"),
+            source=dict(record.get("source") or {}),
+            error_action=record.get("error_action"),
+        )
+
+    def restore_into(self, env: gym.Env) -> Conversation:
+        """Restore the env to this state; return a fresh copy of the history, bound to it."""
+        restore_snapshot(env, Snapshot.from_bytes(self.snapshot))
+        return self.conversation(env)
+
+    def conversation(self, env: gym.Env | None = None) -> Conversation:
+        messages = [dict(m) for m in self.messages]  # callers append to their own copy
+        return Conversation(
+            messages=messages,
+            tools=self.tools,
+            env=None if env is None else env.unwrapped,
+        )
+
+
+def trajectory_id(record: dict[str, Any]) -> str:
+    """A readable name of a runner trajectory: ``task#sample@budget``."""
+    return f"{record['task_id']}#{int(record['sample'])}@{int(record['budget'])}"
+
+
+def _mismatch(record: dict[str, Any], turn: int, stored: str, replayed: str) -> ReplayMismatchError:
+    at = next(
+        (i for i, (x, y) in enumerate(zip(stored, replayed, strict=False)) if x != y),
+        min(len(stored), len(replayed)),
+    )
+    where = "the initial observation" if turn == 0 else f"the observation after step {turn}"
+    return ReplayMismatchError(
+        f"trajectory {trajectory_id(record)} (seed {record['seed']}) does not replay: "
+        f"{where} differs at character {at}: stored {stored[at:at + 60]!r}, "
+        f"replayed {replayed[at:at + 60]!r}. Was the run made with another env version "
+        "or other env kwargs?"
+    )
+
+
+def replay(
+    env: gym.Env, record: dict[str, Any], steps: int
+) -> tuple[Conversation, dict[str, Any]]:
+    """Replay the first ``steps`` actions of a stored trajectory, checking every observation.
+
+    Returns the history (bound to ``env``, which is left in the state after ``steps``
+    steps) and the info of the last reset or step.
+    """
+    stored_steps = record["steps"]
+    if not 0 <= steps <= len(stored_steps):
+        raise ValueError(f"trajectory {trajectory_id(record)} has {len(stored_steps)} steps, not {steps}")
+    observation, info = env.reset(
+        seed=int(record["seed"]),
+        options={"task_id": record["task_id"], "max_turns": int(record["budget"])},
+    )
+    if observation != record["initial_observation"]:
+        raise _mismatch(record, 0, record["initial_observation"], observation)
+    conversation = Conversation.start(observation, info, env=env.unwrapped)
+    for turn, step in enumerate(stored_steps[:steps], start=1):
+        observation, _, _, _, info = env.step(step["action"])
+        if observation != step["observation"]:
+            raise _mismatch(record, turn, step["observation"], observation)
+        conversation.add_turn(step["action"], observation)
+    return conversation, info
+
+
+def candidate_points(records: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """Every (trajectory index, t) whose state asked the agent for an action."""
+    return [(i, t) for i, record in enumerate(records) for t in range(len(record["steps"]))]
+
+
+def _state_from_env(
+    env: gym.Env,
+    conversation: Conversation,
+    record: dict[str, Any],
+    *,
+    state_id: str,
+    kind: str,
+    env_id: str,
+    t: int,
+    error_action: str | None = None,
+) -> State:
+    inner: Any = env.unwrapped
+    return State(
+        state_id=state_id,
+        kind=kind,
+        env_id=env_id,
+        task_id=str(record["task_id"]),
+        turn=int(inner.turn),
+        turns_left=int(inner.turns_left),
+        snapshot=take_snapshot(env).to_bytes(),
+        messages=[dict(m) for m in conversation.messages],
+        tools=conversation.tools,
+        source={
+            "trajectory": trajectory_id(record),
+            "policy": record.get("policy"),
+            "sample": int(record["sample"]),
+            "budget": int(record["budget"]),
+            "seed": int(record["seed"]),
+            "t": t,
+            "success": bool(record.get("success", False)),
+        },
+        error_action=error_action,
+    )
+
+
+def collect_states(
+    records: Sequence[dict[str, Any]],
+    env_id: str,
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    n_states: int,
+    seed: int = 0,
+    kinds: Sequence[str] = ("ordinary",),
+    progress: bool = False,
+) -> list[State]:
+    """Up to ``n_states`` states of each kind, drawn uniformly over (trajectory, t).
+
+    ``records`` are runner trajectories. Fewer states come back when there are not
+    enough candidates (or, for error states, not enough that survive the error).
+    """
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown state kind(s) {sorted(unknown)}; choose from {KINDS}")
+    if n_states < 1:
+        raise ValueError(f"n_states must be >= 1, got {n_states}")
+    points = candidate_points(records)
+    order = np.random.default_rng(stable_seed(seed, "states")).permutation(len(points))
+    env = gym.make(env_id, **(env_kwargs or {}))
+    states: list[State] = []
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=n_states * len(kinds), disable=not progress, file=sys.stderr,
+        desc="collecting states", unit="state", dynamic_ncols=True,
+    )
+    try:
+        with bar:
+            for kind in kinds:
+                taken = 0
+                for index in order:
+                    if taken >= n_states:
+                        break
+                    traj, t = points[int(index)]
+                    record = records[traj]
+                    base_id = f"{trajectory_id(record)}:t{t}"
+                    conversation, _ = replay(env, record, t)
+                    if kind == "ordinary":
+                        state = _state_from_env(
+                            env, conversation, record, state_id=base_id, kind=kind,
+                            env_id=env_id, t=t,
+                        )
+                    else:
+                        rng = np.random.default_rng(stable_seed(seed, base_id, "error_action"))
+                        action = env.unwrapped.error_action(rng)  # type: ignore[attr-defined]
+                        observation, _, terminated, truncated, _ = env.step(action)
+                        if terminated or truncated:
+                            continue  # nothing left to recover from
+                        conversation.add_turn(action, observation)
+                        state = _state_from_env(
+                            env, conversation, record, state_id=f"{base_id}+error", kind=kind,
+                            env_id=env_id, t=t, error_action=action,
+                        )
+                    states.append(state)
+                    taken += 1
+                    bar.update(1)
+    finally:
+        env.close()
+    return states
+
+
+def write_states(path: str | os.PathLike[str], states: Iterable[State]) -> None:
+    """Write a states file whole (temp file, then rename): it exists only once complete."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        for state in states:
+            fh.write(dumps_line(state.to_record()))
+    os.replace(tmp, path)
+
+
+def read_states(path: str | os.PathLike[str]) -> list[State]:
+    return [State.from_record(r) for r in iter_records(path)]
+
+
+def load_trajectories(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A runner run's config and trajectories, in a stable order (task, budget, sample)."""
+    from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest
+
+    config = read_manifest(run_dir)["config"]
+    records = list(iter_records(Path(run_dir) / TRAJECTORIES_NAME))
+    if not records:
+        raise RunFileError(f"{run_dir}: no trajectories yet")
+    order = {t: i for i, t in enumerate(config["task_ids"])}
+    # the file's order depends on which worker finished first; the sample must not
+    records.sort(key=lambda r: (order.get(r["task_id"], len(order)), r["task_id"], r["budget"], r["sample"]))
+    return config, records
+
+
+# ---------------------------------------------------------------- the job driver
+def done_ids(path: str | os.PathLike[str], key: str) -> set[str]:
+    """Ids (``record[key]``) of the results already in a JSONL file."""
+    return {str(r[key]) for r in iter_records(path)}
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def run_jobs(
+    items: Sequence[Any],
+    out_path: str | os.PathLike[str],
+    *,
+    init: Callable[[Any], None],
+    init_arg: Any,
+    job: Callable[[list[Any]], list[bytes]],
+    workers: int = 1,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    desc: str = "",
+    unit: str = "item",
+    already: int = 0,
+    start_method: str = "spawn",
+) -> int:
+    """Run ``job`` over chunks of ``items`` and append its lines to ``out_path``.
+
+    ``init(init_arg)`` sets up each worker process once (or this process when
+    ``workers`` is 0); ``job(chunk)`` returns one JSONL line per item. Both must be
+    module-level functions so that spawned workers can import them. Returns how many
+    items ran. ``already`` only starts the progress bar further on.
+    """
+    if not items:
+        return 0
+    if chunk_size is None:
+        chunk_size = max(1, min(32, math.ceil(len(items) / (max(workers, 1) * 16))))
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(items) + already, initial=already, disable=not progress, file=sys.stderr,
+        desc=desc, unit=unit, dynamic_ncols=True,
+    )
+    with JsonlAppender(out_path) as out, bar:
+
+        def consume(lines: list[bytes]) -> None:
+            out.write(b"".join(lines))  # whole lines in one write: a kill tears only the last
+            bar.update(len(lines))
+
+        if workers <= 0:
+            init(init_arg)
+            for chunk in _chunks(items, chunk_size):
+                consume(job(chunk))
+        else:
+            context = mp.get_context(start_method)
+            pool = context.Pool(
+                min(workers, math.ceil(len(items) / chunk_size)),
+                initializer=init,
+                initargs=(init_arg,),
+            )
+            try:
+                for lines in pool.imap_unordered(job, _chunks(items, chunk_size)):
+                    consume(lines)
+            except BaseException:
+                pool.terminate()
+                raise
+            else:
+                pool.close()
+            finally:
+                pool.join()
+    return len(items)
+
+
+def import_modules(names: Iterable[str]) -> None:
+    """Import modules that register envs or policies (plugins), in this process."""
+    import importlib
+
+    for name in names:
+        importlib.import_module(name)
+
+
+#: the info keys a state's source trajectory must carry for a replay
+REQUIRED_KEYS = ("task_id", "sample", "budget", "seed", "initial_observation", "steps")
+
+
+def check_records(records: Sequence[dict[str, Any]], where: str) -> None:
+    for record in records:
+        missing = [k for k in REQUIRED_KEYS if k not in record]
+        if missing:
+            raise RunFileError(f"{where}: a trajectory lacks {missing}; not a runner file?")
+
+
+__all__ = [
+    "KINDS",
+    "STATES_NAME",
+    "ReplayMismatchError",
+    "State",
+    "candidate_points",
+    "check_records",
+    "collect_states",
+    "done_ids",
+    "import_modules",
+    "load_trajectories",
+    "read_states",
+    "replay",
+    "run_jobs",
+    "trajectory_id",
+    "write_states",
+]

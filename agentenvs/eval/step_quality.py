@@ -1,0 +1,515 @@
+"""Step quality from the same state: which of two policies picks the better action.
+
+From each state (see ``agentenvs.eval.states``) both policies sample ``n_actions``
+actions (16 as in the paper) from the same history; every action is scored from that
+state with the env's ``score_action`` (exact Q on FrozenLake, the test pass rate on
+DeepCoder-MT, the reward on InterCode-SQL, the checker on BFCL), the env restored before
+each scoring. Over all ``n_actions``² pairs (one action of A, one of B) a state gives
+P(A's action scores higher), P(B's scores higher) and P(tie) (within ``tie_tol``), which
+sum to 1. These per-state values, and the mean score of each policy, are averaged over
+states with a percentile bootstrap over states (``passk.bootstrap_weights``); the
+difference P(A better) - P(B better) is bootstrapped paired, and its interval decides
+the verdict.
+
+``run_step_quality(config, out_dir)`` does the whole analysis, resumably:
+
+- ``manifest.json``: the config (resuming with another is refused);
+- ``reference/``: when states come from rollouts of a reference policy, that run (the
+  Pass@(K,T) runner's format, so it resumes too);
+- ``states.jsonl``: the sampled states, written once, whole;
+- ``results.jsonl``: one line per analysed state, appended as workers finish (a
+  restart skips the states already there);
+- ``summary.json`` and ``step_quality.png`` (or ``error_states.png`` with error states).
+
+Seeds are derived with ``stable_seed`` from (seed, state id, policy slot), so results do
+not depend on worker count, chunking or order. The same analysis with error states and
+continuation rollouts is ``agentenvs.eval.error_states``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
+from agentenvs.core.errors import AgentEnvsError
+from agentenvs.core.snapshot import Snapshot, restore_snapshot
+from agentenvs.eval.passk import bootstrap_weights, percentile_bounds
+from agentenvs.eval.records import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    dumps_line,
+    iter_records,
+    read_manifest,
+    stable_seed,
+    write_json_atomic,
+)
+from agentenvs.eval.states import (
+    KINDS,
+    STATES_NAME,
+    State,
+    check_records,
+    collect_states,
+    done_ids,
+    import_modules,
+    load_trajectories,
+    read_states,
+    run_jobs,
+    write_states,
+)
+from agentenvs.policy.base import Policy
+from agentenvs.policy.registry import make_policy
+
+RESULTS_NAME = "results.jsonl"
+SUMMARY_NAME = "summary.json"
+REFERENCE_DIR = "reference"
+#: scores closer than this are a tie (oracle values carry floating-point noise)
+DEFAULT_TIE_TOL = 1e-9
+
+
+class AnalysisConfigError(AgentEnvsError, ValueError):
+    """An analysis that cannot run as configured, or a resume with another config."""
+
+
+@dataclass
+class StepQualityConfig:
+    """Everything that decides an analysis' results (worker count does not).
+
+    States come from ``run_dir`` (a runner run of the same env) or, when it is None,
+    from ``episodes`` rollouts per task of ``reference`` with budget ``budget``.
+    ``continuations`` > 0 adds, for states of the kinds in ``continue_kinds``, that many
+    rollouts of each policy to the end of the episode (success rates when continuing).
+    ``imports`` are modules every worker imports first (plugins that register policies).
+    """
+
+    env_id: str
+    policy_a: str
+    policy_b: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    run_dir: str | None = None
+    reference: str | None = None
+    task_ids: Sequence[str] = ()
+    episodes: int = 8
+    budget: int = 10
+    n_states: int = 200
+    n_actions: int = 16
+    seed: int = 0
+    kinds: Sequence[str] = ("ordinary",)
+    continuations: int = 0
+    continue_kinds: Sequence[str] = ("error",)
+    tie_tol: float = DEFAULT_TIE_TOL
+    imports: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        self.env_kwargs = dict(self.env_kwargs)
+        self.task_ids = tuple(str(t) for t in self.task_ids)
+        self.kinds = tuple(self.kinds)
+        self.continue_kinds = tuple(self.continue_kinds)
+        self.imports = tuple(self.imports)
+        if self.run_dir is not None:
+            self.run_dir = str(Path(self.run_dir).resolve())
+        if (self.run_dir is None) == (self.reference is None):
+            raise AnalysisConfigError("give exactly one source of states: run_dir or reference")
+        if self.reference is not None and not self.task_ids:
+            raise AnalysisConfigError("a reference policy needs task_ids to roll out on")
+        bad = [k for k in (*self.kinds, *self.continue_kinds) if k not in KINDS]
+        if bad or not self.kinds:
+            raise AnalysisConfigError(f"kinds must be among {KINDS}, got {bad or 'none'}")
+        for name in ("n_states", "n_actions", "episodes", "budget"):
+            if int(getattr(self, name)) < 1:
+                raise AnalysisConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.continuations < 0:
+            raise AnalysisConfigError(f"continuations must be >= 0, got {self.continuations}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for name in ("task_ids", "kinds", "continue_kinds", "imports"):
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepQualityConfig:
+        return cls(**data)
+
+
+# ---------------------------------------------------------------- one state
+def compare_scores(
+    scores_a: Sequence[float], scores_b: Sequence[float], tie_tol: float = DEFAULT_TIE_TOL
+) -> tuple[float, float, float]:
+    """(P(A better), P(B better), P(tie)) over every pair of one score of each."""
+    a = np.asarray(scores_a, dtype=np.float64)[:, None]
+    b = np.asarray(scores_b, dtype=np.float64)[None, :]
+    diff = a - b
+    pairs = diff.size
+    a_better = int(np.count_nonzero(diff > tie_tol))
+    b_better = int(np.count_nonzero(diff < -tie_tol))
+    return a_better / pairs, b_better / pairs, (pairs - a_better - b_better) / pairs
+
+
+def score_from_state(env: gym.Env, snapshot: Snapshot, actions: Sequence[str]) -> list[float]:
+    """``score_action`` of each action from the snapshot's state; equal texts scored once.
+
+    The env is restored before every scoring, so no scoring sees another's effects; an
+    env whose ``score_action`` advanced the turn is a bug reported here.
+    """
+    inner: Any = env.unwrapped
+    unique = list(dict.fromkeys(actions))
+    batch = getattr(inner, "score_actions", None)
+    if callable(batch):  # e.g. DeepCoder-MT runs new programs concurrently
+        restore_snapshot(env, snapshot)
+        values = [float(v) for v in batch(unique)]
+    else:
+        values = []
+        for action in unique:
+            restore_snapshot(env, snapshot)
+            turn = inner.turn
+            values.append(float(inner.score_action(action)))
+            if inner.turn != turn:
+                raise AgentEnvsError(
+                    f"{type(inner).__name__}.score_action advanced the env (turn {turn} -> "
+                    f"{inner.turn}); it must score without stepping"
+                )
+    restore_snapshot(env, snapshot)
+    by_text = dict(zip(unique, values, strict=True))
+    return [by_text[a] for a in actions]
+
+
+def evaluate_state(
+    env: gym.Env,
+    policies: dict[str, Policy],
+    state: State,
+    config: StepQualityConfig,
+) -> dict[str, Any]:
+    """Sample, score and compare from one state; continuation rollouts when configured."""
+    snapshot = Snapshot.from_bytes(state.snapshot)
+    actions: dict[str, list[str]] = {}
+    for slot, policy in policies.items():
+        conversation = state.restore_into(env)
+        seed = stable_seed(config.seed, state.state_id, "sample", slot)
+        actions[slot] = [str(a) for a in policy.sample([conversation], config.n_actions, seed=seed)[0]]
+    scores = {slot: score_from_state(env, snapshot, acts) for slot, acts in actions.items()}
+    a_better, b_better, ties = compare_scores(scores["a"], scores["b"], config.tie_tol)
+    result: dict[str, Any] = {
+        "state_id": state.state_id,
+        "kind": state.kind,
+        "env_id": state.env_id,
+        "task_id": state.task_id,
+        "turn": state.turn,
+        "turns_left": state.turns_left,
+        "a_better": a_better,
+        "b_better": b_better,
+        "ties": ties,
+        "mean_score_a": float(np.mean(scores["a"])),
+        "mean_score_b": float(np.mean(scores["b"])),
+        "best_score": max(max(scores["a"]), max(scores["b"])),
+        "actions_a": actions["a"],
+        "actions_b": actions["b"],
+        "scores_a": scores["a"],
+        "scores_b": scores["b"],
+    }
+    if config.continuations > 0 and state.kind in config.continue_kinds:
+        from agentenvs.eval.error_states import continuation_successes
+
+        for slot, policy in policies.items():
+            wins = continuation_successes(env, policy, state, config.continuations, config.seed, slot)
+            result[f"continue_success_{slot}"] = sum(wins) / len(wins)
+            result[f"continue_wins_{slot}"] = wins
+    return result
+
+
+# ---------------------------------------------------------------- worker processes
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(config_data: dict[str, Any]) -> None:
+    config = StepQualityConfig.from_dict(config_data)
+    import_modules(config.imports)
+    env = gym.make(config.env_id, **config.env_kwargs)
+    policies = {"a": make_policy(config.policy_a), "b": make_policy(config.policy_b)}
+    _WORKER.update(config=config, env=env, policies=policies)
+
+
+def _run_chunk(records: list[dict[str, Any]]) -> list[bytes]:
+    config: StepQualityConfig = _WORKER["config"]
+    return [
+        dumps_line(evaluate_state(_WORKER["env"], _WORKER["policies"], State.from_record(r), config))
+        for r in records
+    ]
+
+
+# ---------------------------------------------------------------- the analysis
+@dataclass
+class AnalysisResult:
+    out_dir: Path
+    n_states: int
+    ran: int
+    seconds: float
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+def _prepare(config: StepQualityConfig, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = json.loads(dumps_line(config.to_dict()))
+    path = out_dir / MANIFEST_NAME
+    if path.exists():
+        stored = read_manifest(out_dir)["config"]
+        if stored != wanted:
+            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+            raise AnalysisConfigError(
+                f"{out_dir} holds an analysis with another config (differs in {diffs}); "
+                "resume with the same config or choose another output directory"
+            )
+    else:
+        write_json_atomic(
+            path,
+            {
+                "format": FORMAT_VERSION,
+                "analysis": "step_quality",
+                "config": wanted,
+                "agentenvs_version": agentenvs.__version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
+
+
+def source_trajectories(
+    config: StepQualityConfig, out_dir: Path, *, workers: int, progress: bool
+) -> list[dict[str, Any]]:
+    """The trajectories states are drawn from: the given run, or reference rollouts."""
+    if config.run_dir is not None:
+        run_config, records = load_trajectories(config.run_dir)
+        if run_config["env_id"] != config.env_id or run_config.get("env_kwargs", {}) != json.loads(
+            json.dumps(config.env_kwargs)
+        ):
+            raise AnalysisConfigError(
+                f"{config.run_dir} ran {run_config['env_id']} with {run_config.get('env_kwargs')}, "
+                f"not {config.env_id} with {config.env_kwargs}: states would not replay"
+            )
+        check_records(records, config.run_dir)
+        return records
+    from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
+
+    assert config.reference is not None
+    run_config = EvalConfig(
+        env_id=config.env_id,
+        policy=config.reference,
+        task_ids=config.task_ids,
+        n=config.episodes,
+        budgets=[config.budget],
+        mode="rerun",  # one budget, and valid whether or not the budget is shown
+        seed=stable_seed(config.seed, "reference"),
+        env_kwargs=config.env_kwargs,
+    )
+    run_pass_at_k_t(run_config, out_dir / REFERENCE_DIR, workers=workers, progress=progress)
+    return load_trajectories(out_dir / REFERENCE_DIR)[1]
+
+
+def run_step_quality(
+    config: StepQualityConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    plots: bool = True,
+    n_boot: int = 1000,
+    limit: int | None = None,
+) -> AnalysisResult:
+    """Run (or resume) the analysis into ``out_dir``; ``workers=0`` runs in this process.
+
+    ``limit`` stops after that many states in total have results (the summary covers
+    those), e.g. to look at a first part; running again without it finishes the rest.
+    """
+    out_dir = Path(out_dir)
+    started = time.perf_counter()
+    import_modules(config.imports)
+    _prepare(config, out_dir)
+    states_path = out_dir / STATES_NAME
+    if not states_path.exists():
+        records = source_trajectories(config, out_dir, workers=workers, progress=progress)
+        states = collect_states(
+            records, config.env_id, config.env_kwargs, n_states=config.n_states,
+            seed=config.seed, kinds=config.kinds, progress=progress,
+        )
+        if not states:
+            raise AnalysisConfigError("no states to analyse: the source trajectories are empty")
+        write_states(states_path, states)
+    state_records = list(iter_records(states_path))
+    results_path = out_dir / RESULTS_NAME
+    done = done_ids(results_path, "state_id")
+    todo = [r for r in state_records if r["state_id"] not in done]
+    if limit is not None:
+        todo = todo[: max(0, limit - len(done))]
+    ran = run_jobs(
+        todo, results_path, init=_init_worker, init_arg=config.to_dict(), job=_run_chunk,
+        workers=workers, chunk_size=chunk_size, progress=progress,
+        desc=f"{config.policy_a} vs {config.policy_b}", unit="state", already=len(done),
+    )
+    results = list(iter_records(results_path))
+    summary = summarize(results, config=config, n_boot=n_boot, seed=config.seed)
+    files = [out_dir / SUMMARY_NAME]
+    write_json_atomic(files[0], summary)
+    if plots:
+        from agentenvs.eval.analysis_report import plot_step_quality
+
+        name = "error_states.png" if "error" in config.kinds else "step_quality.png"
+        files.append(plot_step_quality(summary, out_dir / name))
+    return AnalysisResult(
+        out_dir=out_dir, n_states=len(state_records), ran=ran,
+        seconds=time.perf_counter() - started, summary=summary, files=files,
+    )
+
+
+def read_results(out_dir: str | Path) -> list[dict[str, Any]]:
+    return list(iter_records(Path(out_dir) / RESULTS_NAME))
+
+
+def states_of(out_dir: str | Path) -> list[State]:
+    return read_states(Path(out_dir) / STATES_NAME)
+
+
+# ---------------------------------------------------------------- summary
+def bootstrap_mean(
+    values: np.ndarray, weights: np.ndarray | None, confidence: float = 0.95
+) -> dict[str, float]:
+    """Mean of per-state values with percentile bounds from the resampling weights."""
+    out = {"mean": float(np.mean(values)) if values.size else float("nan")}
+    if weights is not None and values.size:
+        boot = (weights @ values) / weights.sum(axis=1)
+        low, high = percentile_bounds(boot, confidence)
+        out.update(low=float(low), high=float(high))
+    return out
+
+
+METRICS = ("a_better", "b_better", "ties", "mean_score_a", "mean_score_b")
+
+
+def summarize_group(
+    results: Sequence[dict[str, Any]],
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Bootstrap means over states of one group; the A-minus-B differences are paired."""
+    n = len(results)
+    weights = (
+        bootstrap_weights(n, n_boot, np.random.default_rng(stable_seed(seed, "bootstrap", n)))
+        if n_boot > 0 and n > 0
+        else None
+    )
+
+    def column(name: str) -> np.ndarray:
+        return np.array([float(r[name]) for r in results], dtype=np.float64)
+
+    out: dict[str, Any] = {"n_states": n, "confidence": confidence}
+    for name in METRICS:
+        out[name] = bootstrap_mean(column(name), weights, confidence)
+    out["a_minus_b"] = bootstrap_mean(column("a_better") - column("b_better"), weights, confidence)
+    decided = column("a_better") + column("b_better")
+    out["a_share_of_decided"] = (
+        float(column("a_better").sum() / decided.sum()) if decided.sum() > 0 else float("nan")
+    )
+    out["verdict"] = _verdict(out["a_minus_b"])
+    with_cont = [r for r in results if "continue_success_a" in r]
+    if with_cont:
+        cw = None
+        if n_boot > 0:
+            rng = np.random.default_rng(stable_seed(seed, "bootstrap-continue", len(with_cont)))
+            cw = bootstrap_weights(len(with_cont), n_boot, rng)
+        ca = np.array([r["continue_success_a"] for r in with_cont], dtype=np.float64)
+        cb = np.array([r["continue_success_b"] for r in with_cont], dtype=np.float64)
+        out["continuation"] = {
+            "n_states": len(with_cont),
+            "rollouts_per_state": len(with_cont[0]["continue_wins_a"]),
+            "success_a": bootstrap_mean(ca, cw, confidence),
+            "success_b": bootstrap_mean(cb, cw, confidence),
+            "a_minus_b": bootstrap_mean(ca - cb, cw, confidence),
+        }
+        out["continuation"]["verdict"] = _verdict(out["continuation"]["a_minus_b"])
+    return out
+
+
+def _verdict(diff: dict[str, float]) -> str:
+    if "low" not in diff:
+        return "no interval"
+    if diff["low"] > 0:
+        return "A better"
+    if diff["high"] < 0:
+        return "B better"
+    return "no clear difference"
+
+
+def summarize(
+    results: Sequence[dict[str, Any]],
+    *,
+    config: StepQualityConfig | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Per state kind: every env together (``all``) and each env apart (``by_env``)."""
+    summary: dict[str, Any] = {"kinds": {}}
+    if config is not None:
+        summary.update(policy_a=config.policy_a, policy_b=config.policy_b, config=config.to_dict())
+    for kind in KINDS:
+        group = [r for r in results if r["kind"] == kind]
+        if not group:
+            continue
+        entry = {"all": summarize_group(group, n_boot=n_boot, confidence=confidence, seed=seed)}
+        envs = sorted({r["env_id"] for r in group})
+        entry["by_env"] = {
+            env_id: summarize_group(
+                [r for r in group if r["env_id"] == env_id],
+                n_boot=n_boot, confidence=confidence, seed=seed,
+            )
+            for env_id in envs
+        }
+        summary["kinds"][kind] = entry
+    return summary
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """A small table of the summary: one row per state kind."""
+    def cell(m: dict[str, float]) -> str:
+        if "low" in m:
+            return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+        return f"{m['mean']:.3f}"
+
+    a, b = summary.get("policy_a", "A"), summary.get("policy_b", "B")
+    lines = [
+        f"A = {a}; B = {b}",
+        "",
+        "| states | n | P(A better) | P(B better) | P(tie) | mean score A | mean score B | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    conts = []
+    for kind, entry in summary["kinds"].items():
+        g = entry["all"]
+        lines.append(
+            f"| {kind} | {g['n_states']} | {cell(g['a_better'])} | {cell(g['b_better'])} | "
+            f"{cell(g['ties'])} | {cell(g['mean_score_a'])} | {cell(g['mean_score_b'])} | "
+            f"{g['verdict']} |"
+        )
+        if "continuation" in g:
+            conts.append((kind, g["continuation"]))
+    if conts:
+        lines += [
+            "",
+            "| continuing from | n | success A | success B | verdict |",
+            "|---|---|---|---|---|",
+        ]
+        for kind, c in conts:
+            lines.append(
+                f"| {kind} states | {c['n_states']} | {cell(c['success_a'])} | "
+                f"{cell(c['success_b'])} | {c['verdict']} |"
+            )
+    return "\n".join(lines) + "\n"
