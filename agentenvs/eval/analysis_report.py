@@ -132,9 +132,9 @@ def plot_likelihood(
     def members(run: str, ok: bool) -> list[dict[str, Any]]:
         return [r for r in results if r["run_label"] == run and bool(r["success"]) == ok]
 
-    panels = 4 if has_b else 1
-    fig = _figure(4.6 * panels, 4.0)
-    axes = np.atleast_1d(fig.subplots(1, panels))
+    # 2x2 leaves room for one tick label per (run, outcome) group
+    fig = _figure(11.0, 8.0) if has_b else _figure(6.0, 4.0)
+    axes = np.atleast_1d(fig.subplots(2, 2) if has_b else fig.subplots(1, 1)).ravel()
     model_a = _short(str(summary.get("model_a", "A")))
     _violin(
         axes[0],

@@ -1,0 +1,376 @@
+"""Likelihood of stored trajectories under models: per-action NLL and cumulative LLR.
+
+For every trajectory of one or more runner runs (``trajectories.jsonl``), each action
+``a_t`` is scored given its history ``h_t`` (the chat up to that turn) by a scoring
+model A (``ScoringPolicy.score``: the sum of the action's token log-probabilities), and
+by a second model B when one is given. Per trajectory:
+
+- ``nll_a``: ``-log p_A(a_t | h_t) / tokens(a_t)`` per step, and ``mean_nll_a`` its mean
+  over the trajectory's actions (the paper's average action-level NLL);
+  ``nll_per_token_a`` pools the tokens of every action instead;
+- with B as well: the same for B and ``llr_cumulative[t] = Σ_{s<=t} (log p_A(a_s | h_s)
+  - log p_B(a_s | h_s))``, the cumulative log-likelihood ratio along the trajectory.
+
+The history a model scores is what the policy saw when it ran: with ``history="env"``
+(default) the env is reset with the trajectory's seed, task and budget to recover the
+system prompt and tools (the first observation is checked against the stored one);
+``history="record"`` uses the stored observations alone, without an env.
+
+``run_likelihood(config, out_dir)`` writes ``results.jsonl`` (one line per trajectory,
+resumable), ``summary.json`` (per run and outcome: means with bootstrap CIs) and
+``likelihood.png`` (``agentenvs.eval.analysis_report.plot_likelihood``). Model-backed
+scorers usually run best in this process (``workers=0``) where they share one device.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
+from agentenvs.eval.records import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    dumps_line,
+    iter_records,
+    read_manifest,
+    stable_seed,
+    write_json_atomic,
+)
+from agentenvs.eval.states import (
+    ReplayMismatchError,
+    check_records,
+    done_ids,
+    import_modules,
+    load_trajectories,
+    run_jobs,
+    trajectory_id,
+)
+from agentenvs.eval.step_quality import AnalysisConfigError, bootstrap_mean
+from agentenvs.policy.base import ActionScore, Conversation, ScoringPolicy
+from agentenvs.policy.registry import make_policy
+
+RESULTS_NAME = "results.jsonl"
+SUMMARY_NAME = "summary.json"
+HISTORIES = ("env", "record")
+
+
+@dataclass
+class LikelihoodConfig:
+    """Which runs to score, with which models (``model_b`` optional: no LLR without it)."""
+
+    run_dirs: Sequence[str]
+    model_a: str
+    model_b: str | None = None
+    history: str = "env"
+    imports: Sequence[str] = ()
+    #: extra keyword arguments for make_policy of both models (e.g. a device)
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.run_dirs = tuple(str(Path(d).resolve()) for d in self.run_dirs)
+        self.imports = tuple(self.imports)
+        self.model_kwargs = dict(self.model_kwargs)
+        if not self.run_dirs:
+            raise AnalysisConfigError("no runs to score")
+        if self.history not in HISTORIES:
+            raise AnalysisConfigError(f"history must be one of {HISTORIES}, got {self.history!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["run_dirs"] = list(self.run_dirs)
+        data["imports"] = list(self.imports)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LikelihoodConfig:
+        return cls(**data)
+
+
+def histories(
+    record: dict[str, Any], *, env: gym.Env | None = None
+) -> list[Conversation]:
+    """The history before each action of a stored trajectory (``env``: recover the
+    system prompt and tools by a seeded reset, checked against the stored observation)."""
+    first = record["initial_observation"]
+    if env is not None:
+        observation, info = env.reset(
+            seed=int(record["seed"]),
+            options={"task_id": record["task_id"], "max_turns": int(record["budget"])},
+        )
+        if observation != first:
+            raise ReplayMismatchError(
+                f"trajectory {trajectory_id(record)}: a reset with its seed gives another "
+                "first observation than the stored one; was it run with other env kwargs?"
+            )
+        conversation = Conversation.start(first, info)
+    else:
+        conversation = Conversation(messages=[{"role": "user", "content": first}])
+    out = []
+    for step in record["steps"]:
+        out.append(Conversation(messages=[dict(m) for m in conversation.messages], tools=conversation.tools))
+        conversation.add_turn(step["action"], step["observation"])
+    return out
+
+
+def _score(model: ScoringPolicy, convs: list[Conversation], actions: list[str]) -> list[ActionScore]:
+    scores = model.score(convs, actions)
+    if len(scores) != len(actions):
+        raise AnalysisConfigError(
+            f"{model.name}.score returned {len(scores)} scores for {len(actions)} actions"
+        )
+    return list(scores)
+
+
+def trajectory_likelihood(
+    record: dict[str, Any],
+    model_a: ScoringPolicy,
+    model_b: ScoringPolicy | None = None,
+    *,
+    env: gym.Env | None = None,
+) -> dict[str, Any]:
+    """Per-step log-probabilities, NLLs and the cumulative LLR of one trajectory."""
+    convs = histories(record, env=env)
+    actions = [str(step["action"]) for step in record["steps"]]
+    out: dict[str, Any] = {
+        "task_id": record["task_id"],
+        "sample": int(record["sample"]),
+        "budget": int(record["budget"]),
+        "success": bool(record.get("success", False)),
+        "turns": len(actions),
+    }
+    totals: dict[str, list[float]] = {}
+    for slot, model in (("a", model_a), ("b", model_b)):
+        if model is None:
+            continue
+        scores = _score(model, convs, actions)
+        logp = [float(s.total) for s in scores]
+        tokens = [len(s.token_logprobs) for s in scores]
+        nll = [s.nll_per_token for s in scores]
+        totals[slot] = logp
+        out[f"logp_{slot}"] = logp
+        out[f"tokens_{slot}"] = tokens
+        out[f"nll_{slot}"] = nll
+        out[f"mean_nll_{slot}"] = sum(nll) / len(nll)
+        out[f"nll_per_token_{slot}"] = -sum(logp) / max(sum(tokens), 1)
+    if "b" in totals:
+        steps = [la - lb for la, lb in zip(totals["a"], totals["b"], strict=True)]
+        out["llr_cumulative"] = list(accumulate(steps))
+    return out
+
+
+# ---------------------------------------------------------------- worker processes
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(config_data: dict[str, Any]) -> None:
+    config = LikelihoodConfig.from_dict(config_data)
+    import_modules(config.imports)
+    models = {"a": make_policy(config.model_a, **config.model_kwargs)}
+    if config.model_b is not None:
+        models["b"] = make_policy(config.model_b, **config.model_kwargs)
+    for model in models.values():
+        if not callable(getattr(model, "score", None)):
+            raise AnalysisConfigError(f"policy {model.name!r} cannot score actions (no score())")
+    _WORKER.clear()
+    _WORKER.update(config=config, models=models, envs={})
+
+
+def _env_for(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    envs: dict[str, gym.Env] = _WORKER["envs"]
+    key = json.dumps([env_id, env_kwargs], sort_keys=True)
+    if key not in envs:
+        envs[key] = gym.make(env_id, **env_kwargs)
+    return envs[key]
+
+
+def _run_chunk(items: list[dict[str, Any]]) -> list[bytes]:
+    config: LikelihoodConfig = _WORKER["config"]
+    models = _WORKER["models"]
+    lines = []
+    for item in items:
+        env = _env_for(item["env_id"], item["env_kwargs"]) if config.history == "env" else None
+        result = trajectory_likelihood(item["record"], models["a"], models.get("b"), env=env)
+        lines.append(
+            dumps_line(
+                {"id": item["id"], "run": item["run"], "run_label": item["run_label"], **result}
+            )
+        )
+    return lines
+
+
+# ---------------------------------------------------------------- the analysis
+@dataclass
+class LikelihoodResult:
+    out_dir: Path
+    n_trajectories: int
+    ran: int
+    seconds: float
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+def _prepare(config: LikelihoodConfig, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = json.loads(dumps_line(config.to_dict()))
+    path = out_dir / MANIFEST_NAME
+    if path.exists():
+        stored = read_manifest(out_dir)["config"]
+        if stored != wanted:
+            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+            raise AnalysisConfigError(
+                f"{out_dir} holds a likelihood analysis with another config (differs in {diffs})"
+            )
+    else:
+        write_json_atomic(
+            path,
+            {
+                "format": FORMAT_VERSION,
+                "analysis": "likelihood",
+                "config": wanted,
+                "agentenvs_version": agentenvs.__version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
+
+
+def work_items(config: LikelihoodConfig) -> list[dict[str, Any]]:
+    """One item per trajectory with at least one action, across every run."""
+    items = []
+    for index, run_dir in enumerate(config.run_dirs):
+        run_config, records = load_trajectories(run_dir)
+        check_records(records, run_dir)
+        label = str(run_config["policy"])
+        for record in records:
+            if not record["steps"]:
+                continue
+            items.append(
+                {
+                    "id": f"{index}:{trajectory_id(record)}",
+                    "run": Path(run_dir).name,
+                    "run_label": label,
+                    "env_id": run_config["env_id"],
+                    "env_kwargs": run_config.get("env_kwargs", {}),
+                    "record": record,
+                }
+            )
+    return items
+
+
+def run_likelihood(
+    config: LikelihoodConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 0,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    plots: bool = True,
+    n_boot: int = 1000,
+    limit: int | None = None,
+) -> LikelihoodResult:
+    """Score (or resume scoring) every trajectory of the config's runs into ``out_dir``."""
+    out_dir = Path(out_dir)
+    started = time.perf_counter()
+    import_modules(config.imports)
+    _prepare(config, out_dir)
+    items = work_items(config)
+    results_path = out_dir / RESULTS_NAME
+    done = done_ids(results_path, "id")
+    todo = [item for item in items if item["id"] not in done]
+    if limit is not None:
+        todo = todo[: max(0, limit - len(done))]
+    ran = run_jobs(
+        todo, results_path, init=_init_worker, init_arg=config.to_dict(), job=_run_chunk,
+        workers=workers, chunk_size=chunk_size, progress=progress,
+        desc=f"scoring with {config.model_a}", unit="traj", already=len(done),
+    )
+    _WORKER.clear()
+    results = list(iter_records(results_path))
+    summary = summarize_likelihood(results, config=config, n_boot=n_boot)
+    files = [out_dir / SUMMARY_NAME]
+    write_json_atomic(files[0], summary)
+    if plots and results:
+        from agentenvs.eval.analysis_report import plot_likelihood
+
+        files.append(plot_likelihood(results, summary, out_dir / "likelihood.png"))
+    return LikelihoodResult(
+        out_dir=out_dir, n_trajectories=len(items), ran=ran,
+        seconds=time.perf_counter() - started, summary=summary, files=files,
+    )
+
+
+def summarize_likelihood(
+    results: Sequence[dict[str, Any]],
+    *,
+    config: LikelihoodConfig | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Per run label and outcome (``success``/``failure``/``all``): NLL and LLR means."""
+    summary: dict[str, Any] = {"groups": {}}
+    if config is not None:
+        summary.update(model_a=config.model_a, model_b=config.model_b, config=config.to_dict())
+    for label in dict.fromkeys(r["run_label"] for r in results):
+        mine = [r for r in results if r["run_label"] == label]
+        entry = {}
+        for outcome, group in (
+            ("all", mine),
+            ("success", [r for r in mine if r["success"]]),
+            ("failure", [r for r in mine if not r["success"]]),
+        ):
+            entry[outcome] = _group_stats(group, n_boot, confidence, stable_seed(label, outcome))
+        summary["groups"][label] = entry
+    return summary
+
+
+def _group_stats(
+    group: Sequence[dict[str, Any]], n_boot: int, confidence: float, seed: int
+) -> dict[str, Any]:
+    from agentenvs.eval.passk import bootstrap_weights
+
+    n = len(group)
+    out: dict[str, Any] = {"n_trajectories": n}
+    if n == 0:
+        return out
+    weights = bootstrap_weights(n, n_boot, np.random.default_rng(seed)) if n_boot > 0 else None
+    for slot in ("a", "b"):
+        if f"mean_nll_{slot}" in group[0]:
+            values = np.array([r[f"mean_nll_{slot}"] for r in group], dtype=np.float64)
+            out[f"mean_nll_{slot}"] = bootstrap_mean(values, weights, confidence)
+    if "llr_cumulative" in group[0]:
+        finals = np.array([r["llr_cumulative"][-1] for r in group], dtype=np.float64)
+        out["final_llr"] = bootstrap_mean(finals, weights, confidence)
+        out["final_llr"]["median"] = float(np.median(finals))
+    return out
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    def cell(m: dict[str, float] | None) -> str:
+        if not m:
+            return "-"
+        if "low" in m:
+            return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+        return f"{m['mean']:.3f}"
+
+    lines = [
+        f"A = {summary.get('model_a')}; B = {summary.get('model_b')}",
+        "",
+        "| run | trajectories | n | mean NLL under A | mean NLL under B | final cumulative LLR (A - B) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, entry in summary["groups"].items():
+        for outcome in ("success", "failure", "all"):
+            g = entry[outcome]
+            lines.append(
+                f"| {label} | {outcome} | {g['n_trajectories']} | {cell(g.get('mean_nll_a'))} | "
+                f"{cell(g.get('mean_nll_b'))} | {cell(g.get('final_llr'))} |"
+            )
+    return "\n".join(lines) + "\n"
