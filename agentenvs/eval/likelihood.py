@@ -336,6 +336,7 @@ def _group_stats(
 ) -> dict[str, Any]:
     from agentenvs.eval.passk import bootstrap_weights
 
+    group = sorted(group, key=lambda r: str(r["id"]))  # resampling indexes by position
     n = len(group)
     out: dict[str, Any] = {"n_trajectories": n}
     if n == 0:

@@ -400,6 +400,8 @@ def summarize_group(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Bootstrap means over states of one group; the A-minus-B differences are paired."""
+    # resampling weights index states by position: fix the order the file happened to have
+    results = sorted(results, key=lambda r: str(r["state_id"]))
     n = len(results)
     weights = (
         bootstrap_weights(n, n_boot, np.random.default_rng(stable_seed(seed, "bootstrap", n)))
