@@ -4,6 +4,10 @@
     agentenvs eval --env agentenvs/FrozenLake-v0 --policy frozenlake/oracle --out runs/oracle
     agentenvs report runs/base --compare runs/rl
     agentenvs demo --out out/demo
+    agentenvs step-quality --run runs/base --a rl-policy --b base-policy --out out/sq
+    agentenvs error-states --env agentenvs/FrozenLake-v0 --reference frozenlake/oracle \\
+        --a frozenlake/noisy:recover=0.9 --b frozenlake/noisy:recover=0.3 --out out/es
+    agentenvs likelihood runs/base runs/rl --model-a rl-model --model-b base-model --out out/lk
 
 Subcommands import what they need when they run, so ``agentenvs --help`` stays quick.
 """
@@ -176,7 +180,68 @@ def build_parser() -> argparse.ArgumentParser:
                       help="'all', 'first:N' or a comma list of task ids (default: each env's own)")
     demo.add_argument("--n", type=int, default=None, help="samples per task (default: each env's own)")
     demo.add_argument("--no-progress", action="store_true")
+    _add_analysis_parsers(sub)
     return parser
+
+
+def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--a", required=True, dest="policy_a", help="policy A, e.g. the RL model")
+    sp.add_argument("--b", required=True, dest="policy_b", help="policy B, e.g. the base model")
+    sp.add_argument("--run", type=Path, default=None,
+                    help="draw states from this run's trajectories (its env and env kwargs)")
+    sp.add_argument("--env", default=None, help="env id (with --reference; checked with --run)")
+    sp.add_argument("--reference", default=None,
+                    help="draw states from rollouts of this policy instead of a run")
+    sp.add_argument("--tasks", default="all", help="with --reference: 'all', 'first:N' or ids")
+    sp.add_argument("--episodes", type=int, default=8, help="with --reference: rollouts per task")
+    sp.add_argument("--budget", type=int, default=10, help="with --reference: turn budget")
+    sp.add_argument("--env-kwargs", type=_json_object, default=None,
+                    help="JSON object for gym.make (with --reference)")
+    sp.add_argument("--states", type=int, default=200, help="states per kind")
+    sp.add_argument("--actions", type=int, default=16, help="actions sampled per policy and state")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--workers", type=int, default=_default_workers(),
+                    help="worker processes (0 runs in this process)")
+    sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
+    sp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                    help="import MODULE first in every process (registers plugin policies)")
+    sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
+    sp.add_argument("--no-plots", action="store_true", help="JSON only (no matplotlib needed)")
+    sp.add_argument("--no-progress", action="store_true")
+
+
+def _add_analysis_parsers(sub: Any) -> None:
+    sq = sub.add_parser(
+        "step-quality",
+        help="from the same states, how often each of two policies picks the better action",
+    )
+    _add_state_analysis_args(sq)
+    es = sub.add_parser(
+        "error-states",
+        help="step quality from ordinary and error states, and success when continuing",
+    )
+    _add_state_analysis_args(es)
+    es.add_argument("--continuations", type=int, default=8,
+                    help="rollouts to the end per state and policy")
+    es.add_argument("--continue-ordinary", action="store_true",
+                    help="also continue from ordinary states (error states always)")
+    lk = sub.add_parser(
+        "likelihood",
+        help="per-action NLL of stored trajectories under a model, and the cumulative LLR of two",
+    )
+    lk.add_argument("run_dirs", type=Path, nargs="+", help="runner run directories")
+    lk.add_argument("--model-a", required=True, help="scoring policy spec (NLL, numerator of the LLR)")
+    lk.add_argument("--model-b", default=None, help="second scoring policy (denominator of the LLR)")
+    lk.add_argument("--history", choices=("env", "record"), default="env",
+                    help="env: system prompt and tools from a seeded reset; record: stored text only")
+    lk.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
+    lk.add_argument("--workers", type=int, default=0,
+                    help="worker processes (default 0: models share this process)")
+    lk.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                    help="import MODULE first in every process (registers plugin policies)")
+    lk.add_argument("--n-boot", type=int, default=1000)
+    lk.add_argument("--no-plots", action="store_true")
+    lk.add_argument("--no-progress", action="store_true")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -280,7 +345,96 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "eval": cmd_eval, "report": cmd_report, "demo": cmd_demo}
+def _state_analysis_config(args: argparse.Namespace, **extra: Any) -> Any:
+    from agentenvs.eval.records import read_manifest
+    from agentenvs.eval.runner import resolve_tasks
+    from agentenvs.eval.states import import_modules
+    from agentenvs.eval.step_quality import StepQualityConfig
+
+    import_modules(args.imports)
+    if (args.run is None) == (args.reference is None):
+        raise ValueError("give one source of states: --run RUN_DIR or --reference POLICY")
+    if args.run is not None:
+        run_config = read_manifest(args.run)["config"]
+        if args.env is not None and args.env != run_config["env_id"]:
+            raise ValueError(f"--env {args.env} but {args.run} ran {run_config['env_id']}")
+        env_id, env_kwargs = run_config["env_id"], run_config.get("env_kwargs", {})
+        source: dict[str, Any] = {"run_dir": args.run}
+    else:
+        if args.env is None:
+            raise ValueError("--reference needs --env")
+        env_id, env_kwargs = args.env, args.env_kwargs or {}
+        source = {
+            "reference": args.reference,
+            "task_ids": resolve_tasks(env_id, args.tasks, env_kwargs),
+            "episodes": args.episodes,
+            "budget": args.budget,
+        }
+    return StepQualityConfig(
+        env_id=env_id, policy_a=args.policy_a, policy_b=args.policy_b, env_kwargs=env_kwargs,
+        n_states=args.states, n_actions=args.actions, seed=args.seed, imports=args.imports,
+        **source, **extra,
+    )
+
+
+def _finish_state_analysis(config: Any, args: argparse.Namespace) -> int:
+    from agentenvs.eval.step_quality import run_step_quality, summary_markdown
+
+    result = run_step_quality(
+        config, args.out, workers=args.workers, progress=not args.no_progress,
+        plots=not args.no_plots, n_boot=args.n_boot,
+    )
+    print(summary_markdown(result.summary))
+    print(f"{result.n_states} states ({result.ran} analysed now) in {result.seconds:.1f} s")
+    print("files:")
+    for path in result.files:
+        print(f"  {path}")
+    return 0
+
+
+def cmd_step_quality(args: argparse.Namespace) -> int:
+    return _finish_state_analysis(_state_analysis_config(args), args)
+
+
+def cmd_error_states(args: argparse.Namespace) -> int:
+    kinds = ("ordinary", "error")
+    config = _state_analysis_config(
+        args, kinds=kinds, continuations=args.continuations,
+        continue_kinds=kinds if args.continue_ordinary else ("error",),
+    )
+    return _finish_state_analysis(config, args)
+
+
+def cmd_likelihood(args: argparse.Namespace) -> int:
+    from agentenvs.eval.likelihood import LikelihoodConfig, run_likelihood, summary_markdown
+    from agentenvs.eval.states import import_modules
+
+    import_modules(args.imports)
+    config = LikelihoodConfig(
+        run_dirs=[str(d) for d in args.run_dirs], model_a=args.model_a, model_b=args.model_b,
+        history=args.history, imports=args.imports,
+    )
+    result = run_likelihood(
+        config, args.out, workers=args.workers, progress=not args.no_progress,
+        plots=not args.no_plots, n_boot=args.n_boot,
+    )
+    print(summary_markdown(result.summary))
+    print(f"{result.n_trajectories} trajectories ({result.ran} scored now) in {result.seconds:.1f} s")
+    print("files:")
+    for path in result.files:
+        print(f"  {path}")
+    return 0
+
+
+COMMANDS = {
+    "list": cmd_list,
+    "eval": cmd_eval,
+    "report": cmd_report,
+    "demo": cmd_demo,
+    "step-quality": cmd_step_quality,
+    "error-states": cmd_error_states,
+    "likelihood": cmd_likelihood,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
