@@ -94,8 +94,9 @@ STEP_TIMEOUT = 60
 FAST_SECONDS = 5.0
 FORBIDDEN_BUILD = re.compile(r"\b(apt-get|apt|apk|pip3?|uv|curl|wget|npm)\b")
 FORBIDDEN_RUNNER = re.compile(r"\b(curl|wget|apt-get|uv|pip3?|npm)\b")
-GIT_USE = re.compile(r"(^|[\s;|&(`$])git\s", re.M)
-SQLITE_CLI_USE = re.compile(r"(^|[\s;|&(`$])sqlite3\s", re.M)
+# a command at the start of a line or after ; | & ( ` $( (so "import sqlite3" is no use)
+GIT_USE = re.compile(r"(^|[;|&(`])\s*git(\s|$)", re.M)
+SQLITE_CLI_USE = re.compile(r"(^|[;|&(`])\s*sqlite3(\s|$)", re.M)
 SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
 MARKER_VAR = "AGENTENVS_TB_CHECK"
 
@@ -317,7 +318,9 @@ def kill_leftovers(marker: str) -> int:
     return len(pids)
 
 
-def run_step(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) -> tuple[int, str, float]:
+def run_step(
+    cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float, keep_children: bool
+) -> tuple[int, str, float]:
     start = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -328,10 +331,11 @@ def run_step(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float) ->
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             rc = 124
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # background children left in the group
-        except OSError:
-            pass
+        if rc == 124 or not keep_children:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # background children left in the group
+            except OSError:
+                pass
         proc.wait()
     return rc, log.read_text(errors="replace"), time.monotonic() - start
 
@@ -378,9 +382,12 @@ def dynamic_checks(task: Path, meta: dict, res: Result, python: str, keep: bool)
         test_timeout = meta.get("max_test_timeout_sec", 60)
 
         def step(label: str, cmd: list[str], timeout: float) -> tuple[int, str, float]:
-            rc, out, secs = run_step(cmd, app, env, tmp / f"{label}.log", timeout)
-            if kill_leftovers(marker) and label.startswith("tests"):
-                pass  # tests may start and stop services themselves; leftovers are cleaned
+            # What a solution starts in the background (a server, a worker) must
+            # survive until the tests; anything else left behind is killed.
+            keep = label.startswith("solution")
+            rc, out, secs = run_step(cmd, app, env, tmp / f"{label}.log", timeout, keep)
+            if not keep:
+                kill_leftovers(marker)
             if rc == 124:
                 res.problems.append(f"{label}: timed out after {timeout}s")
             return rc, out, secs
