@@ -2,6 +2,17 @@
 
 A spec is ``name`` or ``name:key=value,key=value`` (values parsed as JSON when they can
 be, else kept as strings), e.g. ``frozenlake/noisy:error_rate=0.3,recover=0.5``.
+
+Model-backed policies are registered here (``MODEL_POLICIES``), env-independent; the
+scripted reference policies are registered by their envs. Their specs:
+
+- ``hf:model=PATH_OR_NAME[,device=cuda,dtype=bfloat16,max_new_tokens=256,temperature=1.0,
+  top_p=1.0,stop=</answer>,batch_size=16]`` (``agentenvs.policy.hf.HFPolicy``)
+- ``vllm:model=PATH_OR_NAME[,dtype=...,max_new_tokens=...,...]`` (``VLLMPolicy``)
+- ``openai:base_url=http://HOST:PORT/v1,model=NAME[,tokenizer=PATH,max_new_tokens=...]``
+  (``OpenAICompatPolicy``; the key comes from ``OPENAI_API_KEY``, not the spec)
+
+A value cannot contain a comma, so a spec gives at most one stop string.
 """
 
 from __future__ import annotations
@@ -13,7 +24,14 @@ from typing import Any
 
 from agentenvs.policy.base import Policy
 
-_REGISTRY: dict[str, str] = {}
+#: model-backed policies: name -> entry point (heavy imports happen only when built)
+MODEL_POLICIES: dict[str, str] = {
+    "hf": "agentenvs.policy.hf:HFPolicy",
+    "vllm": "agentenvs.policy.vllm:VLLMPolicy",
+    "openai": "agentenvs.policy.openai_compat:OpenAICompatPolicy",
+}
+
+_REGISTRY: dict[str, str] = dict(MODEL_POLICIES)
 
 
 def register_policy(name: str, entry_point: str) -> None:

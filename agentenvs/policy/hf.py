@@ -1,0 +1,397 @@
+"""``HFPolicy``: a Hugging Face transformers causal LM as a sampling and scoring policy.
+
+- ``sample``: prompts rendered with the model's chat template (``ChatFormatter``), left
+  padded, ``batch_size`` sequences per ``generate`` call, ``n`` samples per conversation.
+  Each sample draws from its own ``torch.Generator`` seeded from ``(seed, conversation
+  index, sample index)``, so a seeded call is reproducible and a conversation's samples do
+  not depend on the batch size or on the other conversations in the call (up to the
+  float rounding that padding can change). The global torch RNG is never touched.
+  Sampling (temperature, top-p) happens in a logits processor; generation then runs
+  greedily over the one token it left, so no library default (``top_k=50``, a model's
+  ``generation_config``) changes the distribution.
+- Stop strings end a sequence early and are cut from the text (not kept), as in the
+  OpenAI API; the end-of-turn token of the chat template ends it too.
+- ``score``: one forward pass per batch over history+action, ``log_softmax`` in float32,
+  the action tokens' log-probs gathered (which tokens: see ``agentenvs.policy.chat``).
+  Only the logits of the action positions are kept (``logits_to_keep``), so long
+  histories cost no vocabulary-sized memory per history token.
+
+torch and transformers are imported when a policy is built, never by ``import agentenvs``.
+Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature=1.0,...]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentenvs.core.errors import require
+from agentenvs.policy.base import ActionScore, Conversation
+from agentenvs.policy.chat import ChatFormatter, ScoredSequence, apply_stop
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sampled continuation: its text (stop string cut), tokens and why it ended."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: str  # "stop" (end of turn, EOS or a stop string) or "length"
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A stable 63-bit seed from a base seed and labels (same on every machine)."""
+    digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def resolve_device(device: str) -> str:
+    torch = require("torch", "hf")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    torch = require("torch", "hf")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32  # half precision on CPU is slow and inaccurate
+    return getattr(torch, dtype)
+
+
+class HFPolicy:
+    """A transformers causal LM behind the policy protocol (see the module docstring).
+
+    ``model`` is a path or hub name (loaded with ``AutoModelForCausalLM``) or a loaded
+    model; ``tokenizer`` likewise (default: the model's path). ``device="auto"`` picks
+    cuda when available, else cpu, for a loaded path; a model object passed in stays
+    where it is unless ``device`` is given. ``batch_size`` counts sequences per forward
+    pass (samples when sampling, (history, action) pairs when scoring).
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_new_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: str | Sequence[str] | None = None,
+        batch_size: int = 16,
+        chat_template: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        torch = require("torch", "hf")
+        transformers = require("transformers", "hf")
+        _check_sampling(temperature, top_p, max_new_tokens)
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if isinstance(model, str | os.PathLike):
+            path = os.fspath(model)
+            self.device = resolve_device(device)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                path,
+                dtype=resolve_dtype(dtype, self.device),
+                trust_remote_code=trust_remote_code,
+            ).to(self.device)
+            if tokenizer is None:
+                tokenizer = path
+        else:
+            if tokenizer is None:
+                raise ValueError("pass the tokenizer along with a loaded model")
+            if device != "auto":
+                model = model.to(device)
+            if dtype != "auto":
+                model = model.to(resolve_dtype(dtype, str(model.device)))
+            self.device = str(model.device)
+        if isinstance(tokenizer, str | os.PathLike):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(
+                os.fspath(tokenizer), trust_remote_code=trust_remote_code
+            )
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.formatter = ChatFormatter(tokenizer, chat_template)
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.stop: tuple[str, ...] = _stop_tuple(stop)
+        self.batch_size = int(batch_size)
+        self.eos_ids = self._end_ids()
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else self.eos_ids[0] if self.eos_ids else 0)
+        self._torch = torch
+        self._transformers = transformers
+
+    def _end_ids(self) -> list[int]:
+        """Token ids that end an assistant turn: EOS, the model's generation EOS ids and
+        the special token the chat template closes a turn with."""
+        ids: list[int] = []
+        candidates: list[Any] = [self.tokenizer.eos_token_id]
+        generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        candidates += generation_eos if isinstance(generation_eos, list) else [generation_eos]
+        end_of_turn = self.formatter.end_of_turn_token()
+        if end_of_turn:
+            candidates.append(self.tokenizer.convert_tokens_to_ids(end_of_turn))
+        for cid in candidates:
+            if cid is not None and int(cid) not in ids and int(cid) >= 0:
+                ids.append(int(cid))
+        return ids
+
+    # ------------------------------------------------------------ sampling
+    def sample(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[str]]:
+        prompts = [self.formatter.prompt_ids(c) for c in conversations]
+        return [[g.text for g in gens] for gens in self.generate(prompts, n, seed=seed)]
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        n: int = 1,
+        *,
+        seed: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_new_tokens: int | None = None,
+        stop: str | Sequence[str] | None = None,
+    ) -> list[list[Generation]]:
+        """``n`` continuations of each token-id prompt; unset options use the policy's."""
+        torch = self._torch
+        temperature = self.temperature if temperature is None else float(temperature)
+        top_p = self.top_p if top_p is None else float(top_p)
+        max_new = self.max_new_tokens if max_new_tokens is None else int(max_new_tokens)
+        stops = self.stop if stop is None else _stop_tuple(stop)
+        _check_sampling(temperature, top_p, max_new)
+        if int(n) < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        base = secrets.randbits(63) if seed is None else int(seed)
+        rows = [(c, j) for c in range(len(prompts)) for j in range(int(n))]
+        # longest first: batches of similar length waste less on padding
+        rows.sort(key=lambda cj: -len(prompts[cj[0]]))
+        results: dict[tuple[int, int], Generation] = {}
+        for start in range(0, len(rows), self.batch_size):
+            chunk = rows[start : start + self.batch_size]
+            ids, mask = self._left_pad([prompts[c] for c, _ in chunk])
+            generators = []
+            for c, j in chunk:
+                generator = torch.Generator(device=self.device)
+                generator.manual_seed(derive_seed(base, c, j))
+                generators.append(generator)
+            out = self._generate_batch(ids, mask, generators, temperature, top_p, max_new, stops)
+            for (c, j), generation in zip(chunk, out, strict=True):
+                results[(c, j)] = generation
+        return [[results[(c, j)] for j in range(int(n))] for c in range(len(prompts))]
+
+    def _generate_batch(
+        self,
+        ids: Any,
+        mask: Any,
+        generators: list[Any],
+        temperature: float,
+        top_p: float,
+        max_new: int,
+        stops: tuple[str, ...],
+    ) -> list[Generation]:
+        torch, tf = self._torch, self._transformers
+        config = tf.GenerationConfig(
+            max_new_tokens=max_new,
+            do_sample=False,
+            eos_token_id=self.eos_ids or None,
+            pad_token_id=self.pad_id,
+        )
+        processors = tf.LogitsProcessorList([_RowSampler(generators, temperature, top_p)])
+        criteria = tf.StoppingCriteriaList()
+        prompt_len = ids.shape[1]
+        if stops:
+            criteria.append(_StopOnStrings(self.tokenizer, stops, prompt_len))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                generation_config=config,
+                logits_processor=processors,
+                stopping_criteria=criteria,
+            )
+        generations = []
+        for row in out[:, prompt_len:].tolist():
+            tokens: list[int] = []
+            ended = False
+            for token in row:
+                if token in self.eos_ids:
+                    ended = True
+                    break
+                tokens.append(token)
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            text, stopped = apply_stop(text, stops)
+            if stopped:
+                # keep only the tokens of the text that is returned, as far as they go
+                tokens = tokens[: _tokens_covering(self.tokenizer, tokens, text)]
+            reason = "stop" if ended or stopped else "length"
+            generations.append(Generation(text, tuple(tokens), reason))
+        return generations
+
+    def _left_pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        torch = self._torch
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for i, seq in enumerate(sequences):
+            if seq:
+                ids[i, width - len(seq) :] = torch.tensor(list(seq), dtype=torch.long)
+                mask[i, width - len(seq) :] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    # ------------------------------------------------------------ scoring
+    def score(
+        self, conversations: Sequence[Conversation], actions: Sequence[str]
+    ) -> list[ActionScore]:
+        if len(conversations) != len(actions):
+            raise ValueError(
+                f"{len(conversations)} conversations but {len(actions)} actions to score"
+            )
+        sequences = [
+            self.formatter.scored_sequence(conv, action)
+            for conv, action in zip(conversations, actions, strict=True)
+        ]
+        return self.score_sequences(sequences)
+
+    def score_sequences(self, sequences: Sequence[ScoredSequence]) -> list[ActionScore]:
+        """Scores of token sequences whose tail (from ``action_start``) is the action."""
+        logprobs = self.token_logprobs(
+            [s.ids for s in sequences], [s.action_start for s in sequences]
+        )
+        scores = []
+        for seq, lps in zip(sequences, logprobs, strict=True):
+            tokens = self.tokenizer.batch_decode(
+                [[t] for t in seq.action_ids],
+                skip_special_tokens=False,
+                clean_up_tokenization_spaces=False,
+            )
+            scores.append(ActionScore(float(sum(lps)), tuple(tokens), tuple(lps)))
+        return scores
+
+    def token_logprobs(
+        self, sequences: Sequence[Sequence[int]], starts: Sequence[int]
+    ) -> list[list[float]]:
+        """``log p(ids[t] | ids[:t])`` for ``t`` from ``start`` (>= 1) to the end, each sequence."""
+        torch = self._torch
+        for ids, start in zip(sequences, starts, strict=True):
+            if not 1 <= start <= len(ids):
+                raise ValueError(f"start {start} outside 1..{len(ids)} for a {len(ids)}-token sequence")
+        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        results: dict[int, list[float]] = {}
+        for first in range(0, len(order), self.batch_size):
+            chunk = order[first : first + self.batch_size]
+            ids, mask = self._left_pad([sequences[i] for i in chunk])
+            # with left padding every sequence ends in the last column, so the positions
+            # that predict its scored tokens are among the last `keep` columns
+            keep = max(len(sequences[i]) - starts[i] for i in chunk) + 1
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            with torch.inference_mode():
+                logits = self.model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    logits_to_keep=keep,
+                    use_cache=False,
+                ).logits
+            logits = logits[:, -keep:]  # a model that ignores logits_to_keep returns all
+            for row, i in enumerate(chunk):
+                length, start = len(sequences[i]), starts[i]
+                scored = length - start
+                # column of the logits that predict token `start` of this sequence
+                col = keep - scored - 1
+                row_logprobs = logits[row, col : col + scored].float().log_softmax(-1)
+                target = ids[row, ids.shape[1] - scored :].unsqueeze(-1)
+                gathered = row_logprobs.gather(-1, target).squeeze(-1)
+                results[i] = [float(x) for x in gathered.tolist()]
+        return [results[i] for i in range(len(sequences))]
+
+
+def _check_sampling(temperature: float, top_p: float, max_new_tokens: int) -> None:
+    if float(temperature) < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not 0 < float(top_p) <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if int(max_new_tokens) < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+
+
+def _stop_tuple(stop: str | Sequence[str] | None) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    if isinstance(stop, str):
+        return (stop,) if stop else ()
+    return tuple(s for s in stop if s)
+
+
+def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> int:
+    """The fewest leading tokens whose decoded text contains ``text``."""
+    for count in range(len(tokens) + 1):
+        if len(tokenizer.decode(tokens[:count], skip_special_tokens=True)) >= len(text):
+            return count
+    return len(tokens)
+
+
+class _RowSampler:
+    """Samples each row's next token with that row's own generator (temperature, top-p)
+    and leaves only that token allowed, so greedy ``generate`` emits it."""
+
+    def __init__(self, generators: list[Any], temperature: float, top_p: float) -> None:
+        self.generators = generators
+        self.temperature = temperature
+        self.top_p = top_p
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        torch = require("torch", "hf")
+        if self.temperature == 0:
+            chosen = scores.argmax(-1)
+        else:
+            probs = (scores.float() / self.temperature).softmax(-1)
+            if self.top_p < 1:
+                sorted_probs, index = probs.sort(-1, descending=True)
+                # drop a token once the mass before it already reaches top_p
+                drop = sorted_probs.cumsum(-1) - sorted_probs >= self.top_p
+                sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+                probs = torch.zeros_like(probs).scatter(-1, index, sorted_probs)
+            chosen = torch.stack(
+                [
+                    torch.multinomial(probs[i], 1, generator=g).squeeze(0)
+                    for i, g in enumerate(self.generators)
+                ]
+            )
+        only = torch.full_like(scores, float("-inf"))
+        return only.scatter(-1, chosen.unsqueeze(-1), 0.0)
+
+
+class _StopOnStrings:
+    """Ends a row once its generated text contains a stop string."""
+
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...], prompt_len: int) -> None:
+        self.tokenizer = tokenizer
+        self.stops = stops
+        self.prompt_len = prompt_len
+        # a stop string spans at most this many tokens (a token is at least one byte)
+        self.window = max(len(s.encode()) for s in stops) + 2
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        torch = require("torch", "hf")
+        tails = input_ids[:, max(self.prompt_len, input_ids.shape[1] - self.window) :].tolist()
+        texts = self.tokenizer.batch_decode(tails, skip_special_tokens=True)
+        done = [any(s in text for s in self.stops) for text in texts]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
