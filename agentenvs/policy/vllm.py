@@ -1,0 +1,158 @@
+"""``VLLMPolicy``: an offline ``vllm.LLM`` engine as a sampling and scoring policy.
+
+- Prompts are rendered to token ids with the engine's tokenizer through ``ChatFormatter``
+  (the same rules as ``HFPolicy``) and passed as ``{"prompt_token_ids": ids}`` prompts,
+  so vLLM samples from, and scores, exactly the tokens the HF adapter would.
+- ``sample``: one ``LLM.generate`` call for the whole batch with one ``SamplingParams``
+  per conversation (``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``, and
+  ``seed=derive_seed(seed, c)`` for conversation ``c``), so a seeded call is
+  reproducible and a conversation's samples do not depend on the others in the batch.
+- ``score``: ``SamplingParams(max_tokens=1, prompt_logprobs=1)`` over history+action;
+  the engine returns, for every prompt position after the first, a mapping from token
+  id to ``Logprob`` that always includes the prompt's own token; the action positions'
+  values are summed. (``max_tokens=0`` is not allowed by vLLM; the one generated token
+  is ignored.)
+
+The conversion from vLLM's output objects (``RequestOutput.outputs[i].text``,
+``.prompt_logprobs[t][token_id].logprob``) is in two functions that take any objects
+with those attributes, so they are tested without vLLM installed.
+vllm is imported when a policy is built (extra ``vllm``), never by ``import agentenvs``.
+Spec: ``vllm:model=NAME_OR_PATH[,dtype=bfloat16,max_new_tokens=256,...]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentenvs.core.errors import require
+from agentenvs.policy.base import ActionScore, Conversation
+from agentenvs.policy.chat import ChatFormatter, ScoredSequence, apply_stop
+from agentenvs.policy.hf import derive_seed
+
+
+class VLLMPolicy:
+    """A vLLM offline engine behind the policy protocol (see the module docstring).
+
+    ``engine_kwargs`` go to ``vllm.LLM`` as they are (e.g. ``tensor_parallel_size``,
+    ``max_model_len``, ``enable_prefix_caching``); an ``llm`` already built may be passed
+    instead of ``model``.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        llm: Any = None,
+        tokenizer: str | None = None,
+        dtype: str = "auto",
+        max_new_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: str | Sequence[str] | None = None,
+        gpu_memory_utilization: float = 0.9,
+        chat_template: str | None = None,
+        engine_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        vllm = require("vllm", "vllm")
+        if float(temperature) < 0 or not 0 < float(top_p) <= 1 or int(max_new_tokens) < 1:
+            raise ValueError(
+                f"need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1; got "
+                f"{temperature}, {top_p}, {max_new_tokens}"
+            )
+        if llm is None:
+            if model is None:
+                raise ValueError("pass model (a name or path) or a built llm")
+            llm = vllm.LLM(
+                model=model,
+                tokenizer=tokenizer,
+                dtype=dtype,
+                gpu_memory_utilization=gpu_memory_utilization,
+                **dict(engine_kwargs or {}),
+            )
+        self._vllm = vllm
+        self.llm = llm
+        self.tokenizer = llm.get_tokenizer()
+        self.formatter = ChatFormatter(self.tokenizer, chat_template)
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.stop: tuple[str, ...] = (stop,) if isinstance(stop, str) else tuple(stop or ())
+
+    def sample(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[str]]:
+        if int(n) < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        prompts = [{"prompt_token_ids": self.formatter.prompt_ids(c)} for c in conversations]
+        params = [
+            self._vllm.SamplingParams(
+                n=int(n),
+                temperature=self.temperature,
+                top_p=self.top_p,
+                max_tokens=self.max_new_tokens,
+                stop=list(self.stop) or None,
+                seed=None if seed is None else derive_seed(int(seed), c),
+            )
+            for c in range(len(prompts))
+        ]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return texts_from_outputs(outputs, self.stop)
+
+    def score(
+        self, conversations: Sequence[Conversation], actions: Sequence[str]
+    ) -> list[ActionScore]:
+        if len(conversations) != len(actions):
+            raise ValueError(
+                f"{len(conversations)} conversations but {len(actions)} actions to score"
+            )
+        sequences = [
+            self.formatter.scored_sequence(conv, action)
+            for conv, action in zip(conversations, actions, strict=True)
+        ]
+        params = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": s.ids} for s in sequences], params, use_tqdm=False
+        )
+        return [
+            score_from_prompt_logprobs(out, seq, self.tokenizer)
+            for out, seq in zip(outputs, sequences, strict=True)
+        ]
+
+
+def texts_from_outputs(outputs: Sequence[Any], stop: Sequence[str] = ()) -> list[list[str]]:
+    """Sampled texts per request from vLLM ``RequestOutput``s, in ``CompletionOutput.index``
+    order (vLLM already cut stop strings; cutting again only guards other engines)."""
+    texts = []
+    for output in outputs:
+        completions = sorted(output.outputs, key=lambda c: c.index)
+        texts.append([apply_stop(c.text, stop)[0] for c in completions])
+    return texts
+
+
+def score_from_prompt_logprobs(
+    output: Any, sequence: ScoredSequence, tokenizer: Any = None
+) -> ActionScore:
+    """The action's score from a ``RequestOutput`` whose prompt was ``sequence.ids``.
+
+    ``output.prompt_logprobs[t]`` is ``None`` for ``t == 0`` and otherwise maps token ids
+    to ``Logprob(logprob, rank, decoded_token)``, the prompt's own token always among them.
+    """
+    prompt_logprobs = output.prompt_logprobs
+    if prompt_logprobs is None or len(prompt_logprobs) < len(sequence.ids):
+        raise ValueError("the engine returned no prompt log-probs (prompt_logprobs was not set?)")
+    logprobs, tokens = [], []
+    for t in range(sequence.action_start, len(sequence.ids)):
+        token_id = sequence.ids[t]
+        position = prompt_logprobs[t]
+        if position is None or token_id not in position:
+            raise ValueError(f"no log-prob for prompt token {token_id} at position {t}")
+        entry = position[token_id]
+        logprobs.append(float(entry.logprob))
+        text = getattr(entry, "decoded_token", None)
+        if text is None and tokenizer is not None:
+            text = tokenizer.decode([token_id])
+        tokens.append(text if text is not None else str(token_id))
+    return ActionScore(float(sum(logprobs)), tuple(tokens), tuple(logprobs))
