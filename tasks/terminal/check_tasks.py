@@ -237,6 +237,7 @@ def static_checks(task: Path, res: Result) -> dict | None:
     scripts = (task / "solution.sh").read_text()
     if (files / "setup.sh").is_file():
         scripts += "\n" + (files / "setup.sh").read_text()
+    scripts = "\n".join(ln for ln in scripts.splitlines() if not ln.lstrip().startswith("#"))
     tests_text = (task / "tests" / "test_outputs.py").read_text()
     if GIT_USE.search(scripts) or re.search(r"[\"']git[\"']", tests_text):
         if "needs:git" not in needs:
