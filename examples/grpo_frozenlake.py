@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -295,6 +296,9 @@ def evaluate(
         env_kwargs=ENV_KWARGS,
     )
     started = time.perf_counter()
+    # the runner resumes a run dir with the same config, and the spec names the weights
+    # file, not its contents: start afresh so retrained weights are never skipped
+    shutil.rmtree(run_dir, ignore_errors=True)
     run_pass_at_k_t(config, run_dir, workers=0, progress=False)
     surface = run_surface(load_run(run_dir), ks=ks, n_boot=500, seed=0)
     return {**surface.to_dict(), "seconds": time.perf_counter() - started, "run_dir": str(run_dir)}
@@ -350,7 +354,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Pass@(K,T) on held-out maps")
-    axes[0].legend(fontsize=7, loc="upper left")
+    axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle("Text FrozenLake 4x4 (slip 0.2), tiny MLP policy trained with GRPO/GiGPO", fontsize=10)
     fig.savefig(path, dpi=100)
 
