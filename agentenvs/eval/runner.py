@@ -15,9 +15,11 @@ index[, budget in rerun mode]); it seeds ``env.reset`` and, mixed with the turn 
 every ``policy.sample`` call. A trajectory therefore depends on nothing but its seed:
 the same run gives the same trajectories in any process, order or worker count.
 
-Each worker process builds its env (``gym.make``) and policy (``make_policy``) once and
-runs chunks of trajectories; the parent appends each finished trajectory to
-``trajectories.jsonl`` as one atomic line. Restarting a run reads that file, ignores a
+Each worker (a process of a local pool, or a Ray actor with ``backend="ray"``: see
+``agentenvs.eval.executors``) builds its env (``gym.make``) and policy (``make_policy``)
+once and runs chunks of trajectories; the driver alone appends each finished trajectory
+to ``trajectories.jsonl`` as one atomic line, once per trajectory key even when a chunk
+was retried after its worker died. Restarting a run reads that file, ignores a
 torn last line and skips what is done, so an interrupted-and-resumed run ends with
 exactly the trajectories of an uninterrupted one. ``manifest.json`` holds the config;
 resuming with another config is refused.
@@ -25,12 +27,11 @@ resuming with another config is refused.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
-import multiprocessing as mp
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
+from agentenvs.eval.executors import BACKENDS, Job, make_executor
 from agentenvs.eval.records import (
     FORMAT_VERSION,
     MANIFEST_NAME,
@@ -229,16 +231,23 @@ def run_episode(
     }
 
 
-# ---------------------------------------------------------------- worker processes
-_WORKER: dict[str, Any] = {}
+# ---------------------------------------------------------------- workers
+class EpisodeWorker:
+    """What a worker builds once (env and policy) and every chunk reuses."""
 
+    def __init__(self, config_data: dict[str, Any]) -> None:
+        self.config = EvalConfig.from_dict(config_data)
+        self.env = make_env(self.config)  # first: a "module:Env-v0" id imports the module
+        self.policy = make_policy(self.config.policy)  # that may also register the policy
+        self.meta = _run_meta(self.config)
 
-def _init_worker(config_data: dict[str, Any]) -> None:
-    """Build the env and policy once per worker process; every chunk reuses them."""
-    config = EvalConfig.from_dict(config_data)
-    env = make_env(config)  # first: a "module:Env-v0" id imports the module that may
-    policy = make_policy(config.policy)  # also register the policy
-    _WORKER.update(config=config, env=env, policy=policy, meta=_run_meta(config))
+    def run(self, item: WorkItem) -> tuple[bool, bytes]:
+        """One trajectory, serialized here so the driver only appends bytes."""
+        record = run_episode(self.env, self.policy, item, self.config.info_keys)
+        return record["success"], dumps_line({**self.meta, **record})
+
+    def close(self) -> None:
+        self.env.close()
 
 
 def _run_meta(config: EvalConfig) -> dict[str, Any]:
@@ -250,20 +259,8 @@ def _run_meta(config: EvalConfig) -> dict[str, Any]:
     }
 
 
-def _run_chunk(items: Sequence[WorkItem]) -> list[tuple[tuple[str, int, int], bool, bytes]]:
-    """Run a chunk; serialize here so the parent only appends bytes."""
-    config: EvalConfig = _WORKER["config"]
-    out = []
-    for item in items:
-        record = run_episode(_WORKER["env"], _WORKER["policy"], item, config.info_keys)
-        line = dumps_line({**_WORKER["meta"], **record})
-        out.append((item.key, record["success"], line))
-    return out
-
-
-def _chunks(items: Sequence[WorkItem], size: int) -> Iterable[list[WorkItem]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
+def _run_item(worker: EpisodeWorker, item: WorkItem) -> tuple[bool, bytes]:
+    return worker.run(item)
 
 
 # ---------------------------------------------------------------- the run
@@ -315,13 +312,23 @@ def run_pass_at_k_t(
     progress: bool = True,
     start_method: str = "spawn",
     fsync: bool = False,
+    backend: str = "local",
+    address: str | None = None,
 ) -> RunSummary:
     """Run (or resume) every trajectory of ``config`` into ``run_dir``.
 
-    ``workers`` is the number of worker processes; ``0`` runs in this process. Results
-    do not depend on it, nor on ``chunk_size`` (trajectories per task sent to a worker;
-    by default enough for ~16 chunks per worker, at most 64).
+    ``backend="local"`` (the default) runs ``workers`` worker processes on this machine
+    (``0``: in this process); ``backend="ray"`` runs ``workers`` Ray actors (``0``: one
+    per CPU of the cluster) on the Ray instance at ``address`` (or the one this process
+    is connected to, or a new local one); see ``agentenvs.eval.executors``. Results do
+    not depend on the backend, on ``workers`` nor on ``chunk_size`` (trajectories sent
+    to a worker at a time; by default enough for ~16 chunks per worker, at most 64).
+    Only this process writes the JSONL file.
     """
+    if backend not in BACKENDS:
+        raise RunConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if address is not None and backend != "ray":
+        raise RunConfigError("address is for backend='ray'")
     run_dir = Path(run_dir)
     started = time.perf_counter()
     env = make_env(config)
@@ -331,8 +338,6 @@ def run_pass_at_k_t(
         done = prepare_run_dir(config, run_dir)
         todo = [item for item in config.work() if item.key not in done]
         total = len(todo) + len(done)
-        if chunk_size is None:
-            chunk_size = max(1, min(64, math.ceil(len(todo) / (max(workers, 1) * 16))))
         successes = 0
         from tqdm.auto import tqdm
 
@@ -346,38 +351,21 @@ def run_pass_at_k_t(
             dynamic_ncols=True,
         )
         with JsonlAppender(run_dir / TRAJECTORIES_NAME, fsync=fsync) as out, bar:
-
-            def consume(results: list[tuple[tuple[str, int, int], bool, bytes]]) -> None:
-                nonlocal successes
-                # whole lines in one write: a kill can tear only the last of them
-                out.write(b"".join(line for _, _, line in results))
-                successes += sum(success for _, success, _ in results)
-                bar.update(len(results))
-
-            if todo and workers <= 0:
-                _init_worker(config.to_dict())
-                try:
-                    for chunk in _chunks(todo, chunk_size):
-                        consume(_run_chunk(chunk))
-                finally:
-                    _WORKER.clear()
-            elif todo:
-                context = mp.get_context(start_method)
-                pool = context.Pool(
-                    min(workers, math.ceil(len(todo) / chunk_size)),
-                    initializer=_init_worker,
-                    initargs=(config.to_dict(),),
-                )
-                try:
-                    for results in pool.imap_unordered(_run_chunk, _chunks(todo, chunk_size)):
-                        consume(results)
-                except BaseException:
-                    pool.terminate()
-                    raise
-                else:
-                    pool.close()
-                finally:
-                    pool.join()
+            written: set[Hashable] = set()
+            if todo:
+                jobs = [Job(item.key, _run_item, item) for item in todo]
+                setup = functools.partial(EpisodeWorker, config.to_dict())
+                with make_executor(
+                    backend, workers, address=address, start_method=start_method
+                ) as executor:
+                    for key, (success, line) in executor.run(setup, jobs, chunk_size=chunk_size):
+                        if key in written:  # never twice, whatever a backend retried
+                            continue
+                        written.add(key)
+                        # whole lines in one write: a kill can tear only the last of them
+                        out.write(line)
+                        successes += success
+                        bar.update(1)
     finally:
         env.close()
     return RunSummary(

@@ -1,0 +1,329 @@
+"""Executors: run keyed jobs on workers that each build their state once.
+
+A *job* is ``Job(key, fn, payload)``. A worker builds its state once with ``setup()``
+(an env, a policy, a sandbox: whatever is slow to make) and runs ``fn(state, payload)``
+for every job it is sent; the executor streams ``(key, result)`` pairs back as chunks
+finish, in no particular order, and never yields a key twice (a chunk that is retried
+after its worker died cannot duplicate results). ``setup`` and ``fn`` must pickle by
+reference (module-level functions, or ``functools.partial`` of them); payloads should be
+plain data: bytes for snapshots (``Snapshot.to_bytes()``), small dataclasses, JSON-like
+values. Only the process that iterates the results writes files.
+
+Backends:
+
+- ``InlineExecutor``: in this process (debugging, tiny runs).
+- ``LocalPoolExecutor``: a ``multiprocessing`` pool on this machine (the default).
+- ``RayExecutor``: Ray actors, on this machine or a cluster (``pip install
+  'agentenvs[ray]'``). An actor that dies (OOM, segfault, lost node) is restarted, its
+  ``setup`` run again, and its unfinished chunks retried.
+
+    from agentenvs.eval.executors import Job, make_executor
+
+    with make_executor("ray", workers=8) as executor:
+        for key, result in executor.run(setup, [Job(k, score_from, snap) for ...]):
+            ...
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import multiprocessing.util
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from agentenvs.core.errors import AgentEnvsError, require
+
+BACKENDS = ("local", "ray")
+
+
+class Job(NamedTuple):
+    """One unit of work: ``fn(state, payload)`` on a worker; ``key`` names its result."""
+
+    key: Hashable
+    fn: Callable[[Any, Any], Any]
+    payload: Any
+
+
+class WorkerLostError(AgentEnvsError):
+    """A worker died more often than the executor retries it; the run can be resumed."""
+
+
+def default_chunk_size(jobs: int, workers: int) -> int:
+    """About 16 chunks per worker (load balance), at most 64 jobs each (prompt results)."""
+    return max(1, min(64, math.ceil(jobs / (max(workers, 1) * 16))))
+
+
+def chunked(jobs: Sequence[Job], size: int) -> list[list[Job]]:
+    return [list(jobs[start : start + size]) for start in range(0, len(jobs), size)]
+
+
+def run_jobs(state: Any, jobs: Sequence[Job]) -> list[tuple[Hashable, Any]]:
+    """Run a chunk on ``state``: what every worker does with what it is sent."""
+    return [(job.key, job.fn(state, job.payload)) for job in jobs]
+
+
+def close_state(state: Any) -> None:
+    """Let a worker's state release what it holds (sandboxes, databases)."""
+    close = getattr(state, "close", None)
+    if callable(close):
+        close()
+
+
+class Executor(ABC):
+    """Runs jobs on ``workers`` workers; use it as a context manager (or call ``close``)."""
+
+    workers: int
+
+    @abstractmethod
+    def run(
+        self,
+        setup: Callable[[], Any],
+        jobs: Iterable[Job],
+        *,
+        chunk_size: int | None = None,
+    ) -> Iterator[tuple[Hashable, Any]]:
+        """Yield ``(key, result)`` for every job, as chunks finish, each key once.
+
+        Workers are started for this call and stopped when the iterator ends or is
+        closed; an exception from ``fn`` or ``setup`` is raised here.
+        """
+
+    def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
+        """Release what the executor holds between runs (a Ray connection it opened)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Dedupe:
+    """Passes each key's first result through: a retried chunk cannot duplicate one."""
+
+    def __init__(self) -> None:
+        self.seen: set[Hashable] = set()
+
+    def __call__(self, results: Iterable[tuple[Hashable, Any]]) -> Iterator[tuple[Hashable, Any]]:
+        for key, result in results:
+            if key not in self.seen:
+                self.seen.add(key)
+                yield key, result
+
+
+def _check_keys(jobs: Sequence[Job]) -> None:
+    if len({job.key for job in jobs}) != len(jobs):
+        raise ValueError("job keys must be unique: results are told apart by key")
+
+
+# ---------------------------------------------------------------- in this process
+class InlineExecutor(Executor):
+    """Runs every job in this process, one chunk after another."""
+
+    workers = 0
+
+    def run(
+        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+    ) -> Iterator[tuple[Hashable, Any]]:
+        jobs = list(jobs)
+        _check_keys(jobs)
+        if not jobs:
+            return
+        unique = _Dedupe()
+        state = setup()
+        try:
+            for chunk in chunked(jobs, chunk_size or default_chunk_size(len(jobs), 1)):
+                yield from unique(run_jobs(state, chunk))
+        finally:
+            close_state(state)
+
+
+# ---------------------------------------------------------------- local process pool
+_POOL_STATE: list[Any] = []
+
+
+def _pool_init(setup: Callable[[], Any]) -> None:
+    state = setup()
+    _POOL_STATE[:] = [state]
+    # a pool worker leaves through os._exit (no atexit); its finalizers still run
+    mp.util.Finalize(None, close_state, args=(state,), exitpriority=10)
+
+
+def _pool_run(jobs: Sequence[Job]) -> list[tuple[Hashable, Any]]:
+    return run_jobs(_POOL_STATE[0], jobs)
+
+
+class LocalPoolExecutor(Executor):
+    """A ``multiprocessing`` pool of ``workers`` processes (``spawn`` by default: no
+    inherited threads, locks or sandboxes from the parent)."""
+
+    def __init__(self, workers: int, *, start_method: str = "spawn") -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = int(workers)
+        self.start_method = start_method
+
+    def run(
+        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+    ) -> Iterator[tuple[Hashable, Any]]:
+        jobs = list(jobs)
+        _check_keys(jobs)
+        if not jobs:
+            return
+        chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
+        unique = _Dedupe()
+        pool = mp.get_context(self.start_method).Pool(
+            min(self.workers, len(chunks)), initializer=_pool_init, initargs=(setup,)
+        )
+        try:
+            for results in pool.imap_unordered(_pool_run, chunks):
+                yield from unique(results)
+        except BaseException:
+            pool.terminate()
+            raise
+        else:
+            pool.close()
+        finally:
+            pool.join()
+
+
+# ---------------------------------------------------------------- Ray actors
+class _RayWorker:
+    """The body of a Ray actor: builds its state once, then runs the chunks it is sent."""
+
+    def __init__(self, setup: Callable[[], Any]) -> None:
+        self._state = setup()
+
+    def run(self, jobs: Sequence[Job]) -> list[tuple[Hashable, Any]]:
+        return run_jobs(self._state, jobs)
+
+    def close(self) -> None:
+        state, self._state = self._state, None
+        close_state(state)
+
+
+class RayExecutor(Executor):
+    """Ray actors, one per worker, each holding its own state.
+
+    Connects to the Ray instance already initialized in this process, else to
+    ``address`` (``"auto"``, ``"ray://host:10001"``, ...), else starts a local one; a
+    connection it opened is shut down by ``close``. Chunks stream back through
+    ``ray.wait``; each actor has ``chunks_in_flight`` chunks queued so it never idles
+    while the driver handles a result. An actor that dies is restarted (its ``setup``
+    runs again) and its queued chunks are retried, up to ``max_restarts`` times each;
+    past that ``WorkerLostError`` is raised. ``workers=None`` means one actor per CPU of
+    the cluster. Every node needs agentenvs installed (or a ``runtime_env`` in
+    ``init_kwargs``) and the packages that ``setup`` imports.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        address: str | None = None,
+        max_restarts: int = 3,
+        chunks_in_flight: int = 2,
+        num_cpus_per_worker: float = 1.0,
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        from agentenvs.core.errors import ServiceUnavailable
+
+        ray = require("ray", "ray")
+        self._ray = ray
+        self._owns_ray = False
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, **(init_kwargs or {}))
+            except ConnectionError as exc:
+                raise ServiceUnavailable(f"cannot reach Ray at {address!r}: {exc}") from exc
+            self._owns_ray = True
+        if workers is None:
+            workers = int(ray.cluster_resources().get("CPU", 1) // max(num_cpus_per_worker, 1e-9))
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = int(workers)
+        self.max_restarts = int(max_restarts)
+        self.chunks_in_flight = max(1, int(chunks_in_flight))
+        self._actor_class = ray.remote(
+            num_cpus=num_cpus_per_worker,
+            max_restarts=self.max_restarts,
+            # retried only when the actor dies, never for an exception raised by fn
+            max_task_retries=self.max_restarts,
+        )(_RayWorker)
+
+    def run(
+        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+    ) -> Iterator[tuple[Hashable, Any]]:
+        ray = self._ray
+        jobs = list(jobs)
+        _check_keys(jobs)
+        if not jobs:
+            return
+        pending_chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
+        pending_chunks.reverse()  # pop() from the end keeps the submission order
+        actors = [
+            self._actor_class.remote(setup)
+            for _ in range(min(self.workers, len(pending_chunks)))
+        ]
+        in_flight: dict[Any, int] = {}  # object ref -> index of the actor running it
+        unique = _Dedupe()
+
+        def submit(index: int) -> None:
+            if pending_chunks:
+                in_flight[actors[index].run.remote(pending_chunks.pop())] = index
+
+        try:
+            for _ in range(self.chunks_in_flight):
+                for index in range(len(actors)):
+                    submit(index)
+            while in_flight:
+                [ref], _ = ray.wait(list(in_flight), num_returns=1)
+                index = in_flight.pop(ref)
+                try:
+                    results = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:
+                    raise WorkerLostError(
+                        f"a Ray worker died and was restarted {self.max_restarts} times, or "
+                        f"its setup failed; what finished is kept, so resuming is safe: {exc}"
+                    ) from exc
+                submit(index)
+                yield from unique(results)
+        finally:
+            for ref in in_flight:
+                ray.cancel(ref, force=False)
+            self._stop(actors)
+
+    def _stop(self, actors: list[Any]) -> None:
+        ray = self._ray
+        # close states (sandboxes, databases) first; a dead actor just fails to answer
+        closing = [actor.close.remote() for actor in actors]
+        try:
+            ray.wait(closing, num_returns=len(closing), timeout=30)
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
+        if self._owns_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._owns_ray = False
+
+
+def make_executor(
+    backend: str = "local",
+    workers: int = 1,
+    *,
+    address: str | None = None,
+    start_method: str = "spawn",
+) -> Executor:
+    """The executor for a backend name: ``local`` (a process pool, or this process when
+    ``workers`` is 0) or ``ray`` (``workers`` actors; 0 means one per cluster CPU)."""
+    if backend == "local":
+        if address is not None:
+            raise ValueError("address is for the ray backend; the local one runs on this machine")
+        return InlineExecutor() if workers <= 0 else LocalPoolExecutor(workers, start_method=start_method)
+    if backend == "ray":
+        return RayExecutor(workers if workers > 0 else None, address=address)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
