@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--env-kwargs", type=_json_object, default={}, help="JSON object for gym.make")
     ev.add_argument("--chunk-size", type=int, default=None, help="trajectories per work chunk")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local: a process pool on this machine; ray: Ray actors "
+                    "(--workers of them; 0: one per cluster CPU)")
+    ev.add_argument("--address", default=None,
+                    help="Ray address with --backend ray ('auto', 'ray://host:10001'); "
+                    "default: the RAY_ADDRESS cluster, else a new local one")
 
     rp = sub.add_parser("report", help="tables and plots of a run, optionally compared with another")
     rp.add_argument("run_dir", type=Path)
@@ -263,6 +269,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _run(
     env_id: str, policy: str, tasks: str, n: int, budgets: Sequence[int], mode: str, seed: int,
     out: Path, env_kwargs: dict[str, Any], workers: int, progress: bool, chunk_size: int | None = None,
+    backend: str = "local", address: str | None = None,
 ) -> Any:
     from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
 
@@ -276,7 +283,10 @@ def _run(
         seed=seed,
         env_kwargs=env_kwargs,
     )
-    summary = run_pass_at_k_t(config, out, workers=workers, chunk_size=chunk_size, progress=progress)
+    summary = run_pass_at_k_t(
+        config, out, workers=workers, chunk_size=chunk_size, progress=progress, backend=backend,
+        address=address,
+    )
     rate = summary.successes / summary.ran if summary.ran else float("nan")
     print(
         f"{policy}: {summary.total} trajectories in {out} "
@@ -289,7 +299,8 @@ def _run(
 def cmd_eval(args: argparse.Namespace) -> int:
     _run(
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
-        args.env_kwargs, args.workers, not args.no_progress, args.chunk_size,
+        args.env_kwargs, args.workers, not args.no_progress, args.chunk_size, args.backend,
+        args.address,
     )
     print(f"report: agentenvs report {args.out}")
     return 0
