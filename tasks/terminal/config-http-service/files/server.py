@@ -49,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         with open(CONFIG["log_path"], "a") as fh:
-            fh.write("%s %s\n" % (self.address_string(), fmt % args))
+            fh.write(f"{self.address_string()} {fmt % args}\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "cleanup ran at $(date)"

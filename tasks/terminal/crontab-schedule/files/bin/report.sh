@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "report ran at $(date)"
