@@ -1,0 +1,81 @@
+"""HFPolicy throughput on CPU with the tiny test model: actions sampled and scored per second,
+one sequence per forward pass (batch 1) against 16 (batch 16).
+
+64 actions: 4 samples (16 new tokens at most) from each of 16 FrozenLake first states,
+then the 64 (state, action) pairs scored. One torch thread (on a small shared machine,
+more threads only add synchronisation for a model this size). Each setting runs twice,
+interleaved; the best time counts. Batched and one-by-one scores must agree (1e-5).
+The model is random, so its texts are garbage; only the speed matters here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import torch
+
+import agentenvs  # noqa: F401 - registers the env ids
+from agentenvs.policy.base import Conversation
+from agentenvs.policy.hf import HFPolicy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "policy"))
+from tiny_lm import build_model, build_tokenizer  # noqa: E402
+
+STATES, SAMPLES, NEW_TOKENS, REPEATS = 16, 4, 16, 2
+
+
+def first_states(count: int) -> list[Conversation]:
+    env = gym.make("agentenvs/FrozenLake-v0")
+    conversations = []
+    for seed in range(count):
+        observation, info = env.reset(seed=seed)
+        conversations.append(Conversation.start(observation, info))
+    env.close()
+    return conversations
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer)
+    states = first_states(STATES)
+    policies = {
+        size: HFPolicy(model, tokenizer, max_new_tokens=NEW_TOKENS, batch_size=size)
+        for size in (1, 16)
+    }
+    policies[16].sample(states[:2], 2, seed=0)  # warm-up: first calls pay for lazy set-up
+    sample_s: dict[int, list[float]] = {1: [], 16: []}
+    score_s: dict[int, list[float]] = {1: [], 16: []}
+    scores = {}
+    for _ in range(REPEATS):
+        for size, policy in policies.items():
+            start = time.perf_counter()
+            actions = policy.sample(states, SAMPLES, seed=1)
+            sample_s[size].append(time.perf_counter() - start)
+            pairs = [(conv, a) for conv, acts in zip(states, actions, strict=True) for a in acts]
+            start = time.perf_counter()
+            scores[size] = policy.score([c for c, _ in pairs], [a for _, a in pairs])
+            score_s[size].append(time.perf_counter() - start)
+    for one, batched in zip(scores[1], scores[16], strict=True):
+        assert abs(one.total - batched.total) < 1e-5 * max(1.0, len(one.token_logprobs))
+    actions = STATES * SAMPLES
+    prompt_len = sum(len(policies[1].formatter.prompt_ids(c)) for c in states) / STATES
+    print(
+        f"HFPolicy on CPU, tiny Llama ({sum(p.numel() for p in model.parameters())} params), "
+        f"{STATES} FrozenLake states (~{prompt_len:.0f}-token prompts) x {SAMPLES} samples, "
+        f"<= {NEW_TOKENS} new tokens, 1 torch thread, best of {REPEATS}"
+    )
+    rate = {}
+    for what, times in (("sampled", sample_s), ("scored", score_s)):
+        rate[what] = {size: actions / min(t) for size, t in times.items()}
+        print(
+            f"  actions {what}/s: batch 1 {rate[what][1]:8.1f}   batch 16 {rate[what][16]:8.1f}"
+            f"   ratio {rate[what][16] / rate[what][1]:.1f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
