@@ -193,3 +193,47 @@ def test_cli_likelihood_in_a_worker_process(runs: dict[str, Path], tmp_path: Pat
     )
     assert theirs["llr_cumulative"] == mine["llr_cumulative"]
     assert theirs["logp_a"] == mine["logp_a"]
+
+
+def test_likelihood_under_a_tiny_hf_model(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """HFPolicy as the scorer: each step's log-probability is one plain forward pass of
+    the model over the chat-templated history and action (the adapter tests' tiny model)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import gymnasium as gym
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "policy"))
+    from tiny_lm import build_model, build_tokenizer
+
+    from agentenvs.policy.hf import HFPolicy
+
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer)
+    scorer = HFPolicy(model, tokenizer, max_new_tokens=8, batch_size=4)
+    _, records = load_trajectories(runs["noisy"])
+    record = max(records, key=lambda r: r["turns"])
+    env = gym.make(ENV, **ENV_KWARGS)
+    result = trajectory_likelihood(record, scorer, CharUnigramScorer(1.0), env=env)
+    convs = histories(record, env=env)
+
+    def plain_logprob(conv: Conversation, action: str) -> tuple[float, int]:
+        prefix = tokenizer.apply_chat_template(conv.messages, tokenize=False, add_generation_prompt=True)
+        full = tokenizer.apply_chat_template(
+            [*conv.messages, {"role": "assistant", "content": action}], tokenize=False
+        )
+        prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        ids = tokenizer(full.removesuffix("\n"), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logprobs = model(torch.tensor([ids])).logits[0].double().log_softmax(-1)
+        return sum(float(logprobs[t - 1, ids[t]]) for t in range(len(prefix_ids), len(ids))), len(ids) - len(prefix_ids)
+
+    expected = [plain_logprob(c, s["action"]) for c, s in zip(convs, record["steps"], strict=True)]
+    assert result["logp_a"] == pytest.approx([lp for lp, _ in expected], abs=1e-4)
+    assert result["tokens_a"] == [n for _, n in expected]
+    assert result["mean_nll_a"] == pytest.approx(
+        sum(-lp / n for lp, n in expected) / len(expected), abs=1e-4
+    )
+    logp_b = [hand_logp("".join(m["content"] for m in c.messages), s["action"], 1.0)
+              for c, s in zip(convs, record["steps"], strict=True)]
+    cumulative = list(accumulate(a - b for (a, _), b in zip(expected, logp_b, strict=True)))
+    assert result["llr_cumulative"] == pytest.approx(cumulative, abs=1e-3)
