@@ -9,6 +9,17 @@
 # `kill "$(cat /var/run/docker.pid)"`.
 set -euo pipefail
 
+# A daemon must not hold the caller's pipes (fds above 2 inherited from whoever runs this
+# script), or a caller that reads our output to EOF would wait for the daemon to exit.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
+
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WAIT_S=${DOCKER_WAIT_S:-60}
 LOG=${DOCKERD_LOG:-/tmp/agentenvs-dockerd.log}
@@ -32,8 +43,8 @@ if ! ping_engine; then
   if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
     rm -f /var/run/docker.pid
   fi
-  (cd / && nohup dockerd --storage-driver=overlay2 --iptables=false --ip6tables=false \
-    --bridge=none >"$LOG" 2>&1 &)
+  (close_inherited_fds; cd / && exec setsid nohup dockerd --storage-driver=overlay2 --iptables=false --ip6tables=false \
+    --bridge=none </dev/null >"$LOG" 2>&1 &)
   for _ in $(seq 1 "$WAIT_S"); do
     ping_engine && break
     sleep 1

@@ -7,6 +7,17 @@
 # Stop it with `mysqladmin shutdown`.
 set -euo pipefail
 
+# A daemon must not hold the caller's pipes (fds above 2 inherited from whoever runs this
+# script), or a caller that reads our output to EOF would wait for the daemon to exit.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
+
 SOCKET=${MARIADB_SOCKET:-/run/mysqld/mysqld.sock}
 WAIT_S=${MARIADB_WAIT_S:-60}
 
@@ -35,7 +46,7 @@ if ! ping_server; then
     mysql_install_db --user=mysql --datadir=/var/lib/mysql >/dev/null
   fi
   echo "mariadb.sh: starting mysqld_safe" >&2
-  (cd / && nohup mysqld_safe --socket="$SOCKET" >/tmp/mariadb-mysqld_safe.log 2>&1 &)
+  (close_inherited_fds; cd / && exec setsid nohup mysqld_safe --socket="$SOCKET" </dev/null >/tmp/mariadb-mysqld_safe.log 2>&1 &)
   for _ in $(seq 1 "$WAIT_S"); do
     ping_server && break
     sleep 1
