@@ -2,7 +2,8 @@
 one sequence per forward pass (batch 1) against 16 (batch 16).
 
 64 actions: 4 samples (16 new tokens at most) from each of 16 FrozenLake first states,
-then the 64 (state, action) pairs scored. One torch thread (on a small shared machine,
+then the 64 (state, action) pairs scored, each history+action in full (batch 1 vs 16),
+and at batch 16 with the 4 actions of a state sharing one pass over its history. One torch thread (on a small shared machine,
 more threads only add synchronisation for a model this size). Each setting runs twice,
 interleaved; the best time counts. Batched and one-by-one scores must agree (1e-5).
 The model is random, so its texts are garbage; only the speed matters here.
@@ -43,12 +44,16 @@ def main() -> None:
     model = build_model(tokenizer)
     states = first_states(STATES)
     policies = {
-        size: HFPolicy(model, tokenizer, max_new_tokens=NEW_TOKENS, batch_size=size)
+        size: HFPolicy(
+            model, tokenizer, max_new_tokens=NEW_TOKENS, batch_size=size, share_prefix=False
+        )
         for size in (1, 16)
     }
+    sharing = HFPolicy(model, tokenizer, max_new_tokens=NEW_TOKENS, batch_size=16)
     policies[16].sample(states[:2], 2, seed=0)  # warm-up: first calls pay for lazy set-up
     sample_s: dict[int, list[float]] = {1: [], 16: []}
     score_s: dict[int, list[float]] = {1: [], 16: []}
+    shared_s: list[float] = []
     scores = {}
     for _ in range(REPEATS):
         for size, policy in policies.items():
@@ -59,8 +64,13 @@ def main() -> None:
             start = time.perf_counter()
             scores[size] = policy.score([c for c, _ in pairs], [a for _, a in pairs])
             score_s[size].append(time.perf_counter() - start)
-    for one, batched in zip(scores[1], scores[16], strict=True):
-        assert abs(one.total - batched.total) < 1e-5 * max(1.0, len(one.token_logprobs))
+        start = time.perf_counter()
+        scores["shared"] = sharing.score([c for c, _ in pairs], [a for _, a in pairs])
+        shared_s.append(time.perf_counter() - start)
+    for one, batched, shared in zip(scores[1], scores[16], scores["shared"], strict=True):
+        tolerance = 1e-5 * max(1.0, len(one.token_logprobs))
+        assert abs(one.total - batched.total) < tolerance
+        assert abs(one.total - shared.total) < tolerance
     actions = STATES * SAMPLES
     prompt_len = sum(len(policies[1].formatter.prompt_ids(c)) for c in states) / STATES
     print(
@@ -75,6 +85,12 @@ def main() -> None:
             f"  actions {what}/s: batch 1 {rate[what][1]:8.1f}   batch 16 {rate[what][16]:8.1f}"
             f"   ratio {rate[what][16] / rate[what][1]:.1f}x"
         )
+    shared_rate = actions / min(shared_s)
+    print(
+        f"  actions scored/s, batch 16, {SAMPLES} actions per history sharing its pass: "
+        f"{shared_rate:8.1f}   ({shared_rate / rate['scored'][16]:.1f}x batch 16, "
+        f"{shared_rate / rate['scored'][1]:.1f}x batch 1)"
+    )
 
 
 if __name__ == "__main__":

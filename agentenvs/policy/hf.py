@@ -14,7 +14,10 @@
 - ``score``: one forward pass per batch over history+action, ``log_softmax`` in float32,
   the action tokens' log-probs gathered (which tokens: see ``agentenvs.policy.chat``).
   Only the logits of the action positions are kept (``logits_to_keep``), so long
-  histories cost no vocabulary-sized memory per history token.
+  histories cost no vocabulary-sized memory per history token. Actions that share a
+  history (several samples from one state) share one pass over it: its KV cache is
+  copied per batch of actions (``share_prefix=True``; off, or a model whose cache cannot
+  be copied and repeated, scores each history+action in full).
 
 torch and transformers are imported when a policy is built, never by ``import agentenvs``.
 Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature=1.0,...]``.
@@ -22,7 +25,9 @@ Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import inspect
 import os
 import secrets
 from collections.abc import Sequence
@@ -76,7 +81,8 @@ class HFPolicy:
     model; ``tokenizer`` likewise (default: the model's path). ``device="auto"`` picks
     cuda when available, else cpu, for a loaded path; a model object passed in stays
     where it is unless ``device`` is given. ``batch_size`` counts sequences per forward
-    pass (samples when sampling, (history, action) pairs when scoring).
+    pass (samples when sampling, (history, action) pairs or actions after one shared
+    history when scoring).
     """
 
     name = "hf"
@@ -95,6 +101,7 @@ class HFPolicy:
         batch_size: int = 16,
         chat_template: str | None = None,
         trust_remote_code: bool = False,
+        share_prefix: bool = True,
     ) -> None:
         torch = require("torch", "hf")
         transformers = require("transformers", "hf")
@@ -131,11 +138,13 @@ class HFPolicy:
         self.top_p = float(top_p)
         self.stop: tuple[str, ...] = _stop_tuple(stop)
         self.batch_size = int(batch_size)
+        self.share_prefix = bool(share_prefix)
         self.eos_ids = self._end_ids()
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else self.eos_ids[0] if self.eos_ids else 0)
         self._torch = torch
         self._transformers = transformers
+        self._keeps_logits = True  # until the model refuses logits_to_keep
 
     def _end_ids(self) -> list[int]:
         """Token ids that end an assistant turn: EOS, the model's generation EOS ids and
@@ -272,9 +281,27 @@ class HFPolicy:
 
     def score_sequences(self, sequences: Sequence[ScoredSequence]) -> list[ActionScore]:
         """Scores of token sequences whose tail (from ``action_start``) is the action."""
-        logprobs = self.token_logprobs(
-            [s.ids for s in sequences], [s.action_start for s in sequences]
+        logprobs: list[list[float] | None] = [None] * len(sequences)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, seq in enumerate(sequences):
+            groups.setdefault(tuple(seq.ids[: seq.action_start]), []).append(i)
+        if self.share_prefix:
+            for prefix, members in groups.items():
+                if len(members) < 2:
+                    continue
+                shared = self._score_shared_prefix(
+                    list(prefix), [sequences[i].action_ids for i in members]
+                )
+                if shared is None:
+                    break
+                for i, lps in zip(members, shared, strict=True):
+                    logprobs[i] = lps
+        rest = [i for i, lps in enumerate(logprobs) if lps is None]
+        plain = self.token_logprobs(
+            [sequences[i].ids for i in rest], [sequences[i].action_start for i in rest]
         )
+        for i, lps in zip(rest, plain, strict=True):
+            logprobs[i] = lps
         scores = []
         for seq, lps in zip(sequences, logprobs, strict=True):
             tokens = self.tokenizer.batch_decode(
@@ -285,11 +312,60 @@ class HFPolicy:
             scores.append(ActionScore(float(sum(lps)), tuple(tokens), tuple(lps)))
         return scores
 
+    def _score_shared_prefix(
+        self, prefix: list[int], actions: list[list[int]]
+    ) -> list[list[float]] | None:
+        """Log-probs of several actions after one history, the history run once: its KV
+        cache is copied for each batch of actions (e.g. 16 samples from one state cost one
+        history pass, not 16). None where the model's cache cannot be shared this way."""
+        torch = self._torch
+        try:
+            with torch.inference_mode():
+                ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+                out = self.model(input_ids=ids, use_cache=True)
+                first = out.logits[0, -1].float().log_softmax(-1)  # predicts each action's first token
+                # the cache's name: `cache` in recent transformers, `past_key_values` before
+                cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+                cache = getattr(out, cache_arg)
+                results: list[list[float]] = []
+                for start in range(0, len(actions), self.batch_size):
+                    chunk = actions[start : start + self.batch_size]
+                    width = max(len(a) for a in chunk)
+                    batch = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+                    mask = torch.zeros((len(chunk), len(prefix) + width), dtype=torch.long)
+                    mask[:, : len(prefix)] = 1
+                    for row, action in enumerate(chunk):  # right padding: pads come after
+                        batch[row, : len(action)] = torch.tensor(action, dtype=torch.long)
+                        mask[row, len(prefix) : len(prefix) + len(action)] = 1
+                    positions = torch.arange(len(prefix), len(prefix) + width).expand(len(chunk), -1)
+                    copy_of_cache = copy.deepcopy(cache)
+                    copy_of_cache.batch_repeat_interleave(len(chunk))
+                    logits = self.model(
+                        input_ids=batch.to(self.device),
+                        attention_mask=mask.to(self.device),
+                        position_ids=positions.to(self.device),
+                        **{cache_arg: copy_of_cache},
+                        use_cache=True,
+                    ).logits
+                    for row, action in enumerate(chunk):
+                        values = [float(first[action[0]])]
+                        if len(action) > 1:
+                            rest = logits[row, : len(action) - 1].float().log_softmax(-1)
+                            target = batch[row, 1 : len(action)].to(self.device).unsqueeze(-1)
+                            values += [float(x) for x in rest.gather(-1, target).squeeze(-1).tolist()]
+                        results.append(values)
+                return results
+        except torch.OutOfMemoryError:
+            raise
+        except (AttributeError, TypeError, ValueError, NotImplementedError, RuntimeError):
+            # a cache type without batch_repeat_interleave, or one that refuses it
+            self.share_prefix = False
+            return None
+
     def token_logprobs(
         self, sequences: Sequence[Sequence[int]], starts: Sequence[int]
     ) -> list[list[float]]:
         """``log p(ids[t] | ids[:t])`` for ``t`` from ``start`` (>= 1) to the end, each sequence."""
-        torch = self._torch
         for ids, start in zip(sequences, starts, strict=True):
             if not 1 <= start <= len(ids):
                 raise ValueError(f"start {start} outside 1..{len(ids)} for a {len(ids)}-token sequence")
@@ -302,15 +378,7 @@ class HFPolicy:
             # that predict its scored tokens are among the last `keep` columns
             keep = max(len(sequences[i]) - starts[i] for i in chunk) + 1
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            with torch.inference_mode():
-                logits = self.model(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=positions,
-                    logits_to_keep=keep,
-                    use_cache=False,
-                ).logits
-            logits = logits[:, -keep:]  # a model that ignores logits_to_keep returns all
+            logits = self._forward_logits(ids, mask, positions, keep)
             for row, i in enumerate(chunk):
                 length, start = len(sequences[i]), starts[i]
                 scored = length - start
@@ -321,6 +389,21 @@ class HFPolicy:
                 gathered = row_logprobs.gather(-1, target).squeeze(-1)
                 results[i] = [float(x) for x in gathered.tolist()]
         return [results[i] for i in range(len(sequences))]
+
+
+    def _forward_logits(self, ids: Any, mask: Any, positions: Any, keep: int) -> Any:
+        """Logits of the last ``keep`` columns (all of them for a model without
+        ``logits_to_keep``, e.g. older remote code; then sliced here)."""
+        inputs = {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+        with self._torch.inference_mode():
+            if self._keeps_logits:
+                try:
+                    return self.model(**inputs, logits_to_keep=keep, use_cache=False).logits[:, -keep:]
+                except TypeError as exc:
+                    if "logits_to_keep" not in str(exc):
+                        raise
+                    self._keeps_logits = False
+            return self.model(**inputs, use_cache=False).logits[:, -keep:]
 
 
 def _check_sampling(temperature: float, top_p: float, max_new_tokens: int) -> None:

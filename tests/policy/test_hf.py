@@ -72,6 +72,7 @@ def test_score_equals_an_independent_forward_pass(hf_policy: HFPolicy, tiny_mode
         assert score.nll_per_token > 0
     # different actions from one state get different scores
     assert len({round(s.total, 6) for s in scores[:3]}) == 3
+    assert hf_policy.share_prefix  # three actions per history went through the shared pass
 
 
 def test_batch_scoring_equals_one_by_one(hf_policy: HFPolicy, tiny_model: Any, tiny_tokenizer: Any) -> None:
@@ -84,6 +85,45 @@ def test_batch_scoring_equals_one_by_one(hf_policy: HFPolicy, tiny_model: Any, t
         assert score.tokens == alone.tokens
         assert score.token_logprobs == pytest.approx(alone.token_logprobs, abs=1e-5)
         assert score.total == pytest.approx(alone.total, abs=1e-5)
+
+
+def test_actions_after_one_history_share_its_pass(hf_policy: HFPolicy, tiny_model: Any, tiny_tokenizer: Any) -> None:
+    conv = frozenlake_conversations(3)[2]  # a history of several turns
+    actions = ACTIONS + ["<answer>Up</answer>", "y"]  # 7 actions: batches of 4 and 3
+    plain = HFPolicy(tiny_model, tiny_tokenizer, batch_size=4, share_prefix=False)
+    shared = HFPolicy(tiny_model, tiny_tokenizer, batch_size=4)
+    mixed_convs = [conv] * len(actions) + frozenlake_conversations(1)  # plus one unshared
+    mixed_actions = [*actions, "z"]
+    got, want = shared.score(mixed_convs, mixed_actions), plain.score(mixed_convs, mixed_actions)
+    assert shared.share_prefix  # the shared path ran, no fallback
+    for a, b in zip(got, want, strict=True):
+        assert a.tokens == b.tokens
+        assert a.token_logprobs == pytest.approx(b.token_logprobs, abs=1e-5)
+    assert got[0].total == pytest.approx(independent_logprob(tiny_model, tiny_tokenizer, conv, actions[0]), abs=1e-5)
+
+
+class WithoutLogitsToKeep(torch.nn.Module):
+    """A model whose forward has no ``logits_to_keep`` (as older remote code)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.generation_config = inner.generation_config
+
+    @property
+    def device(self) -> Any:
+        return self.inner.device
+
+    def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None, use_cache: bool = False) -> Any:
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=use_cache)
+
+
+def test_a_model_without_logits_to_keep_scores_the_same(hf_policy: HFPolicy, tiny_model: Any, tiny_tokenizer: Any) -> None:
+    policy = HFPolicy(WithoutLogitsToKeep(tiny_model), tiny_tokenizer, share_prefix=False)
+    convs = frozenlake_conversations(2)
+    got, want = policy.score(convs, ACTIONS[:2]), hf_policy.score(convs, ACTIONS[:2])
+    assert not policy._keeps_logits
+    assert [s.total for s in got] == pytest.approx([s.total for s in want], abs=1e-5)
 
 
 def test_score_checks_its_arguments(hf_policy: HFPolicy) -> None:
