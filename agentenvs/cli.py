@@ -208,12 +208,19 @@ def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--workers", type=int, default=_default_workers(),
                     help="worker processes (0 runs in this process)")
+    _add_backend_args(sp)
     sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
     sp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                     help="import MODULE first in every process (registers plugin policies)")
     sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
     sp.add_argument("--no-plots", action="store_true", help="JSON only (no matplotlib needed)")
     sp.add_argument("--no-progress", action="store_true")
+
+
+def _add_backend_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="local: this machine's processes; ray: Ray actors (as for eval)")
+    sp.add_argument("--address", default=None, help="Ray address with --backend ray")
 
 
 def _add_analysis_parsers(sub: Any) -> None:
@@ -243,6 +250,7 @@ def _add_analysis_parsers(sub: Any) -> None:
     lk.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
     lk.add_argument("--workers", type=int, default=0,
                     help="worker processes (default 0: models share this process)")
+    _add_backend_args(lk)
     lk.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                     help="import MODULE first in every process (registers plugin policies)")
     lk.add_argument("--n-boot", type=int, default=1000)
@@ -392,7 +400,8 @@ def _finish_state_analysis(config: Any, args: argparse.Namespace) -> int:
     from agentenvs.eval.step_quality import run_step_quality, summary_markdown
 
     result = run_step_quality(
-        config, args.out, workers=args.workers, progress=not args.no_progress,
+        config, args.out, workers=args.workers, backend=args.backend, address=args.address,
+        progress=not args.no_progress,
         plots=not args.no_plots, n_boot=args.n_boot,
     )
     print(summary_markdown(result.summary))
@@ -426,7 +435,8 @@ def cmd_likelihood(args: argparse.Namespace) -> int:
         history=args.history, imports=args.imports,
     )
     result = run_likelihood(
-        config, args.out, workers=args.workers, progress=not args.no_progress,
+        config, args.out, workers=args.workers, backend=args.backend, address=args.address,
+        progress=not args.no_progress,
         plots=not args.no_plots, n_boot=args.n_boot,
     )
     print(summary_markdown(result.summary))

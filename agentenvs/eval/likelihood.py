@@ -24,6 +24,7 @@ scorers usually run best in this process (``workers=0``) where they share one de
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -167,44 +168,36 @@ def trajectory_likelihood(
     return out
 
 
-# ---------------------------------------------------------------- worker processes
-_WORKER: dict[str, Any] = {}
+# ---------------------------------------------------------------- workers
+class ScoringWorker:
+    """What a worker builds once: the scoring models, and an env per (env id, kwargs)."""
+
+    def __init__(self, config_data: dict[str, Any]) -> None:
+        self.config = LikelihoodConfig.from_dict(config_data)
+        import_modules(self.config.imports)
+        self.models = {"a": make_policy(self.config.model_a, **self.config.model_kwargs)}
+        if self.config.model_b is not None:
+            self.models["b"] = make_policy(self.config.model_b, **self.config.model_kwargs)
+        for model in self.models.values():
+            if not callable(getattr(model, "score", None)):
+                raise AnalysisConfigError(f"policy {model.name!r} cannot score actions (no score())")
+        self.envs: dict[str, gym.Env] = {}
+
+    def env_for(self, env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+        key = json.dumps([env_id, env_kwargs], sort_keys=True)
+        if key not in self.envs:
+            self.envs[key] = gym.make(env_id, **env_kwargs)
+        return self.envs[key]
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
 
 
-def _init_worker(config_data: dict[str, Any]) -> None:
-    config = LikelihoodConfig.from_dict(config_data)
-    import_modules(config.imports)
-    models = {"a": make_policy(config.model_a, **config.model_kwargs)}
-    if config.model_b is not None:
-        models["b"] = make_policy(config.model_b, **config.model_kwargs)
-    for model in models.values():
-        if not callable(getattr(model, "score", None)):
-            raise AnalysisConfigError(f"policy {model.name!r} cannot score actions (no score())")
-    _WORKER.clear()
-    _WORKER.update(config=config, models=models, envs={})
-
-
-def _env_for(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
-    envs: dict[str, gym.Env] = _WORKER["envs"]
-    key = json.dumps([env_id, env_kwargs], sort_keys=True)
-    if key not in envs:
-        envs[key] = gym.make(env_id, **env_kwargs)
-    return envs[key]
-
-
-def _run_chunk(items: list[dict[str, Any]]) -> list[bytes]:
-    config: LikelihoodConfig = _WORKER["config"]
-    models = _WORKER["models"]
-    lines = []
-    for item in items:
-        env = _env_for(item["env_id"], item["env_kwargs"]) if config.history == "env" else None
-        result = trajectory_likelihood(item["record"], models["a"], models.get("b"), env=env)
-        lines.append(
-            dumps_line(
-                {"id": item["id"], "run": item["run"], "run_label": item["run_label"], **result}
-            )
-        )
-    return lines
+def _score_trajectory(worker: ScoringWorker, item: dict[str, Any]) -> bytes:
+    env = worker.env_for(item["env_id"], item["env_kwargs"]) if worker.config.history == "env" else None
+    result = trajectory_likelihood(item["record"], worker.models["a"], worker.models.get("b"), env=env)
+    return dumps_line({"id": item["id"], "run": item["run"], "run_label": item["run_label"], **result})
 
 
 # ---------------------------------------------------------------- the analysis
@@ -270,6 +263,8 @@ def run_likelihood(
     out_dir: str | Path,
     *,
     workers: int = 0,
+    backend: str = "local",
+    address: str | None = None,
     chunk_size: int | None = None,
     progress: bool = True,
     plots: bool = True,
@@ -288,11 +283,11 @@ def run_likelihood(
     if limit is not None:
         todo = todo[: max(0, limit - len(done))]
     ran = run_jobs(
-        todo, results_path, init=_init_worker, init_arg=config.to_dict(), job=_run_chunk,
-        workers=workers, chunk_size=chunk_size, progress=progress,
+        [(item["id"], item) for item in todo], results_path,
+        setup=functools.partial(ScoringWorker, config.to_dict()), fn=_score_trajectory,
+        workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
         desc=f"scoring with {config.model_a}", unit="traj", already=len(done),
     )
-    _WORKER.clear()
     results = list(iter_records(results_path))
     summary = summarize_likelihood(results, config=config, n_boot=n_boot)
     files = [out_dir / SUMMARY_NAME]

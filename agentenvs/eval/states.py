@@ -17,15 +17,14 @@ walk the same permutation, so both kinds start from largely the same states.
 
 A state is stored as one JSONL record (snapshot bytes base64-encoded, the messages, the
 tools), so an analysis can hand it to a worker process and resume from its file.
-``run_jobs`` is that driver: it runs the records not yet in a results file, in worker
-processes or in this one, and appends each result as one atomic line.
+``run_jobs`` is that driver: it runs the records not yet in a results file on the
+executors of ``agentenvs.eval.executors`` (this process, a local pool, Ray actors) and
+appends each result as one atomic line.
 """
 
 from __future__ import annotations
 
 import base64
-import math
-import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -304,19 +303,15 @@ def done_ids(path: str | os.PathLike[str], key: str) -> set[str]:
     return {str(r[key]) for r in iter_records(path)}
 
 
-def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
-
-
 def run_jobs(
-    items: Sequence[Any],
+    items: Sequence[tuple[str, Any]],
     out_path: str | os.PathLike[str],
     *,
-    init: Callable[[Any], None],
-    init_arg: Any,
-    job: Callable[[list[Any]], list[bytes]],
+    setup: Callable[[], Any],
+    fn: Callable[[Any, Any], bytes],
     workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
     chunk_size: int | None = None,
     progress: bool = True,
     desc: str = "",
@@ -324,51 +319,38 @@ def run_jobs(
     already: int = 0,
     start_method: str = "spawn",
 ) -> int:
-    """Run ``job`` over chunks of ``items`` and append its lines to ``out_path``.
+    """Run ``fn(worker_state, payload)`` for every ``(key, payload)`` and append each
+    returned JSONL line to ``out_path`` as it arrives.
 
-    ``init(init_arg)`` sets up each worker process once (or this process when
-    ``workers`` is 0); ``job(chunk)`` returns one JSONL line per item. Both must be
-    module-level functions so that spawned workers can import them. Returns how many
-    items ran. ``already`` only starts the progress bar further on.
+    Workers come from ``agentenvs.eval.executors`` (this process when ``workers`` is 0,
+    a local process pool, or Ray actors with ``backend="ray"``); each builds its state
+    once with ``setup()``. ``setup`` and ``fn`` must pickle by reference. Returns how
+    many items ran; ``already`` only starts the progress bar further on.
     """
     if not items:
         return 0
-    if chunk_size is None:
-        chunk_size = max(1, min(32, math.ceil(len(items) / (max(workers, 1) * 16))))
     from tqdm.auto import tqdm
 
+    from agentenvs.eval.executors import Job, make_executor
+
+    jobs = [Job(key, fn, payload) for key, payload in items]
     bar = tqdm(
         total=len(items) + already, initial=already, disable=not progress, file=sys.stderr,
         desc=desc, unit=unit, dynamic_ncols=True,
     )
-    with JsonlAppender(out_path) as out, bar:
-
-        def consume(lines: list[bytes]) -> None:
-            out.write(b"".join(lines))  # whole lines in one write: a kill tears only the last
-            bar.update(len(lines))
-
-        if workers <= 0:
-            init(init_arg)
-            for chunk in _chunks(items, chunk_size):
-                consume(job(chunk))
-        else:
-            context = mp.get_context(start_method)
-            pool = context.Pool(
-                min(workers, math.ceil(len(items) / chunk_size)),
-                initializer=init,
-                initargs=(init_arg,),
-            )
-            try:
-                for lines in pool.imap_unordered(job, _chunks(items, chunk_size)):
-                    consume(lines)
-            except BaseException:
-                pool.terminate()
-                raise
-            else:
-                pool.close()
-            finally:
-                pool.join()
-    return len(items)
+    written: set[Any] = set()
+    with (
+        JsonlAppender(out_path) as out,
+        bar,
+        make_executor(backend, workers, address=address, start_method=start_method) as executor,
+    ):
+        for key, line in executor.run(setup, jobs, chunk_size=chunk_size):
+            if key in written:  # never twice, whatever a backend retried
+                continue
+            written.add(key)
+            out.write(line)  # one whole line per write: a kill tears only the last
+            bar.update(1)
+    return len(written)
 
 
 def import_modules(names: Iterable[str]) -> None:

@@ -28,6 +28,7 @@ continuation rollouts is ``agentenvs.eval.error_states``.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -224,24 +225,24 @@ def evaluate_state(
     return result
 
 
-# ---------------------------------------------------------------- worker processes
-_WORKER: dict[str, Any] = {}
+# ---------------------------------------------------------------- workers
+class StateWorker:
+    """What a worker builds once (env and both policies) and every state reuses."""
+
+    def __init__(self, config_data: dict[str, Any]) -> None:
+        self.config = StepQualityConfig.from_dict(config_data)
+        import_modules(self.config.imports)
+        self.env = gym.make(self.config.env_id, **self.config.env_kwargs)
+        self.policies = {"a": make_policy(self.config.policy_a), "b": make_policy(self.config.policy_b)}
+
+    def close(self) -> None:
+        self.env.close()
 
 
-def _init_worker(config_data: dict[str, Any]) -> None:
-    config = StepQualityConfig.from_dict(config_data)
-    import_modules(config.imports)
-    env = gym.make(config.env_id, **config.env_kwargs)
-    policies = {"a": make_policy(config.policy_a), "b": make_policy(config.policy_b)}
-    _WORKER.update(config=config, env=env, policies=policies)
-
-
-def _run_chunk(records: list[dict[str, Any]]) -> list[bytes]:
-    config: StepQualityConfig = _WORKER["config"]
-    return [
-        dumps_line(evaluate_state(_WORKER["env"], _WORKER["policies"], State.from_record(r), config))
-        for r in records
-    ]
+def _evaluate(worker: StateWorker, record: dict[str, Any]) -> bytes:
+    """One state, serialized here so the driver only appends bytes."""
+    state = State.from_record(record)
+    return dumps_line(evaluate_state(worker.env, worker.policies, state, worker.config))
 
 
 # ---------------------------------------------------------------- the analysis
@@ -281,7 +282,13 @@ def _prepare(config: StepQualityConfig, out_dir: Path) -> None:
 
 
 def source_trajectories(
-    config: StepQualityConfig, out_dir: Path, *, workers: int, progress: bool
+    config: StepQualityConfig,
+    out_dir: Path,
+    *,
+    workers: int,
+    progress: bool,
+    backend: str = "local",
+    address: str | None = None,
 ) -> list[dict[str, Any]]:
     """The trajectories states are drawn from: the given run, or reference rollouts."""
     if config.run_dir is not None:
@@ -308,7 +315,10 @@ def source_trajectories(
         seed=stable_seed(config.seed, "reference"),
         env_kwargs=config.env_kwargs,
     )
-    run_pass_at_k_t(run_config, out_dir / REFERENCE_DIR, workers=workers, progress=progress)
+    run_pass_at_k_t(
+        run_config, out_dir / REFERENCE_DIR, workers=workers, progress=progress,
+        backend=backend, address=address,
+    )
     return load_trajectories(out_dir / REFERENCE_DIR)[1]
 
 
@@ -317,13 +327,16 @@ def run_step_quality(
     out_dir: str | Path,
     *,
     workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
     chunk_size: int | None = None,
     progress: bool = True,
     plots: bool = True,
     n_boot: int = 1000,
     limit: int | None = None,
 ) -> AnalysisResult:
-    """Run (or resume) the analysis into ``out_dir``; ``workers=0`` runs in this process.
+    """Run (or resume) the analysis into ``out_dir``; ``workers=0`` runs in this process,
+    ``backend="ray"`` on Ray actors (``address``: the cluster), as the runner does.
 
     ``limit`` stops after that many states in total have results (the summary covers
     those), e.g. to look at a first part; running again without it finishes the rest.
@@ -334,7 +347,9 @@ def run_step_quality(
     _prepare(config, out_dir)
     states_path = out_dir / STATES_NAME
     if not states_path.exists():
-        records = source_trajectories(config, out_dir, workers=workers, progress=progress)
+        records = source_trajectories(
+            config, out_dir, workers=workers, progress=progress, backend=backend, address=address
+        )
         states = collect_states(
             records, config.env_id, config.env_kwargs, n_states=config.n_states,
             seed=config.seed, kinds=config.kinds, progress=progress,
@@ -349,8 +364,9 @@ def run_step_quality(
     if limit is not None:
         todo = todo[: max(0, limit - len(done))]
     ran = run_jobs(
-        todo, results_path, init=_init_worker, init_arg=config.to_dict(), job=_run_chunk,
-        workers=workers, chunk_size=chunk_size, progress=progress,
+        [(r["state_id"], r) for r in todo], results_path,
+        setup=functools.partial(StateWorker, config.to_dict()), fn=_evaluate,
+        workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
         desc=f"{config.policy_a} vs {config.policy_b}", unit="state", already=len(done),
     )
     results = list(iter_records(results_path))
