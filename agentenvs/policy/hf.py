@@ -36,7 +36,7 @@ from typing import Any
 
 from agentenvs.core.errors import require
 from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, ScoredSequence, apply_stop
+from agentenvs.policy.chat import ChatFormatter, ChatTemplateError, ScoredSequence, apply_stop
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -153,7 +153,10 @@ class HFPolicy:
         candidates: list[Any] = [self.tokenizer.eos_token_id]
         generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
         candidates += generation_eos if isinstance(generation_eos, list) else [generation_eos]
-        end_of_turn = self.formatter.end_of_turn_token()
+        try:
+            end_of_turn = self.formatter.end_of_turn_token()
+        except ChatTemplateError:  # a template that cannot render a probe: EOS ids only
+            end_of_turn = ""
         if end_of_turn:
             candidates.append(self.tokenizer.convert_tokens_to_ids(end_of_turn))
         for cid in candidates:
