@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= test,plot,mysql,docker
+EXTRAS ?= test,plot,mysql,docker,hf,ray
 OUT ?= out/demo
 PYTEST_ARGS ?=
 
