@@ -15,6 +15,7 @@ ENV_IDS: dict[str, str] = {
     "BFCL-v0": "agentenvs.envs.bfcl.env:BFCLEnv",
     "BFCLMultiTurn-v0": "agentenvs.envs.bfcl.multi_turn.env:BFCLMultiTurnEnv",
     "DeepCoderMT-v0": "agentenvs.envs.deepcoder.env:DeepCoderMTEnv",
+    "TerminalBench-v0": "agentenvs.envs.terminal.env:TerminalBenchEnv",
 }
 
 POLICIES: dict[str, str] = {
@@ -29,6 +30,8 @@ POLICIES: dict[str, str] = {
     "bfcl_mt/noisy": "agentenvs.envs.bfcl.multi_turn.policies:NoisyGoldPolicy",
     "deepcoder/reference": "agentenvs.envs.deepcoder.policies:ReferencePolicy",
     "deepcoder/buggy-then-fix": "agentenvs.envs.deepcoder.policies:BuggyThenFixPolicy",
+    "terminal/solution": "agentenvs.envs.terminal.policies:SolutionPolicy",
+    "terminal/noisy": "agentenvs.envs.terminal.policies:NoisySolutionPolicy",
 }
 
 

@@ -1,0 +1,1 @@
+"""Terminal-Bench: shell tasks in a persistent shell, graded by the task's own tests."""

@@ -1,0 +1,470 @@
+"""``agentenvs/TerminalBench-v0``: shell tasks in one persistent shell, graded by their tests."""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agentenvs.core import info as keys
+from agentenvs.core.env import TextEnv, Transition
+from agentenvs.core.errors import SandboxError, TaskError
+from agentenvs.envs.terminal.actions import FORMAT, parse_action
+from agentenvs.envs.terminal.data import TerminalTask, load_tasks
+from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
+from agentenvs.envs.terminal.shell import CommandResult, ShellSession
+from agentenvs.sandbox.base import Limits
+
+RUNTIMES = ("local",)  # the docker runtime is not written yet
+TEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_PROMPT = (
+    "You are an AI assistant solving a task in a Linux terminal. You act only through "
+    "shell commands, which run in one persistent bash shell, and you see their output."
+)
+
+
+class TerminalBenchEnv(TextEnv):
+    """Solve a Terminal-Bench task with shell commands in one persistent shell.
+
+    ## Description
+    A task in the Terminal-Bench layout (TB1 ``task.yaml`` or Harbor ``task.toml``, see
+    ``agentenvs.envs.terminal.data``): an instruction and a starting state in ``/app``.
+    The agent works in ONE bash shell per episode: ``cd``, variables and background
+    jobs persist between turns. When it says it is done (or the turn budget runs out)
+    the task's own test runner runs beside the shell, in the same isolation (so it sees
+    processes the agent left running), as Terminal-Bench runs it: ``run-tests.sh`` with
+    ``tests/`` copied to ``/tests`` (``TEST_DIR=/tests``), within
+    ``max_test_timeout_sec``; its ``pytest -rA`` output is read by the official parser.
+
+    ## Action Space
+    ``FreeText``: a ```bash block (several run in order), bare commands, or Terminus JSON
+    ``{"analysis", "plan", "commands": [{"keystrokes", "duration"}], "task_complete"}``.
+    ``submit`` alone, or as the script's last line, ends the episode after the script.
+    A reply with no command is invalid (the turn is spent). Commands read /dev/null as
+    stdin (no interactive programs) and are interrupted after ``command_timeout`` s:
+    SIGINT, then SIGKILL, to the process groups the command started (jobs of earlier
+    commands keep running); a shell stuck in a builtin loop is replaced.
+
+    ## Observation Space
+    First: the instruction and how to act. Then per command: its output (stdout and
+    stderr as a terminal interleaves them, cut in the middle to ``max_output_chars``
+    with the cut said), ``[exit status: N]``, and notes on timeouts or a restarted
+    shell. After the tests: their summary (passed/total, failing tests).
+
+    ## Starting State
+    The task's image: locally, its ``COPY`` sources unpacked into ``/app`` and its
+    ``setup.sh`` run; with Docker, a container of the task's own image. The shell starts
+    in ``/app``.
+
+    ## Rewards
+    1 when the tests pass (the official verdict: every parsed test passed, so an empty
+    parse counts as resolved, while missing ``short test summary info`` is a failure), else 0.
+
+    ## Episode End
+    ``terminated`` after ``submit``/``task_complete``; ``truncated`` when the budget
+    runs out; the tests run in both cases.
+
+    ## Information
+    ``success`` (resolved), ``score`` (fraction of tests passed, 0 before the tests ran;
+    Harbor tasks: the reward file's value), ``state_key`` (a hash of /app's files and
+    the shell's directory), ``tests_passed``/``tests_total``, ``test_results`` (name →
+    passed) once they ran, ``exit_status``, ``timed_out``, ``runtime``.
+
+    Snapshots hold /app's files (a tar), the shell's directory and exported variables,
+    and the test results: restore starts a new shell in a new sandbox, unpacks the
+    files and replays ``cd``/exports; background jobs, shell functions, unexported
+    variables and files outside /app are not restored. ``error_action`` deletes or
+    damages a file of /app, or runs a command on a mistyped path. ``score_action`` is the
+    test pass fraction after the command, from a snapshot.
+
+    ## Arguments
+    - ``tasks_path``: a folder of task folders (default: the bundled ``tasks/terminal``).
+    - ``runtime``: ``"local"`` (bubblewrap, the only one so far). Tasks the runtime
+      cannot run faithfully are listed in ``unsupported_tasks`` with the reason and
+      refused at reset.
+    - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
+    - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    default_max_turns: ClassVar[int] = 30
+    snapshot_version: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        *,
+        tasks_path: str | Path | None = None,
+        runtime: str = "local",
+        command_timeout: float = 60.0,
+        max_output_chars: int = 10_000,
+        limits: Limits | None = None,
+        max_turns: int | None = None,
+        show_budget: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = 1 << 16,
+    ) -> None:
+        super().__init__(
+            max_turns=max_turns,
+            show_budget=show_budget,
+            render_mode=render_mode,
+            max_action_chars=max_action_chars,
+        )
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        if not command_timeout > 0:
+            raise ValueError(f"command_timeout must be positive, got {command_timeout!r}")
+        self.runtime_name = runtime
+        self.command_timeout = float(command_timeout)
+        self.max_output_chars = int(max_output_chars)
+        self.limits = limits or Limits(
+            cpu_seconds=3600,
+            memory_mb=2048,
+            max_processes=256,
+            max_file_mb=256,
+            max_open_files=1024,
+            max_output_bytes=1 << 20,
+        )
+        self.tasks: dict[str, TerminalTask] = load_tasks(tasks_path)
+        from agentenvs.envs.terminal.runtime_local import unsupported_reason
+
+        self.unsupported_tasks: dict[str, str] = {
+            tid: why for tid, task in self.tasks.items() if (why := unsupported_reason(task))
+        }
+        self._task_ids = [t for t in self.tasks if t not in self.unsupported_tasks]
+        self._runtime: Any = None
+        self._shell: ShellSession | None = None
+        self._reset_episode_state()
+
+    def _reset_episode_state(self) -> None:
+        self._tested = False
+        self._results: dict[str, bool] = {}
+        self._harbor_reward: float | None = None
+        self._test_output = ""
+        self._last_exit: int | None = None
+        self._last_timed_out = False
+
+    # ---------------------------------------------------------------- tasks
+    @property
+    def task_ids(self) -> Sequence[str]:
+        return self._task_ids
+
+    def _known_task(self, task_id: Any) -> Mapping[str, TerminalTask]:
+        return self.tasks
+
+    @property
+    def task(self) -> TerminalTask:
+        if self._task_id is None:
+            raise RuntimeError("no task yet: call reset() first")
+        return self.tasks[self._task_id]
+
+    def action_format(self) -> str:
+        return FORMAT
+
+    def _prompt(self, task: TerminalTask) -> str:
+        return (
+            f"{task.instruction}\n\n"
+            "You are in a bash shell in /app. Commands run in one persistent shell (cd, "
+            "variables and background jobs persist), with stdin from /dev/null, and are "
+            f"interrupted after {self.command_timeout:g} s. {FORMAT}"
+        )
+
+    # ---------------------------------------------------------------- sandbox
+    def runtime(self) -> Any:
+        if self._runtime is None:
+            from agentenvs.envs.terminal.runtime_local import LocalRuntime
+
+            self._runtime = LocalRuntime(self.limits)
+        return self._runtime
+
+    @property
+    def shell(self) -> ShellSession:
+        if self._shell is None:
+            raise RuntimeError("no shell: call reset() first")
+        return self._shell
+
+    def _new_session(self, task: TerminalTask) -> ShellSession:
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
+        init = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in task.env)
+        self._shell = self.runtime().session(task, init, self.limits.max_output_bytes)
+        return self._shell
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        task = self.tasks[task_id]
+        if task_id in self.unsupported_tasks:
+            raise TaskError(
+                str(task.path),
+                "runtime",
+                f"task {task_id!r} cannot run on the {self.runtime_name} runtime: "
+                f"{self.unsupported_tasks[task_id]}",
+            )
+        self._reset_episode_state()
+        shell = self._new_session(task)
+        self.runtime().starting_state(task, shell)
+        return self._prompt(task)
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"system_prompt": SYSTEM_PROMPT}
+
+    # ---------------------------------------------------------------- acting
+    def _format_result(self, result: CommandResult) -> str:
+        out = result.output
+        limit = self.max_output_chars
+        if len(out) > limit:
+            head, tail = out[: limit // 2], out[-(limit // 2) :]
+            cut = len(out) - len(head) - len(tail)
+            out = f"{head}\n[... output truncated: {cut} of {len(out)} characters omitted ...]\n{tail}"
+        notes = []
+        if result.timed_out:
+            notes.append(
+                f"[command timed out after {self.command_timeout:g} s and was interrupted]"
+            )
+        if result.shell_restarted:
+            notes.append(
+                f"[the shell exited; a new shell was started in {self.shell.cwd} "
+                "(variables and background jobs of the old one are gone)]"
+            )
+        if result.exit_status is not None:
+            notes.append(f"[exit status: {result.exit_status}]")
+        text = out if not out or out.endswith("\n") else out + "\n"
+        return text + "\n".join(notes)
+
+    def _apply(self, action: str) -> Transition:
+        parsed = parse_action(action)
+        if parsed.problem is not None:
+            return Transition(
+                observation=f"Invalid action: {parsed.problem}. {FORMAT}", action_valid=False
+            )
+        parts = []
+        if parsed.script.strip():
+            try:
+                result = self.shell.run(parsed.script, self.command_timeout)
+            except SandboxError as exc:
+                # e.g. a fork bomb that left no process slot for the shell's supervisor:
+                # the sandbox is gone, and so is the episode (a failure, nothing leaks)
+                self._shell.close() if self._shell else None
+                self._shell = None
+                self._tested = True
+                self._results, self._harbor_reward = {}, -1.0
+                return Transition(
+                    observation=f"[the sandbox was lost ({exc}); the episode is over]",
+                    terminated=True,
+                    success=False,
+                    score=0.0,
+                )
+            self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
+            parts.append(self._format_result(result))
+        if not parsed.complete:
+            return Transition(observation="\n".join(parts) or "(no output)")
+        parts.append(self._run_tests())
+        return Transition(
+            observation="\n".join(parts),
+            reward=1.0 if self._success_now() else 0.0,
+            terminated=True,
+            success=self._success_now(),
+            score=self._score_now(),
+        )
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        if truncated and not self._tested:
+            # as Terminal-Bench on an agent timeout: the tests still run
+            summary = self._run_tests()
+            self._success, self._score = self._success_now(), self._score_now()
+            reward = 1.0 if self._success else 0.0
+            observation = self._finish_observation(
+                f"{observation}\n[turn budget exhausted]\n{summary}"
+            )
+            info = {**info, **self._info(action_valid=info[keys.ACTION_VALID])}
+        return observation, reward, terminated, truncated, info
+
+    # ---------------------------------------------------------------- tests
+    def _upload_tests(self, shell: ShellSession) -> None:
+        from agentenvs.envs.terminal.runtime_local import tar_of
+
+        task = self.task
+        pairs = [(task.tests_dir, "/tests")]
+        if task.layout == "tb1":
+            pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
+        rc, out = shell.control(
+            "rm -rf /tests/* /tests/.[!.]* 2>/dev/null; mkdir -p /tests /logs/verifier && "
+            "tar -x -C / --no-same-owner",
+            stdin=tar_of(pairs),
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
+
+    def run_tests(self) -> tuple[dict[str, bool], float | None, str]:
+        """Run the task's tests in the current state: (results, harbor reward, output)."""
+        task, shell = self.task, self.shell
+        self._upload_tests(shell)
+        limit = task.max_test_timeout_sec
+        script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
+        env = f"PATH={TEST_PATH} HOME=/root TEST_DIR=/tests APP_DIR=/app"
+        if self.runtime_name == "local":
+            env += " PYTHONPATH=/opt/agentenvs/pylib PYTHONDONTWRITEBYTECODE=1"
+        if task.run_tests_in_same_shell:
+            result = shell.run(f"export TEST_DIR=/tests; bash {script}", limit)
+            output = result.output
+        else:
+            command = f"cd /app && env -i {env} timeout -s KILL {limit:g} bash {script} 2>&1"
+            rc, out = shell.control(command, timeout=limit + 30)
+            output = out.decode("utf-8", errors="replace")
+            if rc is None or rc == 137:
+                output += f"\n[tests timed out after {limit:g} s]"
+        reward = None
+        if task.layout == "harbor":
+            rc, out = shell.control("cat /logs/verifier/reward.txt 2>/dev/null")
+            try:
+                reward = min(max(float(out.decode().strip()), 0.0), 1.0)
+            except ValueError:
+                reward = 0.0
+        try:
+            results = parse_pytest(output)
+        except ParseError:
+            results = {}
+            if reward is None:
+                output += "\n[no pytest summary in the test output: counted as a failure]"
+                reward = -1.0  # marks a parse error: not resolved, score 0
+        return results, reward, output
+
+    def _run_tests(self) -> str:
+        self._results, self._harbor_reward, self._test_output = self.run_tests()
+        self._tested = True
+        passed = sum(self._results.values())
+        lines = [f"Tests: {passed}/{len(self._results)} passed."]
+        lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
+        if self._harbor_reward is not None and self._harbor_reward >= 0:
+            lines.append(f"Reward: {self._harbor_reward:g}")
+        lines.append("Task resolved." if self._success_now() else "Task not resolved.")
+        return "\n".join(lines)
+
+    def _success_now(self) -> bool:
+        if not self._tested:
+            return False
+        if self._harbor_reward is not None:
+            return self._harbor_reward >= 1.0
+        return is_resolved(self._results)
+
+    def _score_now(self) -> float:
+        if not self._tested:
+            return 0.0
+        if self._harbor_reward is not None:
+            return max(self._harbor_reward, 0.0)
+        if not self._results:
+            return 1.0  # resolved officially (see is_resolved)
+        return sum(self._results.values()) / len(self._results)
+
+    def score_action(self, action: str) -> float:
+        """Test pass fraction after ``action`` (tests run even without ``submit``)."""
+        snap = self.snapshot()
+        try:
+            self.step(action)
+            if not self._tested:
+                self._run_tests()
+            return self._score_now()
+        finally:
+            self.restore(snap)
+
+    # ---------------------------------------------------------------- errors
+    def error_action(self, rng: np.random.Generator) -> str:
+        rc, out = self.shell.control(
+            "cd /app && find . -path ./.git -prune -o -path '*/.git' -prune -o -type f -print "
+            "2>/dev/null | sort | head -200"
+        )
+        files = [f[2:] for f in out.decode(errors="replace").splitlines() if f.startswith("./")]
+        kinds = ["typo"] + (["delete", "sed"] if files else [])
+        kind = kinds[int(rng.integers(len(kinds)))]
+        if kind == "typo":
+            target = files[int(rng.integers(len(files)))] if files else "app"
+            return f"```bash\ncat /app/{shlex.quote(target + '_old')} && ls /ap/\n```"
+        target = shlex.quote(f"/app/{files[int(rng.integers(len(files)))]}")
+        if kind == "delete":
+            return f"```bash\nrm -f {target}\n```"
+        return f"```bash\nsed -i 's/[0-9a-e]/X/g' {target}\n```"
+
+    # ---------------------------------------------------------------- state
+    def _files_tar(self) -> bytes:
+        rc, out = self.shell.control(
+            "tar -c --sort=name --numeric-owner -C / app 2>/dev/null | base64 -w0", timeout=120
+        )
+        if rc != 0:
+            raise SandboxError("cannot read /app for a snapshot")
+        return base64.b64decode(out.strip())
+
+    def _state_key(self) -> str:
+        if self._shell is None:
+            return "lost"
+        try:
+            rc, out = self._shell.control(
+                "tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C / app "
+                "2>/dev/null | md5sum"
+            )
+        except SandboxError:  # the sandbox died; the next step ends the episode
+            return "lost"
+        return f"{out.decode(errors='replace').strip()}\x00{self._shell.cwd}\x00{self._tested}"
+
+    def _get_state(self) -> dict[str, Any]:
+        cwd, exports = self.shell.shell_state()
+        return {
+            "files": self._files_tar(),
+            "cwd": cwd,
+            "exports": exports,
+            "tested": self._tested,
+            "results": dict(self._results),
+            "harbor_reward": self._harbor_reward,
+            "test_output": self._test_output,
+            "last_exit": self._last_exit,
+            "last_timed_out": self._last_timed_out,
+        }
+
+    def _set_state(self, state: Any) -> None:
+        task = self.task
+        shell = self._new_session(task)
+        rc, out = shell.control(
+            "rm -rf /app/* /app/.[!.]* /app/..?* 2>/dev/null; tar -x -C / --no-same-owner",
+            stdin=state["files"],
+            timeout=120,
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot restore /app: {out.decode(errors='replace')}")
+        replay = "\n".join(
+            line
+            for line in state["exports"].splitlines()
+            if not line.startswith(("declare -x PWD=", "declare -x OLDPWD=", "declare -x SHLVL="))
+        )
+        shell.run(f"{replay}\ncd -- {shlex.quote(state['cwd'])}", timeout=30)
+        self._tested = state["tested"]
+        self._results = dict(state["results"])
+        self._harbor_reward = state["harbor_reward"]
+        self._test_output = state["test_output"]
+        self._last_exit = state["last_exit"]
+        self._last_timed_out = state["last_timed_out"]
+
+    def _extra_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "runtime": self.runtime_name,
+            "exit_status": self._last_exit,
+            "timed_out": self._last_timed_out,
+            "tests_passed": sum(self._results.values()),
+            "tests_total": len(self._results),
+        }
+        if self._tested:
+            info["test_results"] = dict(self._results)
+        return info
+
+    def close(self) -> None:
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
+        super().close()

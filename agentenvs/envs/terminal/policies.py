@@ -1,0 +1,63 @@
+"""Scripted Terminal-Bench policies, for Pass@(K,T) runs and demos.
+
+- ``terminal/solution``: sends the task's ``solution.sh`` as one action, then ``submit``.
+- ``terminal/noisy:error_rate=0.3``: on its first turn, with probability ``error_rate``,
+  the env's ``error_action`` (a damaging or mistyped command); then the solution and
+  ``submit`` in one action. (A deleted starting file may leave the task unsolvable:
+  that is the point of an error state.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.policy.base import Conversation, ScriptedPolicy
+
+
+def _env_of(conversation: Conversation) -> TerminalBenchEnv:
+    env: Any = conversation.env
+    env = getattr(env, "unwrapped", env)
+    if not isinstance(env, TerminalBenchEnv):
+        raise TypeError(
+            "terminal scripted policies read the live env: the conversation's env must be a "
+            f"TerminalBenchEnv, got {type(env).__name__}"
+        )
+    return env
+
+
+def solution_action(env: TerminalBenchEnv) -> str:
+    solution = env.task.solution
+    if not solution:
+        raise ValueError(f"task {env.task_id!r} has no solution script")
+    return f"```bash\n{solution.rstrip()}\n```"
+
+
+class SolutionPolicy(ScriptedPolicy):
+    """The task's solution script, then ``submit``."""
+
+    name = "terminal/solution"
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = _env_of(conversation)
+        return solution_action(env) if env.turn == 0 else "submit"
+
+
+class NoisySolutionPolicy(ScriptedPolicy):
+    """With probability ``error_rate`` an erroneous command first, then the solution."""
+
+    name = "terminal/noisy"
+
+    def __init__(self, error_rate: float = 0.3) -> None:
+        if not 0.0 <= float(error_rate) <= 1.0:
+            raise ValueError(f"error_rate must be in [0, 1], got {error_rate!r}")
+        self.error_rate = float(error_rate)
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        env = _env_of(conversation)
+        if env.turn == 0 and rng.random() < self.error_rate:
+            return env.error_action(rng)
+        # the solution scripts are idempotent: after an error, the whole script repairs it
+        return solution_action(env) + "\nsubmit"

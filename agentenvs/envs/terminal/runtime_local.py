@@ -1,0 +1,161 @@
+"""The ``local`` runtime: the task's starting state rebuilt in a bubblewrap sandbox.
+
+Every episode (and every restore) gets a new pid namespace with private tmpfs dirs at
+``/app``, ``/tests``, ``/logs`` and ``/root`` (so a command that fills the disk fills
+only its own capped tmpfs); the task's ``COPY`` sources are unpacked into ``/app`` and
+``setup.sh`` is run there, as the task's Dockerfile does. The system is the host's,
+read-only; pytest comes from this interpreter's packages, copied once per process to a
+read-only dir on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+from agentenvs.core.errors import SandboxError
+from agentenvs.envs.terminal.data import TerminalTask, missing_binaries
+from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.sandbox.base import Limits
+
+PYLIB = "/opt/agentenvs/pylib"
+TMPFS_MB = {"/app": 512, "/tests": 64, "/logs": 16, "/root": 64}
+#: pytest and what it imports, copied for the sandbox's python3
+PYTEST_PACKAGES = (
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+    "exceptiongroup",
+    "tomli",
+)
+
+_pylib_lock = threading.Lock()
+_pylib: str | None = None
+
+
+def pytest_dir() -> str | None:
+    """A world-readable copy of pytest's packages (made once per process), or None."""
+    global _pylib
+    with _pylib_lock:
+        if _pylib is not None:
+            return _pylib
+        if importlib.util.find_spec("pytest") is None:
+            return None
+        root = tempfile.mkdtemp(prefix="agentenvs-pylib-")
+        atexit.register(shutil.rmtree, root, True)
+        for name in PYTEST_PACKAGES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.origin is None:
+                continue
+            origin = Path(spec.origin)
+            if origin.name == "__init__.py":
+                shutil.copytree(
+                    origin.parent, Path(root) / name, ignore=shutil.ignore_patterns("__pycache__")
+                )
+            else:
+                shutil.copy2(origin, root)
+        # their metadata too: pytest and pluggy read their own versions
+        import importlib.metadata as md
+
+        owners = md.packages_distributions()
+        for name in {d for n in PYTEST_PACKAGES for d in owners.get(n, [])}:
+            path = getattr(md.distribution(name), "_path", None)
+            if path is not None and Path(path).is_dir():
+                shutil.copytree(path, Path(root) / Path(path).name, dirs_exist_ok=True)
+        for d, _, files in os.walk(root):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        _pylib = root
+        return root
+
+
+def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
+    """A tar of host paths (files or dirs' contents), each placed under a sandbox path."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for src, dest in pairs:
+            dest = dest.lstrip("/")
+            if src.is_dir():
+                for p in sorted(src.rglob("*")):
+                    tar.add(p, arcname=f"{dest}/{p.relative_to(src)}".lstrip("/"), recursive=False)
+            else:
+                tar.add(src, arcname=dest, recursive=False)
+    return buf.getvalue()
+
+
+def unsupported_reason(task: TerminalTask) -> str | None:
+    """Why the local runtime cannot run ``task`` (None: it can)."""
+    if task.network_problem:
+        return f"needs the network: {task.network_problem}"
+    if task.local_problem:
+        return f"needs the docker runtime: {task.local_problem}"
+    missing = missing_binaries(task)
+    if missing:
+        return f"needs {', '.join(missing)} on the host (tags {list(task.tags)})"
+    if pytest_dir() is None:
+        return "pytest is not installed in this interpreter (the tests need it)"
+    return None
+
+
+class LocalRuntime:
+    """Starting states of tasks in a local sandbox; one shell session at a time."""
+
+    name = "local"
+
+    def __init__(self, limits: Limits) -> None:
+        from agentenvs.sandbox.local import LocalSandbox
+
+        lib = pytest_dir()
+        self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds={lib: PYLIB} if lib else {})
+        self.env = {
+            "HOME": "/root",
+            "TERM": "dumb",
+            "PYTHONPATH": PYLIB,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+
+    def session(self, task: TerminalTask, init: str, max_output_bytes: int) -> ShellSession:
+        """A new namespace with an empty /app and a shell in it (the old one is ended)."""
+        self.box._kill_all()
+        env = {**self.env, **dict(task.env)}
+        return ShellSession(
+            lambda argv: self.box.spawn(argv, env=env, cwd="/app"),
+            init=init,
+            max_output_bytes=max_output_bytes,
+        )
+
+    def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
+        """Fill /app as the task's Dockerfile does: its COPY sources, then setup.sh."""
+        pairs = []
+        for src, dest in task.copies:
+            path = (task.context / src).resolve()
+            if not path.exists() or task.context.resolve() not in [path, *path.parents]:
+                raise SandboxError(f"{task.dockerfile}: COPY source {src!r} not in the context")
+            pairs.append((path, dest))
+        rc, out = shell.control("tar -x -C / --no-same-owner", stdin=tar_of(pairs), timeout=60)
+        if rc != 0:
+            raise SandboxError(f"cannot unpack the task's files: {out.decode(errors='replace')}")
+        if task.runs_setup:
+            rc, out = shell.control(
+                "rm -f /app/.keep; if [ -f /app/setup.sh ]; then cd /app && APP_DIR=/app "
+                "bash /app/setup.sh && rm -f /app/setup.sh; fi",
+                timeout=120,
+            )
+            if rc != 0:
+                raise SandboxError(
+                    f"{task.id}: setup.sh failed: {out.decode(errors='replace')[-2000:]}"
+                )
+
+    def close(self) -> None:
+        self.box.close()

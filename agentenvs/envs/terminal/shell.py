@@ -1,0 +1,261 @@
+"""A persistent bash session inside a sandbox, driven over the pipes of one process.
+
+The spawned process is a small POSIX-sh *supervisor* that reads one-line requests:
+
+- ``S <base64>``: text for the agent's bash (which reads its script from a FIFO);
+- ``X <base64>``: run a control command beside the shell (``sh -c``, stdin from
+  /dev/null), then print ``__AE_X_<nonce>_<status>``;
+- ``U <bytes> <base64>``: the next ``<bytes>`` raw bytes of the stream are the stdin of
+  a control command (file uploads);
+- ``R <pid>``: kill the agent's bash and start a new one.
+
+Control commands run in the same pid namespace / container as the agent's shell, so
+the tests can see the processes the agent left running, and a timed-out command can be
+interrupted from beside it. The agent's bash runs with job control (``set -m``): every
+foreground command and background job has its own process group, so on timeout the
+command's groups get SIGINT then SIGKILL, while jobs started by earlier commands keep
+running. Each agent command is ``eval``'d in the shell itself (``cd``, variables and
+jobs persist), with stdin from /dev/null, followed by a sentinel that carries its exit
+status and the shell's working directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox.base import SandboxProcess
+
+SUPERVISOR = r"""
+n=$1; fifo=/tmp/.ae-shell-$n; trap '' PIPE
+start() {
+  rm -f "$fifo"; mkfifo -m 600 "$fifo" || exit 97
+  # a background job of sh starts with SIGINT ignored: give bash (and its jobs) the default
+  { env --default-signal=INT,QUIT bash --noprofile --norc -s <"$fifo" 2>&1; printf '\n__AE_EXIT_%s_%d\n' "$n" "$?"; } &
+  exec 3>"$fifo"; rm -f "$fifo"
+}
+start
+while IFS= read -r line; do
+  arg=${line#? }
+  case $line in
+    S\ *) printf %s "$arg" | base64 -d >&3 ;;
+    X\ *) sh -c "$(printf %s "$arg" | base64 -d)" </dev/null 2>&1
+          printf '\n__AE_X_%s_%d\n' "$n" "$?" ;;
+    U\ *) size=${arg%% *}; cmd=${arg#* }
+          head -c "$size" | sh -c "$(printf %s "$cmd" | base64 -d)" 2>&1
+          printf '\n__AE_X_%s_%d\n' "$n" "$?" ;;
+    R\ *) exec 3>&-; kill -KILL "$arg" 2>/dev/null; wait; start ;;
+  esac
+done
+"""
+
+_LINE_REF = re.compile(r"(bash: (?:eval: )?line )(\d+):")
+#: signals a timed-out command's process groups get, with the wait after each
+INTERRUPT_STEPS = (("INT", 1.0), ("KILL", 2.0))
+
+
+def _b64(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return base64.b64encode(raw).decode()
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one agent command did in the shell."""
+
+    output: str
+    exit_status: int | None  # None: interrupted without an exit status
+    timed_out: bool = False
+    #: the shell itself died (``exit``, a kill) and a new one was started
+    shell_restarted: bool = False
+    duration_s: float = 0.0
+
+
+class ShellSession:
+    """The agent's bash and a control channel beside it, over one ``SandboxProcess``.
+
+    ``spawn`` starts the supervisor (argv given) and returns its process; ``init`` is
+    shell text run first in every new bash (environment, ``cd``).
+    """
+
+    def __init__(
+        self,
+        spawn: Callable[[list[str]], SandboxProcess],
+        *,
+        init: str = "",
+        max_output_bytes: int = 1 << 20,
+    ) -> None:
+        self.nonce = secrets.token_hex(6)
+        self._init = init
+        self.max_output_bytes = max_output_bytes
+        self._buf = bytearray()
+        self.cwd = "/app"
+        self.proc = spawn(["sh", "-c", SUPERVISOR, "sh", self.nonce])
+        self._done = re.compile(rb"\n__AE_DONE_" + self.nonce.encode() + rb"_(\d+)_([^\n]*)\n")
+        self._exit = re.compile(rb"\n__AE_EXIT_" + self.nonce.encode() + rb"_(\d+)\n")
+        self._xdone = re.compile(rb"\n__AE_X_" + self.nonce.encode() + rb"_(\d+)\n")
+        self.bash_pid = 0
+        self._eval_line = 0
+        self._start_bash()
+
+    # ------------------------------------------------------------------ plumbing
+    def _send(self, line: str) -> None:
+        self.proc.write(line.encode() + b"\n")
+
+    def _read_until(self, pattern: re.Pattern[bytes], deadline: float) -> re.Match[bytes] | None:
+        """Read until ``pattern`` (or the shell's exit marker) shows up; None at the deadline."""
+        while True:
+            data = bytes(self._buf)  # matches must not see later edits of the buffer
+            found = pattern.search(data) or self._exit.search(data)
+            if found is not None:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if self.proc.eof:
+                raise SandboxError("the sandbox's shell supervisor has exited")
+            chunk = self.proc.read(min(left, 1.0))
+            if chunk:
+                self._buf += chunk
+                if len(self._buf) > 4 * self.max_output_bytes:
+                    # keep the head and a tail long enough to hold the marker
+                    keep = self.max_output_bytes
+                    self._buf[keep : len(self._buf) - keep] = b"\n[...]\n"
+
+    def _take(self, match: re.Match[bytes]) -> bytes:
+        out = bytes(self._buf[: match.start()])
+        del self._buf[: match.end()]
+        return out
+
+    def _start_bash(self) -> None:
+        script = (
+            # job control: a process group per command; a caught SIGINT (default again in
+            # children) keeps an interrupted command from ending the shell
+            "set -m 2>/dev/null; trap : INT\n"
+            f"{self._init}\n"
+            f"cd -- {shlex.quote(self.cwd)} 2>/dev/null || cd /app\n"
+            f"printf '\\n__AE_DONE_{self.nonce}_%d_%s\\n' $$ \"$PWD\"\n"
+        )
+        self._send("S " + _b64(script))
+        end = time.monotonic() + 30
+        found = self._read_until(self._done, end)
+        while found is not None and found.re is self._exit:  # the old shell's end
+            self._take(found)
+            found = self._read_until(self._done, end)
+        if found is None:
+            raise SandboxError("the shell did not start")
+        self._take(found)
+        self.bash_pid = int(found.group(1))
+
+    def restart(self) -> None:
+        """A new bash in the last known directory (variables and jobs of the old one are lost)."""
+        # the supervisor kills it and waits for its exit marker before starting another
+        self._send(f"R {self.bash_pid}")
+        self._start_bash()
+
+    # ------------------------------------------------------------------ agent commands
+    def run(self, command: str, timeout: float) -> CommandResult:
+        """Run ``command`` in the agent's shell; interrupt it after ``timeout`` seconds."""
+        start = time.monotonic()
+        script = (
+            f"printf '__AE_JOBS_{self.nonce}_%s_%d\\n' \"$(jobs -p | tr '\\n' ,)\" $LINENO\n"
+            f'eval "$(printf %s {_b64(command)} | base64 -d)" </dev/null\n'
+            f'printf \'\\n__AE_DONE_{self.nonce}_%d_%s\\n\' "$?" "$PWD"\n'
+        )
+        self._send("S " + _b64(script))
+        jobs_re = re.compile(rb"__AE_JOBS_" + self.nonce.encode() + rb"_([0-9,]*)_(\d+)\n")
+        keep = ""
+        early = b""  # output of background jobs since the last command
+        found = self._read_until(jobs_re, start + timeout)
+        if found is not None and found.re is jobs_re:
+            keep = found.group(1).decode()
+            self._eval_line = int(found.group(2)) + 1
+            early = self._take(found)
+        elif found is not None:  # the shell died before the command began
+            return self._restarted(self._take(found), found, start)
+        found = self._read_until(self._done, start + timeout) if found is not None else None
+        timed_out = found is None
+        if timed_out:
+            for sig, wait in INTERRUPT_STEPS:
+                # what the command printed so far is its output, not the control's
+                early += bytes(self._buf)
+                self._buf.clear()
+                self.control(_interrupt_script(sig, self.bash_pid, keep), timeout=10)
+                found = self._read_until(self._done, time.monotonic() + wait)
+                if found is not None:
+                    break
+        if found is None:
+            # the shell itself is stuck (a builtin loop): replace it
+            out = early + bytes(self._buf)
+            self._buf.clear()
+            self.restart()
+            return CommandResult(self._decode(out), None, True, True, time.monotonic() - start)
+        if found.re is self._exit:
+            return self._restarted(self._take(found), found, start, timed_out)
+        out = early + self._take(found)
+        self.cwd = found.group(2).decode(errors="replace") or self.cwd
+        status = int(found.group(1))
+        return CommandResult(self._decode(out), status, timed_out, False, time.monotonic() - start)
+
+    def _restarted(
+        self, out: bytes, found: re.Match[bytes], start: float, timed_out: bool = False
+    ) -> CommandResult:
+        status = int(found.group(1))
+        self._send(f"R {self.bash_pid}")
+        self._start_bash()
+        return CommandResult(self._decode(out), status, timed_out, True, time.monotonic() - start)
+
+    def _decode(self, out: bytes) -> str:
+        if out.startswith(b"\n"):
+            out = out[1:]
+        text = out.decode("utf-8", errors="replace")
+        # bash numbers lines from the shell's start: renumber them within the command, so
+        # a message does not depend on how long the shell has run (restored shells differ)
+        base = self._eval_line
+
+        def renumber(m: re.Match[str]) -> str:
+            n = int(m.group(2))
+            return f"{m.group(1)}{n - base + 1 if n >= base else n}:"
+
+        return _LINE_REF.sub(renumber, text) if base else text
+
+    # ------------------------------------------------------------------ control channel
+    def control(
+        self, command: str, *, timeout: float = 60.0, stdin: bytes | None = None
+    ) -> tuple[int | None, bytes]:
+        """Run ``sh -c command`` beside the shell: (status or None on timeout, output)."""
+        if stdin is None:
+            self._send("X " + _b64(command))
+        else:
+            self.proc.write(f"U {len(stdin)} {_b64(command)}\n".encode() + stdin)
+        found = self._read_until(self._xdone, time.monotonic() + timeout)
+        while found is not None and found.re is self._exit:
+            # the agent's shell ended meanwhile: note it, go on waiting for the control answer
+            del self._buf[found.start() : found.end()]
+            found = self._read_until(self._xdone, time.monotonic() + timeout)
+        if found is None:
+            return None, bytes(self._buf)
+        out = self._take(found)
+        return int(found.group(1)), out[1:] if out.startswith(b"\n") else out
+
+    def shell_state(self) -> tuple[str, str]:
+        """(cwd, ``export -p``) of the agent's shell, read through the shell."""
+        result = self.run("export -p", timeout=30)
+        return self.cwd, result.output
+
+    def close(self) -> None:
+        self.proc.kill()
+
+
+def _interrupt_script(sig: str, bash_pid: int, keep: str) -> str:
+    """Signal the process groups of the shell's children, except jobs listed in ``keep``."""
+    return (
+        f"keep=,{keep},; for g in $(ps -o pgid= --ppid {bash_pid} 2>/dev/null); do "
+        f'case $keep in *,$g,*) ;; *) kill -s {sig} -- "-$g" 2>/dev/null ;; esac; done; exit 0'
+    )

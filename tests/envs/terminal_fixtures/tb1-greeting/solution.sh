@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "hello, world" > "${APP_DIR:-/app}/greeting.txt"

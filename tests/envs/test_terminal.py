@@ -1,0 +1,250 @@
+"""TerminalBench-v0 on the local runtime: layouts, the persistent shell, timeouts,
+snapshots, and the bundled tasks with and without their solutions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agentenvs.core.errors import TaskError
+from agentenvs.envs.terminal.data import load_task, load_tasks
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+
+FIXTURES = Path(__file__).parent / "terminal_fixtures"
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _need_bwrap() -> None:
+    from agentenvs.sandbox.local import local_available
+
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(f"local sandbox unavailable: {why}")
+
+
+@pytest.fixture
+def fixture_env() -> Iterator[TerminalBenchEnv]:
+    env = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=3, max_turns=6)
+    yield env
+    env.close()
+
+
+def test_both_layouts_load() -> None:
+    tasks = load_tasks(FIXTURES)
+    tb1, harbor = tasks["tb1-greeting"], tasks["harbor-count"]
+    assert tb1.layout == "tb1" and tb1.runs_setup and tb1.max_test_timeout_sec == 30
+    assert tb1.max_agent_timeout_sec == 360  # the default
+    assert harbor.layout == "harbor" and harbor.max_agent_timeout_sec == 120
+    assert harbor.test_script == "tests/test.sh" and "wc -l" in (harbor.solution or "")
+
+
+def test_broken_task_names_file_and_field(tmp_path: Path) -> None:
+    task = tmp_path / "bad"
+    task.mkdir()
+    (task / "task.yaml").write_text("difficulty: easy\n")
+    with pytest.raises(TaskError, match=r"task\.yaml.*instruction"):
+        load_task(task)
+    (task / "task.yaml").write_text("instruction: x\nmax_test_timeout_sec: -1\n")
+    (task / "Dockerfile").write_text("FROM x\n")
+    (task / "run-tests.sh").write_text("pytest\n")
+    (task / "tests").mkdir()
+    with pytest.raises(TaskError, match="max_test_timeout_sec"):
+        load_task(task)
+
+
+def test_unsupported_tasks_are_listed_and_refused(tmp_path: Path) -> None:
+    for name, docker, tests in [
+        ("apt-task", "FROM ${BASE_IMAGE}\nRUN apt-get install -y jq\n", "pytest"),
+        ("ubuntu", "FROM ubuntu:24.04\nWORKDIR /app\n", "pytest"),
+        ("net-tests", "FROM ${BASE_IMAGE}\n", "curl -LsSf https://astral.sh/uv/install.sh | sh"),
+        ("needs", "FROM ${BASE_IMAGE}\n", "pytest"),
+    ]:
+        d = tmp_path / name
+        (d / "tests").mkdir(parents=True)
+        tags = "tags: ['needs:no-such-binary-xyz']\n" if name == "needs" else ""
+        (d / "task.yaml").write_text(f"instruction: do it\n{tags}")
+        (d / "Dockerfile").write_text(docker)
+        (d / "run-tests.sh").write_text(tests)
+    env = TerminalBenchEnv(tasks_path=tmp_path)
+    try:
+        why = env.unwrapped.unsupported_tasks
+        assert set(why) == {"apt-task", "ubuntu", "net-tests", "needs"}
+        assert "network" in why["apt-task"] and "network" in why["net-tests"]
+        assert "ubuntu:24.04" in why["ubuntu"] and "no-such-binary-xyz" in why["needs"]
+        with pytest.raises(TaskError, match="ubuntu:24.04"):
+            env.reset(options={"task_id": "ubuntu"})
+    finally:
+        env.close()
+
+
+def test_tb1_fixture_solved_and_unsolved(fixture_env: TerminalBenchEnv) -> None:
+    obs, info = fixture_env.reset(options={"task_id": "tb1-greeting"})
+    assert "hello, world" in obs and "```bash" in obs and info["score"] == 0.0
+    obs, reward, term, trunc, info = fixture_env.step("cat greeting.txt extra/made.txt")
+    assert "TODO" in obs and "made" in obs and "[exit status: 0]" in obs
+    obs, reward, term, trunc, info = fixture_env.step("submit")
+    assert term and reward == 0.0 and not info["success"]
+    assert info["score"] == 0.5 and info["test_results"] == {
+        "test_greeting": False,
+        "test_setup_ran": True,
+    }
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step(f"```bash\n{fixture_env.task.solution}\n```")
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and reward == 1.0 and info["success"] and info["score"] == 1.0
+
+
+def test_harbor_fixture_reward_file(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "harbor-count"})
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and reward == 0.0 and info["score"] == 0.0
+    fixture_env.reset(options={"task_id": "harbor-count"})
+    _, reward, term, _, info = fixture_env.step(
+        f"```bash\n{fixture_env.task.solution}\n```\nsubmit"
+    )
+    assert term and reward == 1.0 and info["success"]
+
+
+def test_persistent_shell(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("cd /app/extra && export GREETING=hi && LOCAL=1")
+    obs, *_ = fixture_env.step('echo "$PWD $GREETING $LOCAL"')
+    assert "/app/extra hi 1" in obs
+    fixture_env.step("sleep 300 &")
+    obs, *_ = fixture_env.step("jobs")
+    assert "sleep 300" in obs and "Running" in obs
+    obs, *_ = fixture_env.step("exit 4")
+    assert "new shell was started in /app/extra" in obs
+    obs, *_ = fixture_env.step("pwd")
+    assert "/app/extra" in obs
+
+
+def test_timeout_interrupts_only_the_command(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("sleep 200 & echo started")
+    obs, *_, info = fixture_env.step("echo before; sleep 100; echo never")
+    assert "before" in obs and "never" not in obs and "timed out" in obs
+    assert info["timed_out"] and info["exit_status"] == 130
+    obs, *_ = fixture_env.step("jobs; echo still-here")
+    assert "sleep 200" in obs and "still-here" in obs
+    obs, *_ = fixture_env.step("while true; do :; done")
+    assert "timed out" in obs and "new shell" in obs
+    obs, *_ = fixture_env.step("echo alive")
+    assert "alive" in obs
+
+
+def test_output_truncation_is_said(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.max_output_chars = 1000
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    obs, *_ = fixture_env.step("seq 1 100000")
+    assert "output truncated" in obs and obs.startswith("1\n2\n") and "100000" in obs
+
+
+def test_contained_fork_bomb_and_disk_fill(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    obs, *_ = fixture_env.step("head -c 2G /dev/zero > /app/big; ls -la /app/big | wc -l")
+    assert "[exit status" in obs
+    obs, *_ = fixture_env.step("rm -f /app/big; echo ok")
+    assert "ok" in obs
+    obs, _, term, _, info = fixture_env.step("b(){ b|b& }; b")
+    # contained either way: the shell survives, or the episode ends as a failure
+    if term:
+        assert "sandbox was lost" in obs and not info["success"]
+    else:
+        obs, _, term, _, info = fixture_env.step("echo survived")
+        assert "survived" in obs or (term and "sandbox was lost" in obs and not info["success"])
+
+
+def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("cd extra && export K=v && echo data > new.txt")
+    snap = fixture_env.snapshot()
+    key = fixture_env.state_key()
+    first = fixture_env.step("echo $K $PWD; ls; cat new.txt; rm new.txt")
+    fixture_env.restore(snap)
+    assert fixture_env.state_key() == key
+    second = fixture_env.step("echo $K $PWD; ls; cat new.txt; rm new.txt")
+    assert first[0] == second[0] and first[4] == second[4]
+    # into a fresh env too
+    other = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=3, max_turns=6)
+    try:
+        other.restore(snap)
+        third = other.step("echo $K $PWD; ls; cat new.txt; rm new.txt")
+        assert third[0] == first[0]
+    finally:
+        other.close()
+
+
+def test_error_action_and_score_action(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    solution = f"```bash\n{fixture_env.task.solution}\n```"
+    key = fixture_env.state_key()
+    assert fixture_env.score_action(solution) == 1.0
+    assert fixture_env.score_action("echo nothing") == 0.5
+    assert fixture_env.state_key() == key and fixture_env.turn == 0
+    actions = {fixture_env.error_action(np.random.default_rng(s)) for s in range(12)}
+    assert len(actions) > 1
+    assert all(a.startswith("```bash") for a in actions)
+    assert any("rm -f /app/" in a for a in actions)
+
+
+def test_budget_runs_the_tests(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting", "max_turns": 1})
+    obs, reward, term, trunc, info = fixture_env.step(f"```bash\n{fixture_env.task.solution}\n```")
+    assert trunc and not term and reward == 1.0 and info["success"]
+    assert "turn budget exhausted" in obs
+
+
+def test_registered_with_policies() -> None:
+    import agentenvs  # noqa: F401
+    from agentenvs.policy.registry import make_policy
+
+    env = gym.make("agentenvs/TerminalBench-v0", tasks_path=FIXTURES)
+    try:
+        assert isinstance(env.unwrapped, TerminalBenchEnv)
+        assert make_policy("terminal/noisy:error_rate=0.5").error_rate == 0.5
+    finally:
+        env.close()
+
+
+def test_contract_local() -> None:
+    from agentenvs.testing import check_env_contract
+
+    check_env_contract(
+        "agentenvs/TerminalBench-v0",
+        env_kwargs={"tasks_path": str(FIXTURES), "command_timeout": 5},
+        options={"task_id": "tb1-greeting"},
+        steps=4,
+    )
+
+
+BUNDLED = sorted(load_tasks())
+
+
+@pytest.fixture(scope="module")
+def bundled_env() -> Iterator[TerminalBenchEnv]:
+    env = TerminalBenchEnv(command_timeout=60, max_turns=3)
+    yield env
+    env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", BUNDLED)
+def test_bundled_task_solution_passes_and_nothing_fails(
+    bundled_env: TerminalBenchEnv, task_id: str
+) -> None:
+    if task_id in bundled_env.unsupported_tasks:
+        pytest.skip(bundled_env.unsupported_tasks[task_id])
+    bundled_env.reset(options={"task_id": task_id})
+    _, reward, term, _, info = bundled_env.step("submit")
+    assert term and not info["success"], "the tests pass without a solution"
+    bundled_env.reset(options={"task_id": task_id})
+    obs, *_ = bundled_env.step(f"```bash\n{bundled_env.task.solution}\n```")
+    _, reward, term, _, info = bundled_env.step("submit")
+    assert term and info["success"] and reward == 1.0, (obs, info)
