@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build every sandbox image offline: the Debian base, then the images on top of it.
 #
-# Needs a running Docker engine (see .ci/services/docker.sh). Skips images that are
-# present unless --force is given. Usage: sandboxes/build_images.sh [--force]
+# Needs a running Docker engine (see .ci/services/docker.sh). An image on top of the base
+# is labelled with a hash of the base image id and its build folder, and rebuilt when
+# that hash changes (a new package list in the base, an edited Dockerfile); --force
+# rebuilds everything. Usage: sandboxes/build_images.sh [--force]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -12,23 +14,38 @@ HOST_SUITE=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
 SUITE=${AGENTENVS_BASE_SUITE:-${HOST_SUITE:-bookworm}}
 BASE=agentenvs/base:$SUITE
 PYTHON_IMAGE=${AGENTENVS_DOCKER_IMAGE:-agentenvs/python:latest}
+TERMINAL_IMAGE=${AGENTENVS_TERMINAL_IMAGE:-agentenvs/terminal:latest}
+LABEL_KEY=org.agentenvs.build-hash
 
 say() { echo "build_images.sh: $*" >&2; }
 
 AGENTENVS_BASE_IMAGE=$BASE bash "$HERE/build_base_image.sh" $FORCE "$SUITE"
+BASE_ID=$(docker image inspect -f '{{.Id}}' "$BASE")
 
-if [ -z "$FORCE" ] && docker image inspect "$PYTHON_IMAGE" >/dev/null 2>&1; then
-  say "$PYTHON_IMAGE present; nothing to do"
-  exit 0
-fi
-T0=$(date +%s)
-# the classic builder with no network: nothing is fetched while building, and it works on
-# engines without BuildKit or a bridge network
-LOG=$(mktemp /tmp/agentenvs-build.XXXXXX.log)
-if ! DOCKER_BUILDKIT=0 docker build --network none --build-arg "BASE_IMAGE=$BASE" \
-  -t "$PYTHON_IMAGE" "$HERE/python" >"$LOG" 2>&1; then
-  tail -n 30 "$LOG" >&2
-  exit 1
-fi
-rm -f "$LOG"
-say "built $PYTHON_IMAGE ($(( $(date +%s) - T0 ))s)"
+# build_on_base IMAGE DIR: build DIR's Dockerfile FROM the base unless an image with the
+# same base id and folder contents is present
+build_on_base() {
+  local image=$1 dir=$2 want have t0 log
+  want=$( { echo "$BASE_ID"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum; } \
+    | sha256sum | cut -c1-16)
+  have=$(docker image inspect -f "{{index .Config.Labels \"$LABEL_KEY\"}}" "$image" \
+    2>/dev/null || true)
+  if [ -z "$FORCE" ] && [ "$have" = "$want" ]; then
+    say "$image present ($want); nothing to do"
+    return 0
+  fi
+  t0=$(date +%s)
+  # the classic builder with no network: nothing is fetched while building, and it
+  # works on engines without BuildKit or a bridge network
+  log=$(mktemp /tmp/agentenvs-build.XXXXXX.log)
+  if ! DOCKER_BUILDKIT=0 docker build --network none --build-arg "BASE_IMAGE=$BASE" \
+    --label "$LABEL_KEY=$want" -t "$image" "$dir" >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  say "built $image ($(( $(date +%s) - t0 ))s)"
+}
+
+build_on_base "$PYTHON_IMAGE" "$HERE/python"
+build_on_base "$TERMINAL_IMAGE" "$HERE/terminal"
