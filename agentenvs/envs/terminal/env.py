@@ -19,7 +19,7 @@ from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
 from agentenvs.sandbox.base import Limits
 
-RUNTIMES = ("local",)  # the docker runtime is not written yet
+RUNTIMES = ("local", "docker")
 TEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SYSTEM_PROMPT = (
     "You are an AI assistant solving a task in a Linux terminal. You act only through "
@@ -57,8 +57,8 @@ class TerminalBenchEnv(TextEnv):
 
     ## Starting State
     The task's image: locally, its ``COPY`` sources unpacked into ``/app`` and its
-    ``setup.sh`` run; with Docker, a container of the task's own image. The shell starts
-    in ``/app``.
+    ``setup.sh`` run; with Docker, a fresh container of the task's own image (built once
+    per machine, see ``runtime_docker``). The shell starts in ``/app``.
 
     ## Rewards
     1 when the tests pass (the official verdict: every parsed test passed, so an empty
@@ -83,9 +83,11 @@ class TerminalBenchEnv(TextEnv):
 
     ## Arguments
     - ``tasks_path``: a folder of task folders (default: the bundled ``tasks/terminal``).
-    - ``runtime``: ``"local"`` (bubblewrap, the only one so far). Tasks the runtime
-      cannot run faithfully are listed in ``unsupported_tasks`` with the reason and
-      refused at reset.
+    - ``runtime``: ``"local"`` (bubblewrap, the default: no daemon) or ``"docker"`` (a
+      container per episode from the task's own Dockerfile, so tasks with other
+      Dockerfile steps run too; needs an engine and ``agentenvs/terminal:latest`` from
+      ``sandboxes/build_images.sh``). Tasks the runtime cannot run faithfully are listed
+      in ``unsupported_tasks`` with the reason and refused at reset.
     - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
     - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
 
@@ -131,7 +133,10 @@ class TerminalBenchEnv(TextEnv):
             max_output_bytes=1 << 20,
         )
         self.tasks: dict[str, TerminalTask] = load_tasks(tasks_path)
-        from agentenvs.envs.terminal.runtime_local import unsupported_reason
+        if runtime == "docker":
+            from agentenvs.envs.terminal.runtime_docker import unsupported_reason
+        else:
+            from agentenvs.envs.terminal.runtime_local import unsupported_reason
 
         self.unsupported_tasks: dict[str, str] = {
             tid: why for tid, task in self.tasks.items() if (why := unsupported_reason(task))
@@ -177,9 +182,14 @@ class TerminalBenchEnv(TextEnv):
     # ---------------------------------------------------------------- sandbox
     def runtime(self) -> Any:
         if self._runtime is None:
-            from agentenvs.envs.terminal.runtime_local import LocalRuntime
+            if self.runtime_name == "docker":
+                from agentenvs.envs.terminal.runtime_docker import DockerRuntime
 
-            self._runtime = LocalRuntime(self.limits)
+                self._runtime = DockerRuntime(self.limits)
+            else:
+                from agentenvs.envs.terminal.runtime_local import LocalRuntime
+
+                self._runtime = LocalRuntime(self.limits)
         return self._runtime
 
     @property

@@ -1,0 +1,163 @@
+"""TerminalBench-v0 on the docker runtime: task images, a fresh container per episode,
+the persistent shell, timeouts, snapshots, the contract, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.runtime_docker import TASK_LABEL
+
+FIXTURES = Path(__file__).parent / "terminal_fixtures"
+#: a spread of the bundled tasks: text, git, permissions, SQLite, a background server
+BUNDLED = [
+    "word-frequency",
+    "git-merge-conflict",
+    "fix-permissions",
+    "sqlite-import-inventory",
+    "static-site-server",
+]
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _need_docker() -> None:
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        pytest.skip(f"docker runtime unavailable: {exc}")
+    ok, why = docker_available("agentenvs/terminal:latest")
+    if not ok:
+        pytest.skip(f"docker runtime unavailable: {why}")
+
+
+def _our_containers(task_id: str) -> list[str]:
+    """Ids of this process's containers of ``task_id`` that the engine still lists."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        found = client.api.containers(all=True, filters={"label": f"{TASK_LABEL}={task_id}"})
+    finally:
+        client.close()
+    return [c["Id"] for c in found if c["Labels"].get("agentenvs.pool") == str(os.getpid())]
+
+
+@pytest.fixture
+def fixture_env() -> Iterator[TerminalBenchEnv]:
+    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3, max_turns=8)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def bundled_env() -> Iterator[TerminalBenchEnv]:
+    env = TerminalBenchEnv(runtime="docker", command_timeout=60, max_turns=3)
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize("task_id", BUNDLED)
+def test_bundled_task_solution_passes_and_nothing_fails(
+    bundled_env: TerminalBenchEnv, task_id: str
+) -> None:
+    assert task_id not in bundled_env.unsupported_tasks
+    bundled_env.reset(options={"task_id": task_id})
+    _, reward, term, _, info = bundled_env.step("submit")
+    assert term and not info["success"] and reward == 0.0, "the tests pass without a solution"
+    assert info["runtime"] == "docker" and info["tests_total"] > 0
+    bundled_env.reset(options={"task_id": task_id})
+    obs, *_ = bundled_env.step(f"```bash\n{bundled_env.task.solution}\n```")
+    _, reward, term, _, info = bundled_env.step("submit")
+    assert term and info["success"] and reward == 1.0, (obs, info)
+
+
+def test_each_episode_gets_a_fresh_container(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("echo junk > /etc/junk && touch /app/mine")
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    obs, *_ = fixture_env.step("ls /etc/junk /app/mine; id -u; cat /proc/self/status | grep CapEff")
+    # writes outside /app are gone too: the container is new, not reset
+    assert "No such file" in obs and "\n0\n" in obs
+    assert "CapEff:\t00000000000000fb" in obs  # only the capabilities the runtime grants
+
+
+def test_persistent_shell(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("cd /app/extra && export GREETING=hi && LOCAL=1")
+    obs, *_ = fixture_env.step('echo "$PWD $GREETING $LOCAL"')
+    assert "/app/extra hi 1" in obs
+    fixture_env.step("sleep 300 &")
+    obs, *_ = fixture_env.step("jobs")
+    assert "sleep 300" in obs and "Running" in obs
+    obs, *_ = fixture_env.step("exit 4")
+    assert "new shell was started in /app/extra" in obs
+    obs, *_ = fixture_env.step("pwd")
+    assert "/app/extra" in obs
+
+
+def test_timeout_interrupts_only_the_command(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("sleep 200 & echo started")
+    obs, *_, info = fixture_env.step("echo before; sleep 100; echo never")
+    assert "before" in obs and "never" not in obs and "timed out" in obs
+    assert info["timed_out"] and info["exit_status"] == 130
+    obs, *_ = fixture_env.step("jobs; echo still-here")
+    assert "sleep 200" in obs and "still-here" in obs
+    obs, *_ = fixture_env.step("while true; do :; done")
+    assert "timed out" in obs and "new shell" in obs
+    obs, *_ = fixture_env.step("echo alive")
+    assert "alive" in obs
+
+
+def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step("cd extra && export K=v && echo data > new.txt && chmod 600 new.txt")
+    snap = fixture_env.snapshot()
+    key = fixture_env.state_key()
+    probe = "echo $K $PWD; ls -l --time-style=+ | cut -c1-10; cat new.txt; rm new.txt"
+    first = fixture_env.step(probe)
+    fixture_env.restore(snap)
+    assert fixture_env.state_key() == key
+    second = fixture_env.step(probe)
+    assert first[0] == second[0] and first[4] == second[4]
+    assert "v /app/extra" in first[0] and "-rw-------" in first[0]
+    # into a fresh env (a new runtime) too
+    other = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3)
+    try:
+        other.restore(snap)
+        assert other.state_key() == key
+        assert other.step(probe)[0] == first[0]
+    finally:
+        other.close()
+
+
+def test_contract_docker() -> None:
+    from agentenvs.testing import check_env_contract
+
+    check_env_contract(
+        "agentenvs/TerminalBench-v0",
+        env_kwargs={"tasks_path": str(FIXTURES), "runtime": "docker", "command_timeout": 5},
+        options={"task_id": "tb1-greeting"},
+        steps=4,
+    )
+
+
+def test_no_container_left_after_close() -> None:
+    # the other tests' envs (the contract checker's too) are closed by now: any
+    # container of this task left by this process is a leak
+    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3)
+    for _ in range(3):
+        env.reset(options={"task_id": "tb1-greeting"})
+        env.step("sleep 1000 &")
+    snap = env.snapshot()
+    env.restore(snap)
+    assert _our_containers("tb1-greeting")
+    env.close()
+    env.close()  # idempotent
+    assert not _our_containers("tb1-greeting")
