@@ -6,9 +6,9 @@ with ``BASE_IMAGE=agentenvs/terminal:latest`` (``sandboxes/build_images.sh``) an
 id, so an edited task or a rebuilt base gives a new image and an unchanged one is reused.
 
 Containers: a task may write anywhere, so a container serves one episode (or one
-restore) and is removed after it; the next one of the same image is started in the
-background while the agent works, so a reset mostly pays for a shell, not for a
-container. They run as root (the container is the boundary) with no network, only the
+restore) and is removed after it. The next session (a container of the same image with
+the agent's shell already started in it) is opened in the background while the agent
+works, so a reset pays for neither a container start nor an exec. They run as root (the container is the boundary) with no network, only the
 capabilities file-administration tasks need (:data:`CAPABILITIES`), no new privileges,
 memory/pids/CPU limits, and Docker's init to reap orphaned jobs. They carry the labels
 of the docker sandbox backend, so :func:`agentenvs.sandbox.docker.sweep_orphans` removes
@@ -51,6 +51,10 @@ CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "
 PIDS_SLACK = 32
 MEMORY_SLACK_MB = 256
 BUILD_TIMEOUT_S = 600
+
+#: (image, task id, exec environment, shell init text, output cap) of a session
+_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int]
+_Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | threading.Thread"]
 
 
 def unsupported_reason(task: TerminalTask) -> str | None:
@@ -138,7 +142,8 @@ class _ShellProcess(DockerProcess):
 
 
 class DockerRuntime:
-    """Task images built on demand; a fresh container per shell session, one prestarted.
+    """Task images built on demand; a fresh container per shell session, the next one
+    opened ahead.
 
     ``session`` removes the previous episode's container (in the background) and
     starts the shell in a new one; ``close`` removes every container (also at exit).
@@ -168,8 +173,8 @@ class DockerRuntime:
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
-        #: image -> a started, unused container (or the thread starting it)
-        self._spare: dict[str, _TaskContainer | threading.Thread] = {}
+        #: the next session, opened ahead (or the thread opening it)
+        self._spare: _Spare | None = None
         self._owned: dict[str, _TaskContainer] = {}
         self._threads: set[threading.Thread] = set()
         self._closed = False
@@ -231,41 +236,65 @@ class DockerRuntime:
             raise SandboxError("the docker runtime is closed")
         return box
 
-    def _prestart(self, image: str, task_id: str) -> None:
+    def _open(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
+        """A new container of ``key``'s image with the agent's shell started in it."""
+        image, task_id, env, init, max_output_bytes = key
+        box = self._start(image, task_id)
+
+        def spawn(argv: Sequence[str]) -> DockerProcess:
+            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir="/app")
+
+        try:
+            return box, ShellSession(spawn, init=init, max_output_bytes=max_output_bytes)
+        except BaseException:
+            self._discard(box)
+            raise
+
+    def _prestart(self, key: _SpareKey) -> None:
+        """Open the next session of ``key`` in the background (one spare at a time)."""
+
         def work() -> None:
+            me = threading.current_thread()
             try:
-                box: _TaskContainer | None = self._start(image, task_id)
+                made: tuple[_TaskContainer, ShellSession] | None = self._open(key)
             except Exception:
-                box = None  # the next session starts its own
+                made = None  # the next session opens its own
             with self._lock:
-                self._threads.discard(threading.current_thread())
-                if box is not None and self._spare.get(image) is threading.current_thread():
-                    self._spare[image] = box
+                self._threads.discard(me)
+                mine = self._spare is not None and self._spare[1] is me
+                if mine:
+                    self._spare = (key, made) if made is not None else None
                     return
-                if self._spare.get(image) is threading.current_thread():
-                    del self._spare[image]
-            if box is not None:
-                self._discard(box)
+            if made is not None:
+                made[1].close()
+                self._discard(made[0])
 
         thread = threading.Thread(target=work, daemon=True, name="agentenvs-tb-prestart")
         with self._lock:
-            if self._closed or image in self._spare:
+            if self._closed:
                 return
-            self._spare[image] = thread
+            old, self._spare = self._spare, (key, thread)
             self._threads.add(thread)
+        self._drop_spare(old)
         thread.start()
 
-    def _take(self, image: str, task_id: str) -> _TaskContainer:
+    def _drop_spare(self, spare: _Spare | None) -> None:
+        if spare is not None and isinstance(spare[1], tuple):
+            box, shell = spare[1]
+            shell.close()
+            self._discard_later(box)
+
+    def _take(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
         with self._lock:
-            spare = self._spare.get(image)
-        if isinstance(spare, threading.Thread):
-            spare.join(timeout=60)
+            spare = self._spare
+        if spare is not None and spare[0] == key and isinstance(spare[1], threading.Thread):
+            spare[1].join(timeout=60)
         with self._lock:
-            spare = self._spare.get(image)
-            if isinstance(spare, _TaskContainer):
-                del self._spare[image]
-                return spare
-        return self._start(image, task_id)
+            spare = self._spare
+            if spare is not None and spare[0] == key and isinstance(spare[1], tuple):
+                self._spare = None
+                return spare[1]
+        return self._open(key)
 
     def _discard(self, box: _TaskContainer) -> None:
         box.remove()
@@ -298,15 +327,12 @@ class DockerRuntime:
         old, self._current = self._current, None
         if old is not None:
             self._discard_later(old)
-        box = self._current = self._take(image, task.id)
+        env = tuple(sorted({"HOME": "/root", "TERM": "dumb", **dict(task.env)}.items()))
+        key = (image, task.id, env, init, max_output_bytes)
+        self._current, shell = self._take(key)
         if self.prestart:
-            self._prestart(image, task.id)
-        env = {"HOME": "/root", "TERM": "dumb", **dict(task.env)}
-
-        def spawn(argv: Sequence[str]) -> DockerProcess:
-            return _ShellProcess(box, argv, user="0:0", env=env, workdir="/app")
-
-        return ShellSession(spawn, init=init, max_output_bytes=max_output_bytes)
+            self._prestart(key)
+        return shell
 
     def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
         """Nothing to do: the image holds the starting state (setup.sh ran at build)."""
@@ -323,7 +349,9 @@ class DockerRuntime:
             thread.join(timeout=60)
         with self._lock:
             boxes = list(self._owned.values())
-            self._spare.clear()
+            spare, self._spare = self._spare, None
+        if spare is not None and isinstance(spare[1], tuple):
+            spare[1][1].close()
         for box in boxes:
             self._discard(box)
         try:
