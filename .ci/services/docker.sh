@@ -4,8 +4,8 @@
 # Installs Debian's docker.io when dockerd is missing, starts dockerd in the background
 # (no bridge, no iptables: sandbox containers run with --network none anyway) unless an
 # engine already answers, waits until it does, then builds agentenvs/base:<suite> with
-# debootstrap + `docker import` and agentenvs/python:latest on top of it, skipping images
-# that are present. Prints timings to stderr. Stop the engine with
+# debootstrap + `docker import` and agentenvs/python:latest and agentenvs/terminal:latest
+# on top of it, skipping images that are up to date. Prints timings to stderr. Stop the engine with
 # `kill "$(cat /var/run/docker.pid)"`.
 set -euo pipefail
 
