@@ -55,6 +55,11 @@ def test_start_and_status():
     pid = read_pid()
     assert res.stdout.strip() == f"started (pid {pid})"
     assert alive(pid)
+    # the started child may not have exec'd python yet when `start` returns
+    for _ in range(40):
+        if b"ticker.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            break
+        time.sleep(0.05)
     assert b"ticker.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
     res = svc("status")
     assert res.returncode == 0 and res.stdout.strip() == f"running (pid {pid})"
