@@ -2,14 +2,29 @@
 
 Gymnasium's ``Text`` space has a fixed charset, which an LLM's output does not respect;
 this space accepts every string and samples printable text for checkers.
+
+Vector envs: ``FreeText`` batches as Gymnasium batches ``Text``, as a ``Tuple`` of ``n``
+independently seeded copies whose values are tuples of ``str``, so ``SyncVectorEnv`` and
+``AsyncVectorEnv`` work on every env. ``AsyncVectorEnv`` needs ``shared_memory=False``:
+strings have no fixed-size array form (Gymnasium's own shared memory for ``Text`` is
+read once at construction), so none is registered and ``shared_memory=True`` fails
+with Gymnasium's error that says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from copy import deepcopy
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Space
+from gymnasium.spaces import Space, Tuple
+from gymnasium.vector.utils import (
+    batch_differing_spaces,
+    batch_space,
+    concatenate,
+    create_empty_array,
+)
 
 _SAMPLE_ALPHABET = np.array(
     list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?()[]{}<>=+-*/_'\"\n")
@@ -49,3 +64,30 @@ class FreeText(Space[str]):
 
     def from_jsonable(self, sample_n: list[str]) -> list[str]:
         return list(sample_n)
+
+
+# ---------------------------------------------------------------- vector envs
+# ``import gymnasium`` has loaded these singledispatch functions already, so this costs
+# nothing; the bodies mirror Gymnasium's for ``Text``.
+@batch_space.register(FreeText)
+def _batch_free_text(space: FreeText, n: int = 1) -> Tuple:
+    batched = Tuple(tuple(deepcopy(space) for _ in range(n)), seed=deepcopy(space.np_random))
+    # each copy its own seed, drawn from a copy of the space's RNG (as for Text)
+    seeds = deepcopy(space.np_random).integers(0, int(1e8), n)
+    batched.seed([int(s) for s in seeds])
+    return batched
+
+
+@batch_differing_spaces.register(FreeText)
+def _batch_differing_free_text(spaces: Sequence[FreeText]) -> Tuple:
+    return Tuple([deepcopy(space) for space in spaces], seed=deepcopy(spaces[0].np_random))
+
+
+@concatenate.register(FreeText)
+def _concatenate_free_text(space: FreeText, items: Iterable[str], out: Any) -> tuple[str, ...]:
+    return tuple(items)
+
+
+@create_empty_array.register(FreeText)
+def _empty_free_text(space: FreeText, n: int = 1, fn: Callable[..., Any] = np.zeros) -> tuple[str, ...]:
+    return ("",) * n
