@@ -146,8 +146,10 @@ class BFCLEnv(TextEnv):
     instructions) and ``info["tools"]`` (the docs as OpenAI-style tools whose
     parameters are Draft 2020-12 JSON Schema: ``dict`` → ``object``, ``float`` →
     ``number``, ``tuple`` → ``array``, ``any`` and every Java/JS type → ``string``) on
-    reset. Steps add ``verdict`` (``{"valid", "error_type", "errors"}``, or ``None``
-    when the reply was not graded) and ``num_calls`` (decoded calls, ``None`` if none).
+    reset. Steps add ``verdict`` (``{"valid", "error_type", "errors"}``) when the reply
+    was graded and ``num_calls`` (decoded calls) when it decoded; each is absent
+    otherwise rather than ``None``, so that vector envs can batch infos (Gymnasium
+    masks a missing key, but cannot put ``None`` beside a dict or an int).
 
     ## Arguments
     - ``categories``: a category name or a list of them (default: every single-turn
@@ -275,7 +277,6 @@ class BFCLEnv(TextEnv):
             return Transition(
                 observation=f"Invalid reply: {why} {self.action_format()}",
                 action_valid=False,
-                info={"verdict": None, "num_calls": None},
             )
         self._verdict = verdict
         if verdict.valid:
@@ -290,7 +291,7 @@ class BFCLEnv(TextEnv):
             terminated=True,
             success=verdict.valid,
             score=reward,
-            info={"verdict": verdict.as_dict(), "num_calls": None if calls is None else len(calls)},
+            info={"verdict": verdict.as_dict()} | ({} if calls is None else {"num_calls": len(calls)}),
         )
 
     def score_action(self, action: str) -> float:

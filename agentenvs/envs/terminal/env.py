@@ -72,7 +72,8 @@ class TerminalBenchEnv(TextEnv):
     ``success`` (resolved), ``score`` (fraction of tests passed, 0 before the tests ran;
     Harbor tasks: the reward file's value), ``state_key`` (a hash of /app's files and
     the shell's directory), ``tests_passed``/``tests_total``, ``test_results`` (name →
-    passed) once they ran, ``exit_status``, ``timed_out``, ``runtime``.
+    passed) once they ran, ``exit_status`` (absent before the first command and after
+    one interrupted without a status), ``timed_out``, ``runtime``.
 
     Snapshots hold /app's files (a tar), the shell's directory and exported variables,
     and the test results: restore starts a new shell in a new sandbox, unpacks the
@@ -461,11 +462,12 @@ class TerminalBenchEnv(TextEnv):
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             "runtime": self.runtime_name,
-            "exit_status": self._last_exit,
             "timed_out": self._last_timed_out,
             "tests_passed": sum(self._results.values()),
             "tests_total": len(self._results),
         }
+        if self._last_exit is not None:  # absent, not None: vector envs batch ints only
+            info["exit_status"] = self._last_exit
         if self._tested:
             info["test_results"] = dict(self._results)
         return info
