@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import TaskError
+from agentenvs.core.tasks import tasks_root
 
-DEFAULT_TASKS = Path(__file__).resolve().parents[3] / "tasks" / "terminal"
 BASE_IMAGE = "agentenvs/terminal:latest"
 DEFAULT_AGENT_TIMEOUT = 360.0
 DEFAULT_TEST_TIMEOUT = 60.0
@@ -303,7 +303,7 @@ def load_task(task_dir: Path) -> TerminalTask:
 
 def load_tasks(path: str | Path | None = None) -> dict[str, TerminalTask]:
     """Every task under ``path`` (a folder of task folders, or one task folder)."""
-    root = Path(path) if path is not None else DEFAULT_TASKS
+    root = Path(path) if path is not None else tasks_root() / "terminal"
     if not root.is_dir():
         raise TaskError(str(root), "<dir>", "no such tasks folder")
     if (root / "task.yaml").is_file() or (root / "task.toml").is_file():

@@ -414,9 +414,13 @@ class TerminalBenchEnv(TextEnv):
         if self._shell is None:
             return "lost"
         try:
+            # git's index caches stat data (times, inodes) that differ between equal
+            # states: hash each repository's staged entries instead of the index file
             rc, out = self._shell.control(
-                "tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C / app "
-                "2>/dev/null | md5sum"
+                "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
+                "--exclude=.git/index --exclude='*/.git/index' -C / app 2>/dev/null; "
+                "find /app -name .git -prune 2>/dev/null | sort | while read -r g; do "
+                "echo \"$g\"; git -C \"${g%/.git}\" ls-files --stage 2>/dev/null; done; } | md5sum"
             )
         except SandboxError:  # the sandbox died; the next step ends the episode
             return "lost"
