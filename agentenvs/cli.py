@@ -97,6 +97,20 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         mode="derive",
         note="near-miss calls 50% vs 20% of the time",
     ),
+    # Terminal-Bench in the local sandbox: replaying the task's solution.sh, preceded by a
+    # destructive or mistyped command (the env's error_action) 60% vs 20% of the time.
+    DemoSuite(
+        name="terminal",
+        env_id="agentenvs/TerminalBench-v0",
+        env_kwargs={},
+        first="terminal/noisy:error_rate=0.6",
+        second="terminal/noisy:error_rate=0.2",
+        budgets=(2, 3, 4),
+        mode="derive",
+        tasks="first:16",
+        n=4,
+        note="a wrong command before the solution 60% vs 20% of the time",
+    ),
     # BFCL multi-turn on the project's backends: a near-miss call opens a user turn 30% vs
     # 10% of the time; the budget counts agent steps over all user turns.
     DemoSuite(

@@ -46,7 +46,10 @@ def main() -> None:
     }
     episodes = {n: len(tasks) * n for n in configs}
     started = time.perf_counter()
-    ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        num_cpus=WORKERS, include_dashboard=False, log_to_driver=False,
+        _node_ip_address="127.0.0.1",  # this machine only: stay on loopback
+    )
     ray_start = time.perf_counter() - started
     try:
         with tempfile.TemporaryDirectory() as tmp:

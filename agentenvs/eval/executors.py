@@ -37,6 +37,9 @@ from agentenvs.core.errors import AgentEnvsError, require
 
 BACKENDS = ("local", "ray")
 
+#: where a Ray instance that this process starts listens
+LOOPBACK = "127.0.0.1"
+
 
 class Job(NamedTuple):
     """One unit of work: ``fn(state, payload)`` on a worker; ``key`` names its result."""
@@ -235,7 +238,11 @@ class RayExecutor(Executor):
         self._owns_ray = False
         if not ray.is_initialized():
             try:
-                ray.init(address=address, **(init_kwargs or {}))
+                kwargs = dict(init_kwargs or {})
+                if address is None:
+                    # an instance started here serves this machine only: keep it on loopback
+                    kwargs.setdefault("_node_ip_address", LOOPBACK)
+                ray.init(address=address, **kwargs)
             except ConnectionError as exc:
                 raise ServiceUnavailable(f"cannot reach Ray at {address!r}: {exc}") from exc
             self._owns_ray = True

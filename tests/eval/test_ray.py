@@ -91,6 +91,7 @@ def ray_cluster() -> Iterator[dict[str, float]]:
         patch.setenv("PYTHONPATH", python_path)
         ray.init(
             num_cpus=2,
+            _node_ip_address="127.0.0.1",  # this machine only: stay on loopback
             include_dashboard=False,
             log_to_driver=False,  # a test that kills workers on purpose would fill the log
             object_store_memory=128 * 1024 * 1024,
