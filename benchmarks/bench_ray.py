@@ -13,6 +13,11 @@ must give identical trajectories.
 from __future__ import annotations
 
 import os
+
+# this machine only: Ray registers its node on loopback (read when ray is imported)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+import os
 import tempfile
 import time
 from pathlib import Path

@@ -13,6 +13,11 @@ import pytest
 
 SERVICE_MARKERS = ("docker", "mysql", "bwrap")
 
+# Ray instances that the tests start serve this machine only: with this set (read when ray
+# is imported, inherited by subprocesses) Ray registers its node on the loopback address
+# instead of the machine's network address.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 
 def services_required() -> bool:
     return os.environ.get("AGENTENVS_REQUIRE_SERVICES", "") not in ("", "0", "false", "no")
