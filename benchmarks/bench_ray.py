@@ -13,17 +13,15 @@ must give identical trajectories.
 from __future__ import annotations
 
 import os
-
-# this machine only: Ray registers its node on loopback (read when ray is imported)
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
-import os
 import tempfile
 import time
 from pathlib import Path
 
 from agentenvs.eval.records import TRAJECTORIES_NAME
 from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
+
+# this machine only: Ray registers its node on loopback (read when ray is imported below)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ENV_ID = "agentenvs/FrozenLake-v0"
 POLICY = "frozenlake/noisy:error_rate=0.2"
