@@ -2,7 +2,8 @@
 
 Tests that need a service (Docker, MySQL, bubblewrap namespaces) carry its marker and skip
 with the reason when it is missing. With ``AGENTENVS_REQUIRE_SERVICES=1`` (set by CI) such a
-skip is reported as a failure, so CI proves them.
+skip is reported as a failure, so CI proves them; so is a skip for an optional dependency
+that could not be imported (``pytest.importorskip``), since `make test` installs them all.
 """
 
 from __future__ import annotations
@@ -30,10 +31,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     if not report.skipped or not services_required():
         return
     needed = [m for m in SERVICE_MARKERS if item.get_closest_marker(m) is not None]
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
     if needed:
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = (
             f"service(s) {needed} are required (AGENTENVS_REQUIRE_SERVICES is set) "
+            f"but the test was skipped: {reason}"
+        )
+    elif "could not import" in str(reason):
+        # an optional dependency that `make test` installs (torch, transformers, ray, ...)
+        report.outcome = "failed"
+        report.longrepr = (
+            f"an installed extra is required (AGENTENVS_REQUIRE_SERVICES is set) "
             f"but the test was skipped: {reason}"
         )
