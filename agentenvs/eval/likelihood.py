@@ -38,11 +38,9 @@ import numpy as np
 
 import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
 from agentenvs.eval.records import (
-    FORMAT_VERSION,
-    MANIFEST_NAME,
     dumps_line,
+    ensure_manifest,
     iter_records,
-    read_manifest,
     stable_seed,
     write_json_atomic,
 )
@@ -213,26 +211,10 @@ class LikelihoodResult:
 
 def _prepare(config: LikelihoodConfig, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = json.loads(dumps_line(config.to_dict()))
-    path = out_dir / MANIFEST_NAME
-    if path.exists():
-        stored = read_manifest(out_dir)["config"]
-        if stored != wanted:
-            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
-            raise AnalysisConfigError(
-                f"{out_dir} holds a likelihood analysis with another config (differs in {diffs})"
-            )
-    else:
-        write_json_atomic(
-            path,
-            {
-                "format": FORMAT_VERSION,
-                "analysis": "likelihood",
-                "config": wanted,
-                "agentenvs_version": agentenvs.__version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-        )
+    ensure_manifest(
+        out_dir, config.to_dict(), error=AnalysisConfigError, what="a likelihood analysis",
+        analysis="likelihood",
+    )
 
 
 def work_items(config: LikelihoodConfig) -> list[dict[str, Any]]:

@@ -147,6 +147,48 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     os.replace(tmp, path)
 
 
+def ensure_manifest(
+    out_dir: Path,
+    config: dict[str, Any],
+    *,
+    error: type[Exception],
+    what: str = "a run",
+    **fields: Any,
+) -> bool:
+    """Write ``out_dir``'s manifest for ``config``, or check that the stored one matches.
+
+    Returns True when it was written now. A resume with another config raises ``error``
+    naming the keys that differ (compared through JSON, so tuples equal stored lists).
+    """
+    import time
+
+    import agentenvs
+
+    wanted = json.loads(dumps_line(config))
+    path = out_dir / MANIFEST_NAME
+    if path.exists():
+        stored = read_manifest(out_dir)["config"]
+        if stored != wanted:
+            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+            detail = "; ".join(f"{k}: stored {stored.get(k)!r}, asked {wanted.get(k)!r}" for k in diffs)
+            raise error(
+                f"{out_dir} holds {what} with another config ({detail}); resume with the same "
+                "config or choose another output directory"
+            )
+        return False
+    write_json_atomic(
+        path,
+        {
+            "format": FORMAT_VERSION,
+            **fields,
+            "config": wanted,
+            "agentenvs_version": agentenvs.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+    )
+    return True
+
+
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST_NAME
     if not path.exists():

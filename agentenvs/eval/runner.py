@@ -28,7 +28,6 @@ resuming with another config is refused.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import time
 from collections.abc import Hashable, Sequence
@@ -43,16 +42,14 @@ from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
 from agentenvs.eval.executors import BACKENDS, Job, make_executor
 from agentenvs.eval.records import (
-    FORMAT_VERSION,
     MANIFEST_NAME,
     TRAJECTORIES_NAME,
     JsonlAppender,
     RunFileError,
     dumps_line,
+    ensure_manifest,
     iter_records,
-    read_manifest,
     stable_seed,
-    write_json_atomic,
 )
 from agentenvs.policy.base import Conversation, Policy
 from agentenvs.policy.registry import make_policy
@@ -269,30 +266,9 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = run_dir / MANIFEST_NAME
     traj_path = run_dir / TRAJECTORIES_NAME
-    # through JSON, so a tuple in env_kwargs compares equal to the list stored for it
-    wanted = json.loads(dumps_line(config.to_dict()))
-    if manifest_path.exists():
-        stored = read_manifest(run_dir)["config"]
-        if stored != wanted:
-            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
-            detail = "; ".join(f"{k}: stored {stored.get(k)!r}, asked {wanted.get(k)!r}" for k in diffs)
-            raise RunConfigError(
-                f"{run_dir} holds a run with another config ({detail}); resume with the same "
-                "config or choose another output directory"
-            )
-    elif traj_path.exists() and traj_path.stat().st_size > 0:
+    if not manifest_path.exists() and traj_path.exists() and traj_path.stat().st_size > 0:
         raise RunFileError(f"{traj_path} exists without {MANIFEST_NAME}; refusing to mix runs")
-    else:
-        write_json_atomic(
-            manifest_path,
-            {
-                "format": FORMAT_VERSION,
-                "config": wanted,
-                "run_id": config.run_id,
-                "agentenvs_version": agentenvs.__version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-        )
+    ensure_manifest(run_dir, config.to_dict(), error=RunConfigError, run_id=config.run_id)
     expected = {item.key for item in config.work()}
     done: set[tuple[str, int, int]] = set()
     for record in iter_records(traj_path):

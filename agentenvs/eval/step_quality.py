@@ -44,11 +44,9 @@ from agentenvs.core.errors import AgentEnvsError
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
 from agentenvs.eval.passk import bootstrap_weights, percentile_bounds
 from agentenvs.eval.records import (
-    FORMAT_VERSION,
-    MANIFEST_NAME,
     dumps_line,
+    ensure_manifest,
     iter_records,
-    read_manifest,
     stable_seed,
     write_json_atomic,
 )
@@ -258,27 +256,10 @@ class AnalysisResult:
 
 def _prepare(config: StepQualityConfig, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = json.loads(dumps_line(config.to_dict()))
-    path = out_dir / MANIFEST_NAME
-    if path.exists():
-        stored = read_manifest(out_dir)["config"]
-        if stored != wanted:
-            diffs = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
-            raise AnalysisConfigError(
-                f"{out_dir} holds an analysis with another config (differs in {diffs}); "
-                "resume with the same config or choose another output directory"
-            )
-    else:
-        write_json_atomic(
-            path,
-            {
-                "format": FORMAT_VERSION,
-                "analysis": "step_quality",
-                "config": wanted,
-                "agentenvs_version": agentenvs.__version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-        )
+    ensure_manifest(
+        out_dir, config.to_dict(), error=AnalysisConfigError, what="an analysis",
+        analysis="step_quality",
+    )
 
 
 def source_trajectories(
