@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -79,6 +79,23 @@ class ScoringPolicy(Policy, Protocol):
     ) -> list[ActionScore]:
         """``log p(action | conversation)`` for each pair, summed and per token."""
         ...
+
+
+E = TypeVar("E")
+
+
+def live_env(conversation: Conversation, env_type: type[E]) -> E:
+    """The conversation's live env, unwrapped and checked to be an ``env_type``.
+
+    Scripted reference policies decide from the env's state; this is how they reach it.
+    """
+    env: Any = getattr(conversation.env, "unwrapped", conversation.env)
+    if not isinstance(env, env_type):
+        raise TypeError(
+            f"this scripted policy reads the live env: the conversation's env must be a "
+            f"{env_type.__name__}, got {type(env).__name__} (pass Conversation(env=...))"
+        )
+    return env
 
 
 class ScriptedPolicy:

@@ -10,23 +10,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
-from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 
 def _env_of(conversation: Conversation) -> DeepCoderMTEnv:
-    env: Any = conversation.env
-    env = getattr(env, "unwrapped", env)
-    if not isinstance(env, DeepCoderMTEnv):
-        raise TypeError(
-            "DeepCoder scripted policies read the live env: the conversation's env must be a "
-            f"DeepCoderMTEnv, got {type(env).__name__}"
-        )
-    return env
+    return live_env(conversation, DeepCoderMTEnv)
 
 
 def reference_action(env: DeepCoderMTEnv) -> str:

@@ -16,26 +16,17 @@ reports for RL vs base models (e.g. ``frozenlake/noisy:error_rate=0.2,recover=0.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from agentenvs.envs.frozenlake.env import FrozenLakeEnv, format_action
-from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 #: regrets at or below this count as optimal (floating-point noise in the DP)
 REGRET_TOL = 1e-9
 
 
 def _env_of(conversation: Conversation) -> FrozenLakeEnv:
-    env: Any = conversation.env
-    env = getattr(env, "unwrapped", env)
-    if not isinstance(env, FrozenLakeEnv):
-        raise TypeError(
-            "FrozenLake scripted policies read the live env: the conversation's env must be a "
-            f"FrozenLakeEnv, got {type(env).__name__}"
-        )
-    return env
+    return live_env(conversation, FrozenLakeEnv)
 
 
 def best_action(env: FrozenLakeEnv, rng: np.random.Generator) -> int:

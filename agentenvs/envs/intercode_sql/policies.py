@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 
-def _env(conversation: Conversation):  # noqa: ANN202 - the unwrapped InterCodeSQLEnv
-    env = conversation.env
-    if env is None:
-        raise ValueError("InterCode-SQL scripted policies read the env: pass Conversation(env=...)")
-    return env.unwrapped if hasattr(env, "unwrapped") else env
+def _env(conversation: Conversation) -> InterCodeSQLEnv:
+    return live_env(conversation, InterCodeSQLEnv)
 
 
 class GoldPolicy(ScriptedPolicy):

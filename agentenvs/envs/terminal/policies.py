@@ -9,23 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from agentenvs.envs.terminal.env import TerminalBenchEnv
-from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 
 def _env_of(conversation: Conversation) -> TerminalBenchEnv:
-    env: Any = conversation.env
-    env = getattr(env, "unwrapped", env)
-    if not isinstance(env, TerminalBenchEnv):
-        raise TypeError(
-            "terminal scripted policies read the live env: the conversation's env must be a "
-            f"TerminalBenchEnv, got {type(env).__name__}"
-        )
-    return env
+    return live_env(conversation, TerminalBenchEnv)
 
 
 def solution_action(env: TerminalBenchEnv) -> str:

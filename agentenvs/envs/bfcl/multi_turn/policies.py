@@ -13,16 +13,12 @@ from collections import Counter
 import numpy as np
 
 from agentenvs.envs.bfcl.decode import format_calls
-from agentenvs.policy.base import Conversation, ScriptedPolicy
+from agentenvs.envs.bfcl.multi_turn.env import BFCLMultiTurnEnv
+from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 
-def _env(conversation: Conversation):  # noqa: ANN202 - the unwrapped BFCLMultiTurnEnv
-    env = conversation.env
-    if env is None:
-        raise ValueError(
-            "BFCL multi-turn scripted policies read the env: pass Conversation(env=...)"
-        )
-    return env.unwrapped if hasattr(env, "unwrapped") else env
+def _env(conversation: Conversation) -> BFCLMultiTurnEnv:
+    return live_env(conversation, BFCLMultiTurnEnv)
 
 
 def _key(call) -> str:  # noqa: ANN001 - a decode.Call
