@@ -243,6 +243,9 @@ class InterCodeSQLEnv(TextEnv):
         self._episode: Episode | None = None
         self._episode_db: str | None = None
         self._gold: dict[str, QueryResult] = {}
+        # the gold result on this episode's own database, while the agent has not written
+        self._episode_gold: QueryResult | None = None
+        self._wrote = False
         self._last: QueryResult | None = None
         self._best = 0.0
 
@@ -292,6 +295,8 @@ class InterCodeSQLEnv(TextEnv):
         self._open_episode(task.db)
         self._last = None
         self._best = 0.0
+        self._episode_gold = None
+        self._wrote = False
         parts = [self.system_prompt(), f"Question: {task.question}"]
         if self.show_schema:
             parts.append(self._schema_text(task))
@@ -321,8 +326,19 @@ class InterCodeSQLEnv(TextEnv):
 
     # ---------------------------------------------------------------- reward
     def gold_result(self) -> QueryResult:
-        """The gold query's result on the task's pristine database (cached per task)."""
+        """The gold query's result, as InterCode computes it on the agent's own database.
+
+        While the agent has only read, the gold runs on the episode's database (so rows
+        come in the order this copy yields them, as InterCode's shared cursor does; a
+        result without ORDER BY can come in another order from another copy). Once the
+        agent has run a statement without a result set (a possible write), the gold runs
+        on the task's pristine database instead, so deleting rows cannot change the key.
+        """
         task = self.task
+        if not self._wrote and self._episode is not None:
+            if self._episode_gold is None:
+                self._episode_gold = self._episode.probe(self.gold_query)
+            return self._episode_gold
         if task.id not in self._gold:
             source = self.task_set.databases[task.db]
             self._gold[task.id] = self.backend.run_on_template(source, self.gold_query)
@@ -364,6 +380,9 @@ class InterCodeSQLEnv(TextEnv):
             )
         result = self.episode.execute(payload)
         self._last = result
+        if result.ok and result.rows is None:  # ran without a result set: it may have written
+            self._wrote = True
+            self._episode_gold = None
         observation = format_result(
             result, max_rows=self.max_rows, max_chars=self.max_observation_chars
         )
@@ -429,6 +448,7 @@ class InterCodeSQLEnv(TextEnv):
             "db": self.episode.dump(),
             "last": self._last,
             "best": self._best,
+            "wrote": self._wrote,
         }
 
     def _set_state(self, state: Any) -> None:
@@ -443,6 +463,8 @@ class InterCodeSQLEnv(TextEnv):
         self.episode.load(state["db"])
         self._last = state["last"]
         self._best = state["best"]
+        self._wrote = state.get("wrote", True)
+        self._episode_gold = None
 
     def close(self) -> None:
         if self._episode is not None:
