@@ -372,3 +372,20 @@ def test_contract_on_one_task_with_early_stop() -> None:
         steps=10,
         check_processes=False,  # the registry-wide contract test runs it
     )
+
+
+@pytest.mark.docker
+def test_contract_on_docker() -> None:
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        pytest.skip(f"the docker backend cannot be imported: {exc}")
+    ok, why = docker_available()
+    if not ok:
+        pytest.skip(f"docker sandbox unavailable: {why}")
+    check_env_contract(
+        "agentenvs/DeepCoderMT-v0",
+        options={"task_id": "dc-035"},
+        env_kwargs={"sandbox": "docker", "early_stop": True, "public_tests": 0.5},
+        steps=10,
+    )
