@@ -9,18 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from agentenvs.envs.terminal.data import load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.runtime_docker import TASK_LABEL
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
-#: a spread of the bundled tasks: text, git, permissions, SQLite, a background server
-BUNDLED = [
-    "word-frequency",
-    "git-merge-conflict",
-    "fix-permissions",
-    "sqlite-import-inventory",
-    "static-site-server",
-]
+#: every bundled task: its solution passes and doing nothing fails, as on the local runtime
+BUNDLED = sorted(load_tasks())
 
 pytestmark = pytest.mark.docker
 
