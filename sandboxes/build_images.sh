@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build every sandbox image offline: the Debian base, then the images on top of it.
+# Build every sandbox image offline: the Debian base, then the images on top of it, then
+# the MariaDB server image (a root filesystem of its own: build_mariadb_image.sh).
 #
 # Needs a running Docker engine (see .ci/services/docker.sh). An image on top of the base
 # is labelled with a hash of the base image id and its build folder, and rebuilt when
@@ -15,18 +16,20 @@ SUITE=${AGENTENVS_BASE_SUITE:-${HOST_SUITE:-bookworm}}
 BASE=agentenvs/base:$SUITE
 PYTHON_IMAGE=${AGENTENVS_DOCKER_IMAGE:-agentenvs/python:latest}
 TERMINAL_IMAGE=${AGENTENVS_TERMINAL_IMAGE:-agentenvs/terminal:latest}
+MARIADB_IMAGE=${AGENTENVS_MARIADB_IMAGE:-agentenvs/mariadb:latest}
+MARIADB_ROOTFS=agentenvs/mariadb-rootfs:$SUITE
 LABEL_KEY=org.agentenvs.build-hash
 
 say() { echo "build_images.sh: $*" >&2; }
 
 AGENTENVS_BASE_IMAGE=$BASE bash "$HERE/build_base_image.sh" $FORCE "$SUITE"
-BASE_ID=$(docker image inspect -f '{{.Id}}' "$BASE")
 
-# build_on_base IMAGE DIR: build DIR's Dockerfile FROM the base unless an image with the
-# same base id and folder contents is present
+# build_on_base IMAGE DIR [BASE]: build DIR's Dockerfile FROM BASE (default: the base)
+# unless an image with the same base id and folder contents is present
 build_on_base() {
-  local image=$1 dir=$2 want have t0 log
-  want=$( { echo "$BASE_ID"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum; } \
+  local image=$1 dir=$2 base=${3:-$BASE} base_id want have t0 log
+  base_id=$(docker image inspect -f '{{.Id}}' "$base")
+  want=$( { echo "$base_id"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum; } \
     | sha256sum | cut -c1-16)
   have=$(docker image inspect -f "{{index .Config.Labels \"$LABEL_KEY\"}}" "$image" \
     2>/dev/null || true)
@@ -38,7 +41,7 @@ build_on_base() {
   # the classic builder with no network: nothing is fetched while building, and it
   # works on engines without BuildKit or a bridge network
   log=$(mktemp /tmp/agentenvs-build.XXXXXX.log)
-  if ! DOCKER_BUILDKIT=0 docker build --network none --build-arg "BASE_IMAGE=$BASE" \
+  if ! DOCKER_BUILDKIT=0 docker build --network none --build-arg "BASE_IMAGE=$base" \
     --label "$LABEL_KEY=$want" -t "$image" "$dir" >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     exit 1
@@ -49,3 +52,8 @@ build_on_base() {
 
 build_on_base "$PYTHON_IMAGE" "$HERE/python"
 build_on_base "$TERMINAL_IMAGE" "$HERE/terminal"
+
+# the MariaDB server has a root filesystem of its own (mariadb-server cannot be installed
+# in an offline build)
+AGENTENVS_MARIADB_ROOTFS_IMAGE=$MARIADB_ROOTFS bash "$HERE/build_mariadb_image.sh" $FORCE "$SUITE"
+build_on_base "$MARIADB_IMAGE" "$HERE/mariadb" "$MARIADB_ROOTFS"

@@ -1,7 +1,9 @@
 """InterCode-SQL on a real MariaDB/MySQL server (marked ``mysql``; skipped when none answers).
 
-The server comes from ``$AGENTENVS_MYSQL_URL``, else root over the default unix socket
-(``.ci/services/mariadb.sh`` starts one and prints its URL).
+Every test runs against two servers: ``local`` comes from ``$AGENTENVS_MYSQL_URL``, else
+root over the default unix socket (``.ci/services/mariadb.sh`` starts one and prints its
+URL); ``container`` (also marked ``docker``) is a MariaDB container started for this
+module from ``agentenvs/mariadb:latest`` (``sandboxes/build_images.sh`` builds it).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,9 +46,38 @@ def _server_url() -> str:
     return url
 
 
-@pytest.fixture(scope="module")
-def url() -> str:
-    return _server_url()
+def _container_url() -> Iterator[str]:
+    try:
+        import pymysql  # noqa: F401
+    except ImportError:
+        pytest.skip("PyMySQL is not installed (pip install 'agentenvs[mysql]')")
+    from agentenvs.core.errors import ServiceUnavailable
+    from agentenvs.envs.intercode_sql.container import (
+        DEFAULT_MARIADB_IMAGE,
+        start_mariadb_container,
+    )
+    from agentenvs.sandbox.docker import docker_available
+
+    ok, reason = docker_available(DEFAULT_MARIADB_IMAGE)
+    if not ok:
+        pytest.skip(reason)
+    try:
+        box = start_mariadb_container()
+    except (ImportError, ServiceUnavailable) as exc:
+        pytest.skip(f"no MariaDB container: {exc}")
+    with box:
+        yield box.url
+
+
+# one server of each kind per module: the container starts once (about a second)
+@pytest.fixture(
+    scope="module", params=["local", pytest.param("container", marks=pytest.mark.docker)]
+)
+def url(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "local":
+        yield _server_url()
+    else:
+        yield from _container_url()
 
 
 def admin(url: str):
