@@ -31,6 +31,8 @@ import multiprocessing as mp
 import multiprocessing.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from agentenvs.core.errors import AgentEnvsError, require
@@ -159,8 +161,13 @@ def _pool_run(jobs: Sequence[Job]) -> list[tuple[Hashable, Any]]:
 
 
 class LocalPoolExecutor(Executor):
-    """A ``multiprocessing`` pool of ``workers`` processes (``spawn`` by default: no
-    inherited threads, locks or sandboxes from the parent)."""
+    """A pool of ``workers`` processes (``spawn`` by default: no inherited threads, locks
+    or sandboxes from the parent).
+
+    A worker that dies (killed, out of memory, ``os._exit``) breaks the pool: the run
+    stops with ``WorkerLostError`` at once instead of waiting forever for its chunk; what
+    was already yielded stays, so a resumable caller picks up from there.
+    """
 
     def __init__(self, workers: int, *, start_method: str = "spawn") -> None:
         if workers < 1:
@@ -177,19 +184,34 @@ class LocalPoolExecutor(Executor):
             return
         chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
         unique = _Dedupe()
-        pool = mp.get_context(self.start_method).Pool(
-            min(self.workers, len(chunks)), initializer=_pool_init, initargs=(setup,)
+        pool = ProcessPoolExecutor(
+            min(self.workers, len(chunks)),
+            mp_context=mp.get_context(self.start_method),
+            initializer=_pool_init,
+            initargs=(setup,),
         )
+        finished = False
         try:
-            for results in pool.imap_unordered(_pool_run, chunks):
-                yield from unique(results)
-        except BaseException:
-            pool.terminate()
-            raise
-        else:
-            pool.close()
+            futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
+            for future in as_completed(futures):
+                yield from unique(future.result())
+            finished = True
+        except BrokenProcessPool as exc:
+            raise WorkerLostError(
+                "a worker process died (killed, out of memory or exited); the results "
+                "received so far are kept: run the same work again to resume"
+            ) from exc
         finally:
-            pool.join()
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                # stop now: queued chunks are dropped and running workers killed, as an
+                # interrupted or failed run must not keep the machine busy
+                processes = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in processes:
+                    process.kill()
+                    process.join(timeout=5)
 
 
 # ---------------------------------------------------------------- Ray actors

@@ -105,6 +105,24 @@ if "agentenvs_test/Guess-v0" not in gym.registry:
 register_policy("test/guesser", f"{__name__}:RandomGuesser")
 
 
+class CrashingGuesser(RandomGuesser):
+    """The first process to act while ``marker`` is missing creates it and dies at once,
+    as a worker killed by the OOM killer would."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return super().act(conversation, rng)
+        os._exit(17)
+
+
+register_policy("test/crashing-guesser", f"{__name__}:CrashingGuesser")
+
+
 def config(**overrides: Any) -> EvalConfig:
     base: dict[str, Any] = dict(
         env_id=GUESS_ID,
@@ -298,3 +316,19 @@ def test_frozenlake_visible_budget_needs_rerun(tmp_path: Path) -> None:
     run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
     first = read_records(tmp_path / TRAJECTORIES_NAME)[0]
     assert "turns left" in first["initial_observation"]
+
+
+def test_a_dying_worker_stops_the_run_and_a_resume_completes_it(tmp_path: Path) -> None:
+    from agentenvs.eval.executors import WorkerLostError
+
+    marker = tmp_path / "crashed"
+    cfg = config(mode="rerun", n=4, policy=f"test/crashing-guesser:marker={marker}")
+    marker.touch()  # the reference run must not crash
+    run_pass_at_k_t(cfg, tmp_path / "reference", workers=0, progress=False)
+    marker.unlink()
+    with pytest.raises(WorkerLostError, match="worker process died"):
+        run_pass_at_k_t(cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False)
+    assert marker.exists()  # a worker really exited mid-chunk
+    summary = run_pass_at_k_t(cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False)
+    assert summary.total == 3 * 4 * 4
+    assert lines(tmp_path / "crashed-run") == lines(tmp_path / "reference")
