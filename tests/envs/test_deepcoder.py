@@ -343,8 +343,7 @@ def test_scripted_policies(bundled) -> None:
     assert terminated and info["success"] and info["turn"] == 2
 
 
-@pytest.mark.docker
-def test_docker_backend_runs_the_reference() -> None:
+def docker_or_skip() -> None:
     try:
         from agentenvs.sandbox.docker import docker_available
     except ImportError as exc:
@@ -352,6 +351,11 @@ def test_docker_backend_runs_the_reference() -> None:
     ok, why = docker_available()
     if not ok:
         pytest.skip(f"docker sandbox unavailable: {why}")
+
+
+@pytest.mark.docker
+def test_docker_backend_runs_the_reference() -> None:
+    docker_or_skip()
     env = DeepCoderMTEnv(sandbox="docker")
     try:
         env.reset(seed=0, options={"task_id": "dc-033"})
@@ -376,13 +380,7 @@ def test_contract_on_one_task_with_early_stop() -> None:
 
 @pytest.mark.docker
 def test_contract_on_docker() -> None:
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        pytest.skip(f"the docker backend cannot be imported: {exc}")
-    ok, why = docker_available()
-    if not ok:
-        pytest.skip(f"docker sandbox unavailable: {why}")
+    docker_or_skip()
     check_env_contract(
         "agentenvs/DeepCoderMT-v0",
         options={"task_id": "dc-035"},
