@@ -79,3 +79,18 @@ def test_actions(text: str, script: str, complete: bool, problem: bool) -> None:
     if not problem:
         assert parsed.script == script
         assert parsed.complete == complete
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"commands": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ('{"commands": [], "n": ' + "1" * 5000 + "}", "cannot be read"),
+        ('{"commands": [{"keystrokes": "ls\\ud800\\n"}]}', "lone surrogate"),
+        ('{"commands": [{"keystrokes": "ls\\u0000\\n"}]}', "control characters"),
+        ('```json\n{"commands": ' + "[" * 50_000 + "]" * 50_000 + "}\n```", "nested too deeply"),
+    ],
+)
+def test_unreadable_json_is_a_problem_not_an_exception(text: str, says: str) -> None:
+    parsed = parse_action(text)
+    assert parsed.problem is not None and says in parsed.problem and parsed.script == ""

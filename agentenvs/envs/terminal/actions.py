@@ -49,6 +49,16 @@ def _from_json(data: object) -> ParsedAction | None:
         keys = cmd.get("keystrokes") if isinstance(cmd, dict) else None
         if not isinstance(keys, str):
             return ParsedAction("", False, f'commands[{i}] has no "keystrokes" string')
+        # JSON escapes can produce what the raw text could not hold: a lone surrogate
+        # (\ud800) or a control character
+        if not _encodable(keys):
+            return ParsedAction(
+                "", False, f"commands[{i}].keystrokes is not valid Unicode (a lone surrogate)"
+            )
+        if _CONTROL.search(keys):
+            return ParsedAction(
+                "", False, f"commands[{i}].keystrokes holds control characters a shell rejects"
+            )
         if _KEY_NAMES.match(keys.strip()):
             continue
         parts.append(keys.rstrip("\n"))
@@ -58,11 +68,37 @@ def _from_json(data: object) -> ParsedAction | None:
     return ParsedAction("\n".join(p for p in parts if p.strip()), complete)
 
 
-def parse_action(text: str) -> ParsedAction:
-    """The script and completion flag of a reply (``problem`` set when it is unusable)."""
+def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _json_reply(candidate: str) -> ParsedAction | None:
+    """The reply read as Terminus JSON; None when it is not JSON (or not that shape).
+
+    Text a model can emit must never raise: nesting deeper than the parser's recursion
+    limit and integers longer than Python's digit limit are reported as problems.
+    """
+    try:
+        data = json.loads(candidate)
+    except json.JSONDecodeError:
+        return None
+    except RecursionError:
+        return ParsedAction("", False, "the JSON is nested too deeply to read")
+    except ValueError as exc:  # e.g. an integer past sys.get_int_max_str_digits()
+        return ParsedAction("", False, f"the JSON cannot be read ({exc})")
+    try:
+        return _from_json(data)
+    except RecursionError:
+        return ParsedAction("", False, "the JSON is nested too deeply to read")
+
+
+def parse_action(text: str) -> ParsedAction:
+    """The script and completion flag of a reply (``problem`` set when it is unusable)."""
+    if not _encodable(text):
         return ParsedAction("", False, "the text is not valid Unicode (a lone surrogate)")
     if _CONTROL.search(text):
         return ParsedAction("", False, "control characters are not keystrokes a shell accepts")
@@ -71,10 +107,7 @@ def parse_action(text: str) -> ParsedAction:
         return ParsedAction("", True)
     for candidate in (stripped, *(m.group(1) for m in _JSON_BLOCK.finditer(text))):
         if candidate.startswith("{"):
-            try:
-                parsed = _from_json(json.loads(candidate))
-            except json.JSONDecodeError:
-                parsed = None
+            parsed = _json_reply(candidate)
             if parsed is not None:
                 return parsed
     matches = list(_BLOCK.finditer(text))
