@@ -248,3 +248,35 @@ def test_bundled_task_solution_passes_and_nothing_fails(
     obs, *_ = bundled_env.step(f"```bash\n{bundled_env.task.solution}\n```")
     _, reward, term, _, info = bundled_env.step("submit")
     assert term and info["success"] and reward == 1.0, (obs, info)
+
+
+#: modes (777, 666, 600, a sticky dir), an empty dir, a symlink, a dangling symlink, mtimes
+MODES_SETUP = (
+    "cd /app && mkdir -p perm/empty perm/sticky && echo x > perm/open && echo y > perm/shared "
+    "&& echo z > perm/secret && chmod 777 perm/open && chmod 666 perm/shared "
+    "&& chmod 600 perm/secret && chmod 1777 perm/sticky && chmod 700 perm/empty "
+    "&& ln -s open perm/link && ln -s missing perm/dangling "
+    "&& touch -d '2001-02-03 04:05:06' perm/open perm/empty && umask 077"
+)
+MODES_PROBE = "cd /app/perm && find . -printf '%p %m %y %l %T@\\n' | sort"
+
+
+@pytest.mark.parametrize("fresh_env", [False, True])
+def test_restore_keeps_modes_links_empty_dirs_mtimes(
+    fixture_env: TerminalBenchEnv, fresh_env: bool
+) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step(MODES_SETUP)
+    before, *_ = fixture_env.step(MODES_PROBE)
+    assert "./open 777 f" in before and "./shared 666" in before and "./secret 600" in before
+    assert "./sticky 1777 d" in before and "./empty 700 d" in before and "./link 777 l open" in before
+    snap = fixture_env.snapshot()
+    fixture_env.step("chmod -R 700 /app/perm; rm -rf /app/perm/empty /app/perm/link")
+    target = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=5) if fresh_env else fixture_env
+    try:
+        target.restore(snap)
+        after, *_ = target.step(MODES_PROBE)
+    finally:
+        if fresh_env:
+            target.close()
+    assert after == before

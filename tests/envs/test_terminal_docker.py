@@ -156,3 +156,22 @@ def test_no_container_left_after_close() -> None:
     env.close()
     env.close()  # idempotent
     assert not _our_containers("tb1-greeting")
+
+
+def test_restore_keeps_modes_owners_links_mtimes(fixture_env: TerminalBenchEnv) -> None:
+    setup = (
+        "cd /app && mkdir -p perm/empty && echo x > perm/open && echo z > perm/secret "
+        "&& chmod 777 perm/open && chmod 600 perm/secret && chmod 700 perm/empty "
+        "&& ln -s open perm/link && touch -d '2001-02-03 04:05:06' perm/open "
+        "&& chown 1234:5678 perm/secret"
+    )
+    probe = "cd /app/perm && find . -printf '%p %m %y %l %U:%G %T@\\n' | sort"
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    fixture_env.step(setup)
+    before, *_ = fixture_env.step(probe)
+    assert "./secret 600 f  1234:5678" in before and "./open 777 f  0:0" in before
+    snap = fixture_env.snapshot()
+    fixture_env.step("chmod -R 700 /app/perm; chown -R 0:0 /app/perm; rm -rf /app/perm/empty")
+    fixture_env.restore(snap)
+    after, *_ = fixture_env.step(probe)
+    assert after == before

@@ -404,7 +404,10 @@ class TerminalBenchEnv(TextEnv):
     # ---------------------------------------------------------------- state
     def _files_tar(self) -> bytes:
         rc, out = self.shell.control(
-            "tar -c --sort=name --numeric-owner -C / app 2>/dev/null | base64 -w0", timeout=120
+            # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
+            "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
+            "--numeric-owner -C / app 2>/dev/null | base64 -w0",
+            timeout=120,
         )
         if rc != 0:
             raise SandboxError("cannot read /app for a snapshot")
@@ -443,8 +446,12 @@ class TerminalBenchEnv(TextEnv):
     def _set_state(self, state: Any) -> None:
         task = self.task
         shell = self._new_session(task)
+        # the same state: -p keeps modes exactly (no umask), mtimes, symlinks and empty
+        # dirs come with the tar, and as root (docker) owners are kept too
+        owners = "--same-owner" if self.runtime_name == "docker" else "--no-same-owner"
         rc, out = shell.control(
-            "rm -rf /app/* /app/.[!.]* /app/..?* 2>/dev/null; tar -x -C / --no-same-owner",
+            "rm -rf /app/* /app/.[!.]* /app/..?* 2>/dev/null; "
+            f"tar -x -p {owners} --delay-directory-restore -C /",
             stdin=state["files"],
             timeout=120,
         )
