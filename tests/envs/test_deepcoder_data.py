@@ -196,3 +196,86 @@ def test_mixed_kinds_are_refused() -> None:
     ]
     with pytest.raises(TaskError, match="mixes"):
         parse_tests(tests, "x", func_name="f")
+
+
+def test_codeforces_rows_without_testtype(tmp_path: Path) -> None:
+    """rLLM's own codeforces.json: a JSON list of {problem, tests: [{input, output}]}."""
+    rows = [
+        {
+            "problem": "Output the minimum of x and y, then the maximum.",
+            "tests": [{"input": "2\n1 9\n8 4", "output": "1 9\n4 8"}],
+        },
+        {"problem": "Echo n.", "tests": json.dumps([{"input": "5\n", "output": "5\n"}])},
+    ]
+    path = tmp_path / "codeforces.json"
+    path.write_text(json.dumps(rows))
+    tasks = load_tasks(path)
+    first = tasks.tasks["row-00000"]
+    assert [(t.kind, t.input, t.output) for t in first.tests] == [
+        ("stdin", "2\n1 9\n8 4", "1 9\n4 8")
+    ]
+    assert first.source_format == "lcb"
+    assert tasks.tasks["row-00001"].tests[0].input == "5\n"
+
+
+def test_function_name_on_each_test_and_data_source(tmp_path: Path) -> None:
+    """rLLM's preprocessed LiveCodeBench rows carry metadata.func_name on every test."""
+    tests = [
+        {
+            "input": "2\n1",
+            "output": "[1, 2]",
+            "testtype": "functional",
+            "metadata": {"func_name": "order"},
+        },
+    ]
+    row = {"id": "a", "problem": "p", "tests": json.dumps(tests), "data_source": "livecodebench"}
+    taco = {"id": "b", "problem": "p", "tests": {"inputs": ["1\n"], "outputs": ["1\n"]}}
+    pi = {
+        "id": "c",
+        "problem": "p",
+        "tests": [{"type": "stdin_stdout", "input": "1", "output": "1"}],
+    }
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (row, taco, pi)))
+    tasks = load_tasks(path).tasks
+    assert tasks["a"].func_name == "order" and tasks["a"].source_format == "lcb"
+    assert tasks["b"].source_format == "taco" and tasks["b"].tests[0].raw_input == "1\n"
+    assert tasks["c"].source_format == "primeintellect"
+    path.write_text(json.dumps(dict(row, data_source="nowhere")))
+    with pytest.raises(TaskError, match="data_source"):
+        load_tasks(path)
+
+
+def test_official_parquet_layout_loads_every_source(tmp_path: Path) -> None:
+    """A shard as the dataset publishes it: problem, tests and metadata as JSON strings."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = []
+    for name in ("lcb.jsonl", "primeintellect.jsonl"):
+        rows += [json.loads(line) for line in (FIXTURES / name).read_text().splitlines()]
+    rows += json.loads((FIXTURES / "taco.json").read_text())
+
+    def text(value: object) -> str:
+        return value if isinstance(value, str) else json.dumps(value or {})
+
+    table = pa.table(
+        {
+            "problem": [r.get("problem", r.get("question")) for r in rows],
+            "tests": [text(r["tests"]) for r in rows],
+            "metadata": [text(r.get("metadata")) for r in rows],
+            "starter_code": [r.get("starter_code", "") for r in rows],
+        }
+    )
+    path = tmp_path / "train-00000-of-00001.parquet"
+    pq.write_table(table, path)
+    tasks = load_tasks(path)
+    assert len(tasks.tasks) == len(rows)
+    assert {t.source_format for t in tasks.tasks.values()} == {"lcb", "primeintellect", "taco"}
+
+
+def test_a_folder_of_shards_loads_in_name_order(tmp_path: Path) -> None:
+    lines = (FIXTURES / "lcb.jsonl").read_text().splitlines()
+    (tmp_path / "test-00001-of-00002.jsonl").write_text(lines[1] + "\n")
+    (tmp_path / "test-00000-of-00002.jsonl").write_text(lines[0] + "\n")
+    assert list(load_tasks(tmp_path).tasks) == ["lcb-stdin", "lcb-call"]

@@ -6,7 +6,9 @@ decoded, in one of the sources' schemas:
 
 - **lcbv5 / codeforces**: ``[{"input", "output", "testtype": "stdin" | "functional"}]``;
   a functional input is newline-separated JSON arguments, its output one JSON value,
-  and the function's name is ``metadata["func_name"]``.
+  and the function's name is ``metadata["func_name"]`` (of the row, or of each test as
+  rLLM's preprocessed files carry it). A test without ``testtype`` (rLLM's own
+  ``codeforces.json``: plain ``{"input", "output"}``) is a stdin test.
 - **taco**: ``{"inputs": [...], "outputs": [...], "fn_name"?}``; with ``fn_name`` each
   input is a list of arguments and each output the value or ``[value]`` (TACO's
   checker accepts either); otherwise inputs/outputs are stdin/stdout text (a list of
@@ -14,6 +16,11 @@ decoded, in one of the sources' schemas:
 - **primeintellect**: ``[{"type": "stdin_stdout", "input", "output"}]``, or
   ``{"type": "function_call", "fn_name", "input", "output"}`` for call-based tests (the
   name may also come from ``metadata["func_name"]``); outputs accepted as in taco.
+
+Each task records its ``source_format`` (``"lcb"``, ``"taco"`` or ``"primeintellect"``),
+which picks the official checker under ``rules="official"``: from the row's
+``data_source`` column when present (rLLM's names: livecodebench, codeforces, taco, apps,
+code_contests, primeintellect), else from the test schema.
 
 ``metadata`` (a JSON string or a dict) may hold ``func_name``, ``difficulty`` and
 ``reference`` (a correct solution: the scripted policy submits it and error actions
@@ -39,7 +46,19 @@ from agentenvs.core.errors import MissingExtraError, TaskError
 from agentenvs.core.tasks import task_path
 
 BUNDLED_FILE = ("deepcoder", "problems.jsonl")
+SourceFormat = Literal["lcb", "taco", "primeintellect"]
+#: rLLM's ``data_source`` names -> the checker that grades them
+DATA_SOURCES: Mapping[str, SourceFormat] = {
+    "livecodebench": "lcb",
+    "lcbv5": "lcb",
+    "codeforces": "lcb",
+    "taco": "taco",
+    "apps": "taco",
+    "code_contests": "taco",
+    "primeintellect": "primeintellect",
+}
 WRONG_SOLUTIONS_FILE = "wrong_solutions.jsonl"
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +76,10 @@ class CodeTest:
     output: str
     args: tuple[Any, ...] = ()
     accepted: tuple[Any, ...] = ()
+    #: the test's input and output exactly as the file holds them (official rules read
+    #: these: they parse, sort and compare the raw values)
+    raw_input: Any = None
+    raw_output: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +94,9 @@ class CodeTask:
     difficulty: str | None = None
     reference: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: which official checker grades it: "lcb" (LiveCodeBench, Codeforces), "taco" or
+    #: "primeintellect" (both APPS-style)
+    source_format: SourceFormat = "lcb"
 
 
 @dataclass
@@ -129,7 +155,7 @@ def _call_test(
     if wrapped_ok and isinstance(expected, list) and len(expected) == 1:
         accepted.append(expected[0])
         shown_output = json.dumps(expected[0])
-    return CodeTest("call", shown_input, shown_output, args, tuple(accepted))
+    return CodeTest("call", shown_input, shown_output, args, tuple(accepted), raw_input, raw_output)
 
 
 def _require(record: Mapping[str, Any], key: str, source: str, where: str) -> Any:
@@ -166,6 +192,8 @@ def parse_tests(
                         "stdin",
                         _text(x, source, where),
                         _text(y, source, f"tests.outputs[{i}]"),
+                        raw_input=x,
+                        raw_output=y,
                     )
                 )
     elif isinstance(raw, list):  # lcbv5, codeforces, primeintellect
@@ -176,16 +204,22 @@ def parse_tests(
             x = _require(test, "input", source, where)
             y = _require(test, "output", source, where)
             kind = test.get("testtype", test.get("type"))
+            if kind is None and "testtype" not in test and "type" not in test:
+                kind = "stdin"  # rLLM's codeforces rows: plain {input, output}
             if kind in ("stdin", "stdin_stdout"):
                 tests.append(
                     CodeTest(
                         "stdin",
                         _text(x, source, f"{where}.input"),
                         _text(y, source, f"{where}.output"),
+                        raw_input=x,
+                        raw_output=y,
                     )
                 )
             elif kind in ("functional", "function_call"):
-                name = test.get("fn_name") or func_name
+                test_meta = test.get("metadata")
+                own = test_meta.get("func_name") if isinstance(test_meta, dict) else None
+                name = test.get("fn_name") or own or func_name
                 if not isinstance(name, str) or not name:
                     raise TaskError(
                         source, "metadata.func_name", f"{where} is call-based but names no function"
@@ -211,6 +245,21 @@ def parse_tests(
     if len(kinds) > 1:
         raise TaskError(source, "tests", "mixes stdin and call-based tests")
     return tuple(tests), func_name if "call" in kinds else None
+
+
+def detect_format(raw: Any) -> SourceFormat:
+    """The source schema of a row's tests: taco's ``{inputs, outputs}``, PrimeIntellect's
+    ``type`` key, else LiveCodeBench/Codeforces."""
+    if isinstance(raw, str | bytes):
+        try:
+            raw = json.loads(raw)
+        except (json.JSONDecodeError, TypeError):
+            return "lcb"
+    if isinstance(raw, dict):
+        return "taco"
+    if isinstance(raw, list) and raw and isinstance(raw[0], dict) and "type" in raw[0]:
+        return "primeintellect"
+    return "lcb"
 
 
 # ---------------------------------------------------------------------- rows
@@ -252,6 +301,17 @@ def parse_row(row: Any, source: str, default_id: str) -> CodeTask:
     tests, func_name = parse_tests(row["tests"], source, func_name=func_name)
     starter = _optional_str(row.get("starter_code"), source, "starter_code") or ""
     difficulty = meta.get("difficulty")
+    data_source = row.get("data_source")
+    if data_source is None or data_source == "":
+        source_format = detect_format(row["tests"])
+    elif isinstance(data_source, str) and data_source.lower() in DATA_SOURCES:
+        source_format = DATA_SOURCES[data_source.lower()]
+    else:
+        raise TaskError(
+            source,
+            "data_source",
+            f"expected one of {sorted(DATA_SOURCES)}, got {data_source!r:.60}",
+        )
     return CodeTask(
         id=task_id,
         problem=problem,
@@ -261,6 +321,7 @@ def parse_row(row: Any, source: str, default_id: str) -> CodeTask:
         difficulty=None if difficulty is None else str(difficulty),
         reference=_optional_str(meta.get("reference"), source, "metadata.reference"),
         metadata=meta,
+        source_format=source_format,
     )
 
 
@@ -340,19 +401,36 @@ def load_wrong_solutions(path: Path) -> dict[str, list[str]]:
 
 
 def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
-    """Problems from a ``.jsonl``/``.json``/``.parquet`` file (or a folder holding
-    ``problems.jsonl``), else the bundled set; ``wrong_solutions.jsonl`` beside it is read
-    when present."""
+    """Problems from a ``.jsonl``/``.json``/``.parquet`` file, a folder holding
+    ``problems.jsonl``, or a folder of shards (every data file in it, in name order, as
+    ``agentenvs data fetch`` caches a published split), else the bundled set;
+    ``wrong_solutions.jsonl`` beside it is read when present."""
+    files: list[Path]
     if tasks_path is None:
         path = task_path(*BUNDLED_FILE)
+        files = [path]
     else:
         path = Path(tasks_path)
+        files = [path]
         if path.is_dir():
-            path = path / BUNDLED_FILE[1]
+            shards = sorted(
+                p
+                for p in path.iterdir()
+                if p.suffix.lower() in DATA_SUFFIXES
+                and p.is_file()
+                and p.name != WRONG_SOLUTIONS_FILE
+            )
+            if (path / BUNDLED_FILE[1]).is_file() or not shards:
+                path = path / BUNDLED_FILE[1]
+                files = [path]
+            else:  # a split published as shards: every data file, in name order
+                files = shards
+                path = files[0]
         if not path.is_file():
             raise TaskError(str(path), "tasks_path", "no such file")
     tasks: dict[str, CodeTask] = {}
-    for index, (source, row) in enumerate(_rows(path)):
+    rows = (item for file in files for item in _rows(file))
+    for index, (source, row) in enumerate(rows):
         task = parse_row(row, source, default_id=f"row-{index:05d}")
         if task.id in tasks:
             raise TaskError(source, "id", f"duplicate task id {task.id!r}")
@@ -376,6 +454,7 @@ __all__: Sequence[str] = (
     "CodeTest",
     "TaskSet",
     "load_tasks",
+    "detect_format",
     "load_wrong_solutions",
     "parse_row",
     "parse_tests",
