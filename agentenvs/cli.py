@@ -58,9 +58,10 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         mode="rerun",
         note="same error rate, different recovery",
     ),
-    # InterCode-SQL on embedded SQLite: a policy that opens with a wrong statement 60% of
-    # the time against one that does so 20% of the time; both recover (gold, then submit),
-    # so the gap closes once the budget leaves room for the extra turn.
+    # InterCode-SQL on embedded SQLite: a policy that sends a wrong statement at 60% of
+    # its turns against one that does so at 20%; both recover (gold, then submit), so
+    # the gap narrows as the budget leaves room for extra turns. Neither reads the budget
+    # and the env checks nothing at the budget's end: derive is valid.
     DemoSuite(
         name="intercode_sql",
         env_id="agentenvs/InterCodeSQL-v0",
@@ -69,7 +70,7 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         second="intercode_sql/noisy:error_rate=0.2",
         budgets=(1, 2, 3, 4),
         mode="derive",
-        note="wrong first statement 60% vs 20% of the time",
+        note="a wrong statement at 60% vs 20% of turns",
     ),
     # DeepCoder-MT in the local sandbox: both submit a buggy program first; the second
     # fixes it (submits the reference) with probability 0.8 per later turn, the first 0.3.
@@ -97,8 +98,8 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         mode="derive",
         note="near-miss calls 50% vs 20% of the time",
     ),
-    # Terminal-Bench in the local sandbox: replaying the task's solution.sh, preceded by a
-    # destructive or mistyped command (the env's error_action) 60% vs 20% of the time.
+    # Terminal-Bench in the local sandbox: the task's solution.sh and submit, or at 60% vs
+    # 20% of turns a destructive or mistyped command (the env's error_action) instead.
     DemoSuite(
         name="terminal",
         env_id="agentenvs/TerminalBench-v0",
@@ -106,13 +107,13 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         first="terminal/noisy:error_rate=0.6",
         second="terminal/noisy:error_rate=0.2",
         budgets=(2, 3, 4),
-        mode="derive",
+        mode="rerun",  # the tests also run when the budget runs out: derive is invalid here
         tasks="first:16",
         n=4,
-        note="a wrong command before the solution 60% vs 20% of the time",
+        note="a wrong command instead of the solution at 60% vs 20% of turns",
     ),
-    # BFCL multi-turn on the project's backends: a near-miss call opens a user turn 30% vs
-    # 10% of the time; the budget counts agent steps over all user turns.
+    # BFCL multi-turn on the project's backends: a near-miss call at 30% vs 10% of steps;
+    # the budget counts agent steps over all user turns.
     DemoSuite(
         name="bfcl_multi_turn",
         env_id="agentenvs/BFCLMultiTurn-v0",
@@ -121,7 +122,7 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         second="bfcl_mt/noisy:error_rate=0.1",
         budgets=(4, 8, 12, 16, 24),
         mode="derive",
-        note="near-miss opening call 30% vs 10% of each user turn",
+        note="a near-miss call at 30% vs 10% of steps",
     ),
 )
 
@@ -165,8 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", default="all", help="'all', 'first:N' or a comma list of task ids")
     ev.add_argument("--n", type=int, default=16, help="samples per task (>= the largest K)")
     ev.add_argument("--budgets", type=_int_list, default=[1, 2, 4, 8], help="turn budgets, e.g. 1,2,4,8")
-    ev.add_argument("--mode", choices=("derive", "rerun"), default="derive",
-                    help="derive: one run at the largest budget; rerun: one run per budget")
+    ev.add_argument("--mode", choices=("rerun", "derive"), default="rerun",
+                    help="rerun (default, always valid): one run per budget; derive: one run "
+                    "at the largest budget, refused where the policy or env depends on it")
     ev.add_argument("--workers", type=int, default=_default_workers(),
                     help="worker processes (0 runs in this process)")
     ev.add_argument("--seed", type=int, default=0)

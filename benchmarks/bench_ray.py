@@ -44,7 +44,7 @@ def main() -> None:
 
     tasks = resolve_tasks(ENV_ID, "all")
     configs = {
-        n: EvalConfig(env_id=ENV_ID, policy=POLICY, task_ids=tasks, n=n, budgets=[32], mode="derive")
+        n: EvalConfig(env_id=ENV_ID, policy=POLICY, task_ids=tasks, n=n, budgets=[32], mode="rerun")
         for n in (N_SMALL, N_BIG)
     }
     episodes = {n: len(tasks) * n for n in configs}

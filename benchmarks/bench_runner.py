@@ -37,7 +37,7 @@ def timed_run(
 def main() -> None:
     tasks = resolve_tasks(ENV_ID, "all")
     config = EvalConfig(
-        env_id=ENV_ID, policy="frozenlake/oracle", task_ids=tasks, n=N, budgets=[32], mode="derive"
+        env_id=ENV_ID, policy="frozenlake/oracle", task_ids=tasks, n=N, budgets=[32], mode="rerun"
     )
     episodes = len(tasks) * N
     with tempfile.TemporaryDirectory() as tmp:

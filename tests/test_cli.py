@@ -44,7 +44,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 def test_eval_then_report(guess_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     args = ["eval", "--env", guess_env, "--policy", "test/guesser", "--tasks", "first:2",
-            "--n", "4", "--budgets", "1,3,5", "--workers", "1", "--seed", "3",
+            "--n", "4", "--budgets", "1,3,5", "--mode", "derive", "--workers", "1", "--seed", "3",
             "--out", str(run), "--no-progress"]
     assert main(args) == 0
     assert "8 trajectories" in capsys.readouterr().out
@@ -79,7 +79,7 @@ def test_errors_are_reported_not_raised(
 ) -> None:
     base = ["eval", "--env", guess_env, "--policy", "test/guesser", "--n", "2",
             "--workers", "0", "--out", str(tmp_path / "r"), "--no-progress"]
-    assert main([*base, "--env-kwargs", '{"show_budget": true}']) == 2
+    assert main([*base, "--mode", "derive", "--env-kwargs", '{"show_budget": true}']) == 2
     assert "use mode='rerun'" in capsys.readouterr().err
     assert main(base) == 0
     assert main([*base[:-3], "--seed", "9", *base[-3:]]) == 2
@@ -100,12 +100,17 @@ def test_eval_frozenlake_oracle(tmp_path: Path, capsys: pytest.CaptureFixture[st
                  "--tasks", "first:3", "--n", "4", "--budgets", "4,8,16,32", "--workers", "2",
                  "--out", str(run), "--no-progress"]) == 0
     records = [json.loads(line) for line in (run / "trajectories.jsonl").read_text().splitlines()]
-    assert len(records) == 12
+    assert len(records) == 3 * 4 * 4  # rerun by default: one run per budget
     assert main(["report", str(run), "--no-plots", "--n-boot", "0"]) == 0
     surface = json.loads((run / "report" / "passk.json").read_text())["surface"]
-    # the oracle's Pass@K can only grow with the budget
-    for row in surface["mean"]:
-        assert row == sorted(row)
+    assert surface["budgets"] == [4, 8, 16, 32]
+    capsys.readouterr()
+    # the oracle plans on the turns left: derive mode is refused, saying why
+    assert main(["eval", "--env", "agentenvs/FrozenLake-v0", "--policy", "frozenlake/oracle",
+                 "--tasks", "first:3", "--n", "4", "--budgets", "4,8", "--mode", "derive",
+                 "--workers", "0", "--out", str(tmp_path / "derive"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "conditions on the turn budget" in err and "rerun" in err
 
 
 @needs_frozenlake

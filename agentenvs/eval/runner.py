@@ -3,12 +3,17 @@
 ``run_pass_at_k_t(config, run_dir)`` runs ``config.n`` trajectories per task of a policy
 on an env, in one of two modes:
 
+- ``rerun`` (the default, always valid): a separate run per budget.
 - ``derive``: one run per trajectory at the largest budget; the turn of first success
-  gives c_T for every smaller T. Valid only when the agent cannot see its budget, so it
-  is refused for envs made with ``show_budget=True``. (A scripted policy that reads the
-  env's remaining turns itself would break it too: such a policy needs ``rerun``.)
-- ``rerun``: a separate run per budget (needed when the budget is visible, or for a
-  policy trained with a varying budget).
+  gives c_T for every smaller T. That is right only when nothing before turn T depends
+  on T, so ``check_mode`` refuses it, saying why, when
+  - the env shows the agent its budget (``show_budget=True``);
+  - the policy conditions on the budget (``conditions_on_budget`` True, e.g. the
+    FrozenLake oracle, which plans with Q for the turns left) or does not declare
+    whether it does (``agentenvs.policy.base.conditions_on_budget``);
+  - the env checks success anew when the budget runs out
+    (``success_checked_at_budget_end``, e.g. Terminal-Bench runs the tests then), so
+    success within T is not "first success at a turn <= T" of a longer episode.
 
 Every trajectory has a seed derived with a stable hash from (run seed, task id, sample
 index[, budget in rerun mode]); it seeds ``env.reset`` and, mixed with the turn number,
@@ -51,8 +56,8 @@ from agentenvs.eval.records import (
     iter_records,
     stable_seed,
 )
-from agentenvs.policy.base import Conversation, Policy
-from agentenvs.policy.registry import make_policy
+from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
+from agentenvs.policy.registry import is_model_policy, make_policy, policy_factory
 
 MODES = ("derive", "rerun")
 #: info keys stored per step by default: enough to replay success, score and state groups
@@ -80,7 +85,7 @@ class EvalConfig:
     task_ids: Sequence[str]
     n: int
     budgets: Sequence[int]
-    mode: str = "derive"
+    mode: str = "rerun"
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     info_keys: Sequence[str] = DEFAULT_INFO_KEYS
@@ -171,13 +176,49 @@ def make_env(config: EvalConfig) -> gym.Env:
     return gym.make(config.env_id, **config.env_kwargs)
 
 
-def check_mode(config: EvalConfig, env: gym.Env) -> None:
-    """Refuse ``derive`` when the agent is told its budget: its behaviour depends on T."""
-    if config.mode == "derive" and getattr(env.unwrapped, "show_budget", False):
+def check_mode(config: EvalConfig, env: gym.Env, policy: Any = None) -> None:
+    """Refuse ``derive`` where a run at the largest budget cannot stand for smaller ones.
+
+    ``policy`` is the built policy or its class (its ``conditions_on_budget``
+    declaration is read); ``None`` checks the env only.
+    """
+    if config.mode != "derive":
+        return
+    inner = env.unwrapped
+    fix = "use mode='rerun' (--mode rerun), one run per budget, which is always valid"
+    if getattr(inner, "show_budget", False):
         raise RunConfigError(
             f"{config.env_id} shows the agent its turn budget (show_budget=True), so a run "
-            "at the largest budget says nothing about smaller ones; use mode='rerun'"
+            f"at the largest budget says nothing about smaller ones; {fix}"
         )
+    if getattr(inner, "success_checked_at_budget_end", False):
+        raise RunConfigError(
+            f"{config.env_id} checks success again when the budget runs out "
+            "(success_checked_at_budget_end), so success within T turns is not the first "
+            f"success at a turn <= T of a longer episode; {fix}"
+        )
+    if policy is not None:
+        declared = conditions_on_budget(policy)
+        if declared is None:
+            raise RunConfigError(
+                f"policy {config.policy} does not declare whether its actions depend on the "
+                "turn budget (a conditions_on_budget attribute), so derive mode cannot be "
+                f"trusted with it; {fix}, or declare conditions_on_budget = False"
+            )
+        if declared:
+            raise RunConfigError(
+                f"policy {config.policy} conditions on the turn budget (it plans on the "
+                "turns left), so its play at the largest budget differs from its play at "
+                f"smaller ones; {fix}"
+            )
+
+
+def _policy_for_checks(spec: str) -> Any:
+    """What the driver checks a policy on: a scripted one is built (its arguments fail
+    here, not in every worker); a model policy's class is read without loading a model."""
+    if is_model_policy(spec):
+        return policy_factory(spec)
+    return make_policy(spec)
 
 
 def run_episode(
@@ -309,8 +350,7 @@ def run_pass_at_k_t(
     started = time.perf_counter()
     env = make_env(config)
     try:
-        check_mode(config, env)
-        make_policy(config.policy)  # fail early here, not in every worker
+        check_mode(config, env, _policy_for_checks(config.policy))
         done = prepare_run_dir(config, run_dir)
         todo = [item for item in config.work() if item.key not in done]
         total = len(todo) + len(done)

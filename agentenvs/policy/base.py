@@ -98,10 +98,28 @@ def live_env(conversation: Conversation, env_type: type[E]) -> E:
     return env
 
 
+def conditions_on_budget(policy: Any) -> bool | None:
+    """Whether ``policy`` declares that its actions depend on the turn budget.
+
+    A policy says so with a ``conditions_on_budget`` attribute: ``True`` when it plans
+    on the turns left (e.g. a finite-horizon oracle), ``False`` when its action at turn
+    t depends only on the history (model policies: they see only the messages, so they
+    condition on the budget exactly when the env shows it). ``None``: not declared.
+    Pass@(K,T)'s ``derive`` mode is valid only for ``False``.
+    """
+    value = getattr(policy, "conditions_on_budget", None)
+    return None if value is None else bool(value)
+
+
 class ScriptedPolicy:
-    """Base for reference policies that decide from the env's state, one action at a time."""
+    """Base for reference policies that decide from the env's state, one action at a time.
+
+    Subclasses declare ``conditions_on_budget`` (see ``conditions_on_budget()``): a
+    scripted policy reads the live env, so only it knows whether it reads the budget.
+    """
 
     name = "scripted"
+    conditions_on_budget: bool | None = None
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         raise NotImplementedError

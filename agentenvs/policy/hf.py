@@ -86,6 +86,8 @@ class HFPolicy:
     """
 
     name = "hf"
+    #: a model sees only the messages: it reads the budget only where the env shows it
+    conditions_on_budget = False
 
     def __init__(
         self,

@@ -56,6 +56,8 @@ class OpenAICompatPolicy:
     """A policy served over the OpenAI chat/completions API (see the module docstring)."""
 
     name = "openai"
+    #: a model sees only the messages: it reads the budget only where the env shows it
+    conditions_on_budget = False
 
     def __init__(
         self,

@@ -57,13 +57,24 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), kwargs
 
 
-def make_policy(spec: str, **overrides: Any) -> Policy:
-    """Build a registered policy from its spec string."""
-    name, kwargs = parse_policy_spec(spec)
+def policy_factory(spec: str) -> Callable[..., Policy]:
+    """The class (or callable) a spec builds, without building it (no model is loaded)."""
+    name, _ = parse_policy_spec(spec)
     if name not in _REGISTRY:
         raise KeyError(f"unknown policy {name!r}; known: {policy_names()}")
     module_name, _, attr = _REGISTRY[name].partition(":")
-    factory: Callable[..., Policy] = getattr(importlib.import_module(module_name), attr)
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def is_model_policy(spec: str) -> bool:
+    """Whether a spec names a model-backed policy (slow to build, heavy in memory)."""
+    return parse_policy_spec(spec)[0] in MODEL_POLICIES
+
+
+def make_policy(spec: str, **overrides: Any) -> Policy:
+    """Build a registered policy from its spec string."""
+    _, kwargs = parse_policy_spec(spec)
+    factory = policy_factory(spec)
     kwargs.update(overrides)
     policy = factory(**kwargs)
     policy.name = spec

@@ -40,6 +40,8 @@ class VLLMPolicy:
     """
 
     name = "vllm"
+    #: a model sees only the messages: it reads the budget only where the env shows it
+    conditions_on_budget = False
 
     def __init__(
         self,

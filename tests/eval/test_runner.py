@@ -93,6 +93,8 @@ class GuessEnv(TextEnv):
 class RandomGuesser(ScriptedPolicy):
     """Guesses uniformly within the bounds learned so far; sometimes says nonsense."""
 
+    conditions_on_budget = False
+
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = conversation.env
         if rng.random() < 0.1:
@@ -284,7 +286,7 @@ def lake_config(**overrides: Any) -> EvalConfig:
         task_ids=resolve_tasks(LAKE, "first:4"),
         n=6,
         budgets=[4, 8, 16],
-        mode="derive",
+        mode="rerun",
         seed=5,
         env_kwargs={"success_rate": 0.8},
     )
@@ -295,13 +297,16 @@ def lake_config(**overrides: Any) -> EvalConfig:
 @needs_frozenlake
 @pytest.mark.parametrize("mode", ["derive", "rerun"])
 def test_frozenlake_worker_counts_agree(tmp_path: Path, mode: str) -> None:
-    cfg = lake_config(mode=mode)
+    # the noisy oracle plans on the turns left, so derive refuses it: random play instead
+    policy = "frozenlake/random" if mode == "derive" else lake_config().policy
+    cfg = lake_config(mode=mode, policy=policy)
     run_pass_at_k_t(cfg, tmp_path / "one", workers=1, chunk_size=4, progress=False)
     run_pass_at_k_t(cfg, tmp_path / "two", workers=2, chunk_size=3, progress=False)
     assert lines(tmp_path / "one") == lines(tmp_path / "two")
     records = read_records(tmp_path / "one" / TRAJECTORIES_NAME)
     assert len(records) == 4 * 6 * (3 if mode == "rerun" else 1)
-    assert any(r["success"] for r in records) and not all(r["success"] for r in records)
+    if mode == "rerun":  # random play hardly ever reaches the goal
+        assert any(r["success"] for r in records) and not all(r["success"] for r in records)
     for r in records:
         assert r["turns"] <= r["budget"]
         assert all(s["info"]["state_key"] for s in r["steps"])
@@ -310,8 +315,9 @@ def test_frozenlake_worker_counts_agree(tmp_path: Path, mode: str) -> None:
 
 @needs_frozenlake
 def test_frozenlake_visible_budget_needs_rerun(tmp_path: Path) -> None:
+    cfg = lake_config(mode="derive", policy="frozenlake/random", env_kwargs={"show_budget": True})
     with pytest.raises(RunConfigError, match="show_budget"):
-        run_pass_at_k_t(lake_config(env_kwargs={"show_budget": True}), tmp_path, progress=False)
+        run_pass_at_k_t(cfg, tmp_path, progress=False)
     cfg = lake_config(mode="rerun", n=2, env_kwargs={"show_budget": True})
     run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
     first = read_records(tmp_path / TRAJECTORIES_NAME)[0]
@@ -332,3 +338,72 @@ def test_a_dying_worker_stops_the_run_and_a_resume_completes_it(tmp_path: Path) 
     summary = run_pass_at_k_t(cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False)
     assert summary.total == 3 * 4 * 4
     assert lines(tmp_path / "crashed-run") == lines(tmp_path / "reference")
+
+
+# ---------------------------------------------------------------- when derive is wrong
+def test_rerun_is_the_default_mode() -> None:
+    from agentenvs.cli import build_parser
+
+    assert EvalConfig(
+        env_id=GUESS_ID, policy="test/guesser", task_ids=["small"], n=1, budgets=[1]
+    ).mode == "rerun"
+    args = build_parser().parse_args(["eval", "--env", LAKE, "--policy", "x", "--out", "o"])
+    assert args.mode == "rerun"
+
+
+class UndeclaredGuesser(ScriptedPolicy):
+    """Says nothing about the budget: derive cannot trust it."""
+
+    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
+        return "1"
+
+
+register_policy("test/undeclared", f"{__name__}:UndeclaredGuesser")
+
+
+def test_derive_refuses_a_policy_that_does_not_declare_its_budget_use(tmp_path: Path) -> None:
+    with pytest.raises(RunConfigError, match="does not declare.*conditions_on_budget.*rerun"):
+        run_pass_at_k_t(config(policy="test/undeclared"), tmp_path, workers=0, progress=False)
+    assert not (tmp_path / TRAJECTORIES_NAME).exists()
+    run_pass_at_k_t(config(policy="test/undeclared", mode="rerun", n=1), tmp_path / "r",
+                    workers=0, progress=False)
+
+
+@needs_frozenlake
+@pytest.mark.parametrize("policy", ["frozenlake/oracle", "frozenlake/noisy:error_rate=0.2"])
+def test_derive_refuses_frozenlake_policies_that_plan_on_the_turns_left(
+    tmp_path: Path, policy: str
+) -> None:
+    with pytest.raises(RunConfigError, match="conditions on the turn budget.*rerun"):
+        run_pass_at_k_t(lake_config(mode="derive", policy=policy), tmp_path, progress=False)
+
+
+@needs_frozenlake
+def test_derive_would_mislead_for_the_oracle(tmp_path: Path) -> None:
+    """Why the refusal matters: the oracle's first-success turns at T=16 say little about
+    its play with 8 turns (it takes safe detours when it has time)."""
+    from agentenvs.eval.report import load_run, run_surface
+
+    cfg = lake_config(policy="frozenlake/oracle", budgets=[8, 16], n=16,
+                      task_ids=resolve_tasks(LAKE, "first:8"))
+    run_pass_at_k_t(cfg, tmp_path / "rerun", workers=0, progress=False)
+    rerun = run_surface(load_run(tmp_path / "rerun"), ks=[1], n_boot=0).value(1, 8)
+    records = [r for r in read_records(tmp_path / "rerun" / TRAJECTORIES_NAME) if r["budget"] == 16]
+    derived = np.mean([bool(r["first_success_turn"]) and r["first_success_turn"] <= 8
+                       for r in records])
+    assert rerun > derived + 0.1, (rerun, derived)
+
+
+def test_derive_refuses_an_env_that_checks_success_when_the_budget_runs_out(
+    tmp_path: Path,
+) -> None:
+    """Terminal-Bench runs the tests when the budget runs out: success within T is not the
+    first success at a turn <= T of a longer episode."""
+    from agentenvs.envs.terminal.env import TerminalBenchEnv
+
+    assert TerminalBenchEnv.success_checked_at_budget_end
+    terminal = "agentenvs/TerminalBench-v0"
+    cfg = EvalConfig(env_id=terminal, policy="terminal/solution", n=1, budgets=[1, 2],
+                     task_ids=resolve_tasks(terminal, "first:1"), mode="derive")
+    with pytest.raises(RunConfigError, match="budget runs out.*rerun"):
+        run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)

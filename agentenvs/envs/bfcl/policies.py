@@ -21,6 +21,7 @@ class GoldPolicy(ScriptedPolicy):
     """Replies with a call list that the checker accepts."""
 
     name = "bfcl/gold"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         return _env(conversation).gold_reply()

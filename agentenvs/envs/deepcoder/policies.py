@@ -32,6 +32,7 @@ class ReferencePolicy(ScriptedPolicy):
     """Always submits the reference solution."""
 
     name = "deepcoder/reference"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         return reference_action(_env_of(conversation))
@@ -41,6 +42,7 @@ class BuggyThenFixPolicy(ScriptedPolicy):
     """A buggy program first; then the reference with probability ``fix_rate`` per turn."""
 
     name = "deepcoder/buggy-then-fix"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def __init__(self, fix_rate: float = 0.7) -> None:
         if not 0.0 <= float(fix_rate) <= 1.0:

@@ -12,6 +12,10 @@ Two noisy policies with the same ``error_rate`` and different ``recover`` have t
 action quality in ordinary states and differ only in error states, the shape the paper
 reports for RL vs base models (e.g. ``frozenlake/noisy:error_rate=0.2,recover=0.7`` vs
 ``recover=0.3``). Every policy answers in the env's format, e.g. ``<answer>Left</answer>``.
+
+The oracle and the noisy policy plan with the exact Q for the turns they have left, so
+their moves depend on the turn budget (``conditions_on_budget = True``): Pass@(K,T) needs
+``rerun`` mode for them (``derive`` refuses them).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class OraclePolicy(ScriptedPolicy):
     """An optimal move (argmax of the exact Q), ties broken at random."""
 
     name = "frozenlake/oracle"
+    #: plans with Q for the turns left: its moves depend on the budget (Pass@(K,T) rerun)
+    conditions_on_budget = True
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         return format_action(best_action(_env_of(conversation), rng))
@@ -49,6 +55,7 @@ class RandomPolicy(ScriptedPolicy):
     """A uniformly random move."""
 
     name = "frozenlake/random"
+    conditions_on_budget = False
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         return format_action(int(rng.integers(4)))
@@ -59,6 +66,8 @@ class NoisyOraclePolicy(ScriptedPolicy):
     mistake. An error is the env's ``error_action`` (a lowest-Q move)."""
 
     name = "frozenlake/noisy"
+    #: its optimal moves use Q for the turns left, so they depend on the budget
+    conditions_on_budget = True
 
     def __init__(self, error_rate: float = 0.2, recover: float = 0.5) -> None:
         for label, value in (("error_rate", error_rate), ("recover", recover)):

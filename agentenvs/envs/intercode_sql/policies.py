@@ -1,8 +1,12 @@
 """Scripted reference policies for InterCode-SQL, for Pass@(K,T) runs and demos.
 
 ``intercode_sql/gold`` runs the gold query, then submits. ``intercode_sql/noisy``
-first sends a plausible wrong statement (the env's ``error_action``) with probability
-``error_rate``, then recovers like the gold policy.
+sends, at any turn, a plausible wrong statement (the env's ``error_action``) with
+probability ``error_rate``, and otherwise acts like the gold policy (which recovers:
+it re-runs the gold query until its result is the last one, then submits). Erring at
+any turn, not only the first, keeps error states informative: after an injected
+mistake a noisy policy with a lower ``error_rate`` really is the better one.
+Neither reads the turn budget.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ class GoldPolicy(ScriptedPolicy):
     """Runs the gold query, then submits once its result is the last one."""
 
     name = "intercode_sql/gold"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = _env(conversation)
@@ -32,7 +37,7 @@ class GoldPolicy(ScriptedPolicy):
 
 
 class NoisyGoldPolicy(GoldPolicy):
-    """With probability ``error_rate`` opens with a wrong statement, then plays gold."""
+    """At every turn, a wrong statement with probability ``error_rate``, else gold play."""
 
     name = "intercode_sql/noisy"
 
@@ -43,6 +48,6 @@ class NoisyGoldPolicy(GoldPolicy):
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = _env(conversation)
-        if env.turn == 0 and rng.random() < self.error_rate:
+        if rng.random() < self.error_rate:
             return env.error_action(rng)
         return super().act(conversation, rng)

@@ -97,6 +97,9 @@ class TerminalBenchEnv(TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 30
+    #: the tests also run when the budget runs out: success within T is not "first
+    #: success at a turn <= T" of a longer episode, so Pass@(K,T) derive mode is refused
+    success_checked_at_budget_end: ClassVar[bool] = True
     snapshot_version: ClassVar[int] = 1
 
     def __init__(

@@ -1,8 +1,8 @@
 """Scripted Terminal-Bench policies, for Pass@(K,T) runs and demos.
 
 - ``terminal/solution``: sends the task's ``solution.sh`` as one action, then ``submit``.
-- ``terminal/noisy:error_rate=0.3``: on its first turn, with probability ``error_rate``,
-  the env's ``error_action`` (a damaging or mistyped command); then the solution and
+- ``terminal/noisy:error_rate=0.3``: at any turn, with probability ``error_rate``, the
+  env's ``error_action`` (a damaging or mistyped command); otherwise the solution and
   ``submit`` in one action. (A deleted starting file may leave the task unsolvable:
   that is the point of an error state.)
 """
@@ -30,6 +30,7 @@ class SolutionPolicy(ScriptedPolicy):
     """The task's solution script, then ``submit``."""
 
     name = "terminal/solution"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = _env_of(conversation)
@@ -37,9 +38,10 @@ class SolutionPolicy(ScriptedPolicy):
 
 
 class NoisySolutionPolicy(ScriptedPolicy):
-    """With probability ``error_rate`` an erroneous command first, then the solution."""
+    """At every turn, an erroneous command with probability ``error_rate``, else the solution."""
 
     name = "terminal/noisy"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def __init__(self, error_rate: float = 0.3) -> None:
         if not 0.0 <= float(error_rate) <= 1.0:
@@ -48,7 +50,7 @@ class NoisySolutionPolicy(ScriptedPolicy):
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = _env_of(conversation)
-        if env.turn == 0 and rng.random() < self.error_rate:
+        if rng.random() < self.error_rate:
             return env.error_action(rng)
         # the solution scripts are idempotent: after an error, the whole script repairs it
         return solution_action(env) + "\nsubmit"

@@ -2,8 +2,8 @@
 
 ``bfcl_mt/gold`` sends the current user turn's ground-truth calls in one reply (if they
 have not all been made in this turn yet), then a reply without calls to hand the turn
-back. ``bfcl_mt/noisy`` first sends a near-miss call (the env's ``error_action``) at the
-start of a user turn with probability ``error_rate``, then carries on like gold.
+back. ``bfcl_mt/noisy`` sends, at any step, a near-miss call (the env's
+``error_action``) with probability ``error_rate``, and otherwise carries on like gold.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class GoldPolicy(ScriptedPolicy):
     """Replays the ground truth of the current user turn, then ends the turn."""
 
     name = "bfcl_mt/gold"
+    conditions_on_budget = False  # decides from the state, never from the turns left
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         from agentenvs.envs.bfcl.multi_turn.env import END_TURN_REPLY
@@ -43,7 +44,7 @@ class GoldPolicy(ScriptedPolicy):
 
 
 class NoisyGoldPolicy(GoldPolicy):
-    """With probability ``error_rate`` opens a user turn with a near-miss call, then plays gold."""
+    """At every step, a near-miss call with probability ``error_rate``, else gold play."""
 
     name = "bfcl_mt/noisy"
 
@@ -54,6 +55,6 @@ class NoisyGoldPolicy(GoldPolicy):
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
         env = _env(conversation)
-        if env.call_steps == 0 and rng.random() < self.error_rate:
+        if rng.random() < self.error_rate:
             return env.error_action(rng)
         return super().act(conversation, rng)
