@@ -1,5 +1,6 @@
 """Core types: the base env, the free-text space, snapshots, info keys and errors."""
 
+from agentenvs.core.aio import AsyncEnv, AsyncEnvPool
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import (
     AgentEnvsError,
@@ -20,6 +21,8 @@ from agentenvs.core.spaces import FreeText
 
 __all__ = [
     "AgentEnvsError",
+    "AsyncEnv",
+    "AsyncEnvPool",
     "FreeText",
     "MissingExtraError",
     "SandboxError",
