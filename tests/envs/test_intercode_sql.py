@@ -386,3 +386,57 @@ def test_env_contract() -> None:
         steps=20,
     )
     assert report.passed, report.summary()
+
+
+# ---------------------------------------------------------------------- ways around the rules
+def test_a_write_that_returns_rows_still_counts_as_a_write() -> None:
+    env = make_env()
+    env.reset(seed=0, options={"task_id": ORDERED})
+    obs, *_ = env.step("DELETE FROM singer RETURNING singer_id")
+    assert "(6 rows)" in obs  # it returned rows ...
+    env.step("SELECT name, country, age FROM singer")  # [] on the emptied copy
+    # ... and the gold still ran on the pristine database: the empty answer is wrong
+    assert env.step("submit")[1] == 0.0
+
+
+def test_bytes_are_not_an_action() -> None:
+    env = make_env()
+    env.reset(seed=0, options={"task_id": ORDERED})
+    obs, reward, terminated, _, info = env.step(b"SELECT 1")
+    assert not info["action_valid"] and "expected text" in obs and not terminated
+    assert env.score_action(b"SELECT 1") == 0.0  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind", "writes", "problem"),
+    [
+        ("SELECT 1", "SELECT", False, None),
+        ("(SELECT 1) UNION (SELECT 2)", "SELECT", False, None),
+        ("/**/ SET SESSION max_statement_time=0", "SET", True, "not allowed"),
+        ("/**/SET STATEMENT max_statement_time=0 FOR SELECT SLEEP(7)", "SET", True, "not allowed"),
+        ("-- c\nSTART TRANSACTION", "START", True, "transaction control"),
+        ("# c\nSET PASSWORD = PASSWORD('x')", "SET", True, "not allowed"),
+        ("/*!50000 SET SESSION max_statement_time=0 */ SELECT 1", "SELECT", False, "executable"),
+        ("SELECT 1 /*M! , SLEEP(9) */", "SELECT", False, "executable"),
+        ("DELETE FROM student RETURNING student_id", "DELETE", True, None),
+        ("WITH x AS (SELECT 1) DELETE FROM t", "WITH", True, None),
+        ("SELECT REPLACE(name, 'a', 'b') FROM t", "SELECT", False, None),
+        ("SELECT 'DELETE FROM t; DROP TABLE t'", "SELECT", False, None),
+        ("SELECT 1; DROP TABLE singer", "", True, "only one SQL statement"),
+        ("CREATE USER x", "CREATE", True, "not allowed"),
+        ("CREATE OR REPLACE VIEW v AS SELECT 1", "CREATE", True, None),
+        ("CREATE TEMPORARY TABLE t (x INT)", "CREATE", True, "temporary"),
+        ("DROP SCHEMA concert", "DROP", True, "databases"),
+        ("HANDLER singer OPEN", "HANDLER", True, "not allowed"),
+        ("KILL 1", "KILL", True, "not allowed"),
+        ("SELECT * FROM t INTO OUTFILE '/tmp/x'", "SELECT", False, "writing files"),
+    ],
+)
+def test_statement_kind_comes_from_tokens_not_from_how_text_starts(
+    sql, kind, writes, problem
+) -> None:
+    from agentenvs.envs.intercode_sql.statements import classify
+
+    got = classify(sql, "mysql")
+    assert (got.kind, got.writes) == (kind, writes), got
+    assert (got.problem is None) if problem is None else (problem in (got.problem or "")), got

@@ -132,7 +132,9 @@ PARITY = [
 
 
 def test_same_rewards_and_rows_as_sqlite(url) -> None:
-    mysql, sqlite = make(url), InterCodeSQLEnv(tasks_path=FIXTURES)
+    # the comparable mode: canonical values, SQLite's division precision
+    mysql = make(url, rules="normalized")
+    sqlite = InterCodeSQLEnv(tasks_path=FIXTURES, rules="normalized")
     try:
         for task_id, query in PARITY:
             a = play(mysql, task_id, query)[0]
@@ -326,8 +328,10 @@ def test_env_contract_on_mysql(url) -> None:
 
 
 def test_every_bundled_gold_query_agrees_across_dialects(url) -> None:
-    """Every bundled gold query gives the same rows on MySQL as on SQLite, and scores 1."""
-    mysql, sqlite = InterCodeSQLEnv(backend="mysql", mysql_url=url), InterCodeSQLEnv()
+    """Every bundled gold query gives the same rows on MySQL as on SQLite (compared in the
+    comparable mode), and scores 1."""
+    mysql = InterCodeSQLEnv(backend="mysql", mysql_url=url, rules="normalized")
+    sqlite = InterCodeSQLEnv(rules="normalized")
     rows = lambda text: text.splitlines()[1:]  # noqa: E731 - column labels may differ
     try:
         assert len(sqlite.task_ids) >= 120
@@ -347,3 +351,56 @@ def test_every_bundled_gold_query_agrees_across_dialects(url) -> None:
     finally:
         mysql.close()
         sqlite.close()
+
+
+BYPASSES = [
+    "```sql\n/**/ SET SESSION max_statement_time=0\n```",
+    "```sql\n/**/SET STATEMENT max_statement_time=0 FOR SELECT SLEEP(7)\n```",
+    "```sql\n/**/ START TRANSACTION\n```",
+    "```sql\n/**/ SET PASSWORD = PASSWORD('x')\n```",
+    "```sql\n/*!50000 SET SESSION max_statement_time=0 */ SELECT 1\n```",
+    "```sql\n/*M!100000 SET SESSION max_statement_time=0 */ SELECT 1\n```",
+]
+
+
+def test_comments_do_not_hide_refused_statements(url) -> None:
+    env = make(url, statement_timeout_s=0.5)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        for action in BYPASSES:
+            obs, *_ = env.step(action)
+            assert obs.startswith("Error executing query:"), (action, obs)
+            assert "allowed" in obs or "not available" in obs, (action, obs)
+        # the time limit is still in force
+        obs, *_ = env.step("SELECT SLEEP(30)")
+        assert "time limit" in obs
+    finally:
+        env.close()
+
+
+def test_the_time_limit_holds_even_when_the_session_limit_is_lifted(url) -> None:
+    env = make(url, statement_timeout_s=0.5)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        with env.episode.conn.cursor() as cur:  # as if a statement had lifted it
+            cur.execute("SET SESSION max_statement_time = 0")
+        start = time.monotonic()
+        obs, *_ = env.step("SELECT SLEEP(120)")
+        assert "time limit" in obs, obs
+        assert time.monotonic() - start < 60  # killed from outside, long before 120 s
+        env.step(ORDERED_GOLD)  # the connection is still usable
+        assert env.step("submit")[1] == 1.0
+    finally:
+        env.close()
+
+
+def test_a_write_that_returns_rows_still_counts_as_a_write(url) -> None:
+    env = make(url)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        obs, *_ = env.step("DELETE FROM singer RETURNING singer_id")
+        assert "(6 rows)" in obs
+        env.step("SELECT name, country, age FROM singer")
+        assert env.step("submit")[1] == 0.0
+    finally:
+        env.close()

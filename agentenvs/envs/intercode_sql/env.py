@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -14,10 +15,16 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SnapshotError, TaskError
-from agentenvs.envs.intercode_sql.backends.base import Backend, Episode, Limits, QueryResult
+from agentenvs.envs.intercode_sql.backends.base import (
+    Backend,
+    Episode,
+    Limits,
+    QueryResult,
+    normalize_rows,
+)
 from agentenvs.envs.intercode_sql.data import HARDNESS_LEVELS, SqlTask, TaskSet, load_tasks
 from agentenvs.envs.intercode_sql.mistakes import SEMANTIC_KINDS, wrong_query
-from agentenvs.envs.intercode_sql.reward import clip_score, intercode_reward
+from agentenvs.envs.intercode_sql.reward import RULES, clip_score, intercode_reward
 
 MYSQL_URL_ENV = "AGENTENVS_MYSQL_URL"
 
@@ -94,7 +101,9 @@ def _rows_digest(rows: tuple[tuple[Any, ...], ...] | None) -> str:
     return hashlib.blake2b(repr(rows).encode(), digest_size=8).hexdigest()
 
 
-def make_backend(backend: str, limits: Limits, mysql_url: str | None) -> Backend:
+def make_backend(
+    backend: str, limits: Limits, mysql_url: str | None, *, comparable: bool = False
+) -> Backend:
     if backend == "sqlite":
         from agentenvs.envs.intercode_sql.backends.sqlite import SqliteBackend
 
@@ -108,7 +117,7 @@ def make_backend(backend: str, limits: Limits, mysql_url: str | None) -> Backend
                 f"backend='mysql' needs mysql_url=... or the {MYSQL_URL_ENV} environment variable "
                 "(e.g. mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock)"
             )
-        return MySQLBackend(url, limits)
+        return MySQLBackend(url, limits, comparable=comparable)
     raise ValueError(f"backend must be 'sqlite' or 'mysql', got {backend!r}")
 
 
@@ -126,9 +135,11 @@ class InterCodeSQLEnv(TextEnv):
     ## Action Space
     ``FreeText``: one SQL statement, in a ```` ```sql ```` block (the first one counts)
     or as plain text starting like SQL, trailing semicolons allowed; or ``submit``.
-    Text with no SQL in it is an invalid action (``action_valid=False``; the turn is
-    spent, nothing changes). Several statements in one action, statements refused for
-    safety and statements over the time limit are executed as errors.
+    Text with no SQL in it, and anything that is not a ``str`` (bytes included), is an
+    invalid action (``action_valid=False``; the turn is spent, nothing changes). Several
+    statements in one action, statements refused for safety (decided from the statement's
+    tokens, so comments cannot hide them) and statements over the time limit (which no
+    statement can lift) are executed as errors.
 
     ## Observation Space
     ``FreeText``. First: the instructions and the question (with the tables and their
@@ -142,15 +153,23 @@ class InterCodeSQLEnv(TextEnv):
     fresh copy of its database, and no result yet (submitting now scores 0).
 
     ## Rewards
-    InterCode's: rows are stringified and compared as multisets; IoU = Σ intersection ÷
-    Σ element-wise max (two empty results: 1); if the intersection is non-empty the IoU
-    is scaled by Kendall's tau-b between the agent's and the gold's intersecting rows
-    in their original order, ``round(tau * IoU, 2)`` (no scaling when tau is NaN, e.g.
-    one matching row). An error or no result set on either side gives 0. Reversed
-    order gives a negative reward. Only ``submit`` is rewarded (0 otherwise), unless
-    ``try_again``: then every statement is rewarded as if submitted right after it.
-    The gold query runs on the task's pristine database (InterCode runs it after the
-    agent's statements, so an agent that deletes rows could change the answer key).
+    InterCode's (``rules="official"``, the default: the number InterCode's
+    ``SqlEnv.get_reward`` gives on the same rows): rows are compared as ``str(tuple)`` of the
+    driver's values, as multisets; IoU = Σ intersection ÷ Σ element-wise max (two empty
+    results: 1); if the intersection is non-empty the IoU is scaled by Kendall's tau-b
+    between the agent's and the gold's intersecting rows in their original order,
+    ``round(tau * IoU, 2)`` with numpy's rounding (no scaling when tau is NaN, e.g. one
+    matching row). The agent's side without a result set (an error, a statement, nothing
+    run yet) gives 0; a gold without a result set counts as ``[]``. Reversed order gives
+    a negative reward. ``rules="normalized"`` is the comparable mode: values are made
+    canonical first (``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``), MySQL divides with
+    SQLite's precision, and a gold without rows scores 0 (see ``docs/intercode_sql.md``).
+    Only ``submit`` is rewarded (0 otherwise), unless ``try_again``: then every statement
+    is rewarded as if submitted right after it. The gold query runs on the episode's own
+    database while the agent has only read, and on the task's pristine database once any
+    statement changed data (InterCode runs it after the agent's statements, so an agent
+    that deletes rows could change the answer key); every data-changing statement counts,
+    whatever it returns (``DELETE ... RETURNING``).
 
     ## Episode End
     ``terminated`` on ``submit`` (and, with ``try_again``, on the first statement whose
@@ -172,6 +191,8 @@ class InterCodeSQLEnv(TextEnv):
     - ``show_schema``: put the tables and columns in the first observation.
     - ``try_again``: InterCode's "try again" protocol (score every statement, stop at 1,
       report the best).
+    - ``rules``: ``"official"`` (default, InterCode's reward exactly) or ``"normalized"``
+      (canonical values, comparable across SQLite and MySQL).
     - ``hardness``: keep only tasks of these levels (easy, medium, hard, extra).
     - ``statement_timeout_s``, ``max_result_rows``: limits on each statement.
     - ``max_rows``, ``max_observation_chars``: how much of a result is shown (InterCode
@@ -194,6 +215,7 @@ class InterCodeSQLEnv(TextEnv):
         mysql_url: str | None = None,
         show_schema: bool = False,
         try_again: bool = False,
+        rules: str = "official",
         hardness: str | Sequence[str] | None = None,
         statement_timeout_s: float = 5.0,
         max_result_rows: int = 100_000,
@@ -232,6 +254,9 @@ class InterCodeSQLEnv(TextEnv):
         ]
         if not self._task_ids:
             raise TaskError(self.task_set.origin, "hardness", f"no task has hardness in {levels}")
+        if rules not in RULES:
+            raise ValueError(f"rules must be one of {list(RULES)}, got {rules!r}")
+        self.rules = rules
         self.show_schema = bool(show_schema)
         self.try_again = bool(try_again)
         self.max_rows = int(max_rows)
@@ -239,7 +264,9 @@ class InterCodeSQLEnv(TextEnv):
         self.limits = Limits(
             statement_timeout_s=float(statement_timeout_s), max_result_rows=int(max_result_rows)
         )
-        self.backend: Backend = make_backend(backend, self.limits, mysql_url)
+        self.backend: Backend = make_backend(
+            backend, self.limits, mysql_url, comparable=rules == "normalized"
+        )
         self._episode: Episode | None = None
         self._episode_db: str | None = None
         self._gold: dict[str, QueryResult] = {}
@@ -345,10 +372,11 @@ class InterCodeSQLEnv(TextEnv):
         return self._gold[task.id]
 
     def reward_of(self, result: QueryResult | None) -> float:
-        """InterCode's reward for submitting ``result`` on the current task."""
+        """InterCode's reward for submitting ``result`` on the current task (see ``rules``)."""
         agent_rows = result.rows if result is not None and result.ok else None
         gold = self.gold_result()
-        return intercode_reward(agent_rows, gold.rows if gold.ok else None)
+        reward = intercode_reward(agent_rows, gold.rows if gold.ok else None, rules=self.rules)
+        return float(reward)
 
     # ---------------------------------------------------------------- actions
     @property
@@ -380,11 +408,11 @@ class InterCodeSQLEnv(TextEnv):
             )
         result = self.episode.execute(payload)
         self._last = result
-        if result.ok and result.rows is None:  # ran without a result set: it may have written
+        if result.wrote:  # whatever it returned (DELETE ... RETURNING returns rows)
             self._wrote = True
             self._episode_gold = None
         observation = format_result(
-            result, max_rows=self.max_rows, max_chars=self.max_observation_chars
+            self._shown(result), max_rows=self.max_rows, max_chars=self.max_observation_chars
         )
         info = {"executed": result.ok}
         if not self.try_again:
@@ -400,6 +428,21 @@ class InterCodeSQLEnv(TextEnv):
             score=clip_score(self._best),
             info=info,
         )
+
+    def _coerce_action(self, action: Any) -> tuple[str, str | None]:
+        if not isinstance(action, str):  # bytes are not text to run, whatever they decode to
+            return "", (
+                f"Invalid action: expected text (str), got {type(action).__name__}. "
+                f"{self.action_format()}"
+            )
+        return super()._coerce_action(action)
+
+    def _shown(self, result: QueryResult) -> QueryResult:
+        """The result as the agent sees it: the driver's values, or canonical ones when
+        ``rules="normalized"`` (the values that get compared)."""
+        if self.rules != "normalized" or result.rows is None:
+            return result
+        return dataclasses.replace(result, rows=normalize_rows(result.rows))
 
     def score_action(self, action: str) -> float:
         """The reward ``action`` would earn from here, without advancing.

@@ -2,18 +2,22 @@
 
 This follows InterCode's ``SqlEnv.get_reward`` step by step:
 
-1. both sides must be result sets (lists of rows), else the reward is 0;
-2. rows are stringified (``str(tuple)``) and compared as multisets: IoU = Σ of the
-   Counter intersection ÷ Σ of the element-wise max; two empty results give 1;
+1. the agent's side must be a result set (a list of rows), else the reward is 0.0; a
+   gold without a result set (a statement, or an error) counts as ``[]``;
+2. rows are stringified (``str(tuple)`` of the driver's values) and compared as
+   multisets: IoU = Σ of the Counter intersection ÷ Σ of the element-wise max; two
+   empty results give the int 1;
 3. when the intersection is non-empty, each side's *intersecting items* are taken in
    their original order (an item is kept only as many times as it is in the
    intersection, earliest occurrences first), and Kendall's tau-b between the two lists
    (scipy's ``kendalltau`` on strings: the i-th agent item is paired with the i-th gold
-   item, strings ranked lexicographically) scales the IoU: ``round(tau * IoU, 2)``;
-   a NaN tau (a single matching row, or all items tied) leaves the IoU as it is.
+   item, strings ranked lexicographically) scales the IoU: ``round(tau * IoU, 2)``
+   with tau a numpy float64 (numpy's rounding); a NaN tau (a single matching row, or all items tied) leaves the IoU as it is.
 
 Reversed order therefore gives a negative reward. Kendall's tau is implemented here in
-pure Python (O(n log n)) so the package does not need scipy.
+pure Python (O(n log n)) so the package does not need scipy. ``rules="normalized"``
+is the project's mode that makes SQLite and MySQL results comparable (see
+``intercode_reward``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any
+
+import numpy as np
 
 Rows = Sequence[Sequence[Any]]
 
@@ -100,20 +106,49 @@ def intersecting_items(items: Sequence[str], intersection: Counter[str]) -> list
     return kept
 
 
-def intercode_reward(agent: Rows | None, gold: Rows | None) -> float:
+RULES = ("official", "normalized")
+
+
+def intercode_reward(
+    agent: Rows | None, gold: Rows | None, *, rules: str = "official"
+) -> float | int:
     """The reward InterCode gives ``agent``'s result for a task whose gold result is ``gold``.
 
-    ``None`` stands for "no result set" (an error, or a statement returning no rows
-    object) on either side, and gives 0. The result is in [-1, 1].
+    ``None`` stands for "no result set": an error, a statement that returns no rows, or
+    nothing run yet. The result is in [-1, 1].
+
+    ``rules="official"`` is InterCode's ``SqlEnv.get_reward``, quirks included:
+
+    - a gold with no result set (or a failing gold) counts as ``[]``, so an agent's
+      empty result scores 1 against it; an agent without a result set scores 0.0;
+    - two empty results give the *int* ``1``;
+    - rows compare as ``str(tuple)`` of the driver's values (``(6.0,)`` is not ``(6,)``);
+    - tau is a numpy float64, so ``round(tau * IoU, 2)`` rounds as numpy does
+      (``0.975`` gives ``0.98``, where Python's ``round`` gives ``0.97``).
+
+    ``rules="normalized"`` (the project's comparable mode): values are first made
+    canonical (``normalize_value``: ``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``, dates
+    are text), so SQLite and MySQL results of the same data compare equal; a gold without
+    a result set scores 0.0 whatever the agent returns; the reward is always a float.
     """
-    if agent is None or gold is None:
+    if rules not in RULES:
+        raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
+    if agent is None:
         return 0.0
+    if gold is None:
+        if rules == "normalized":
+            return 0.0
+        gold = []
+    if rules == "normalized":
+        from agentenvs.envs.intercode_sql.backends.base import normalize_rows
+
+        agent, gold = normalize_rows(agent), normalize_rows(gold)
     list_agent = stringify_rows(agent)
     list_gold = stringify_rows(gold)
     dist_agent, dist_gold = Counter(list_agent), Counter(list_gold)
     union = dist_agent | dist_gold
     if not union:
-        return 1.0
+        return 1 if rules == "official" else 1.0
     intersection = dist_agent & dist_gold
     reward = sum(intersection.values()) * 1.0 / sum(union.values())
     if intersection:
@@ -121,7 +156,8 @@ def intercode_reward(agent: Rows | None, gold: Rows | None) -> float:
         gold_items = intersecting_items(list_gold, intersection)
         tau = kendall_tau_b(agent_items, gold_items)
         if not math.isnan(tau):
-            reward = round(tau * reward, 2)
+            # numpy's rounding, as InterCode's tau is a numpy float64
+            reward = float(round(np.float64(tau) * reward, 2))
     return float(reward)
 
 

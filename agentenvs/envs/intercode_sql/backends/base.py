@@ -34,6 +34,8 @@ class QueryResult:
     columns: tuple[str, ...] = ()
     error: str | None = None
     rowcount: int = -1
+    #: the statement may have changed the database (whatever it returned)
+    wrote: bool = False
 
     @property
     def ok(self) -> bool:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import os
 import re
@@ -43,47 +44,15 @@ from agentenvs.envs.intercode_sql.backends.base import (
 )
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
+from agentenvs.envs.intercode_sql.statements import classify
 
 EPISODE_PREFIX = "ae_ep_"
 TEMPLATE_PREFIX = "ae_tpl_"
 #: episodes of another host are swept once they are this old (their pid means nothing here)
 FOREIGN_ORPHAN_AGE_S = 24 * 3600
+#: a statement still running this long after its time limit is killed from outside its session
+KILL_GRACE_S = 0.5
 
-_READ_STARTS = frozenset(
-    {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "VALUES", "TABLE", "("}
-)
-_WRITE_WORDS = re.compile(
-    r"\b(INSERT|UPDATE|DELETE|REPLACE|INTO|CREATE|DROP|ALTER|TRUNCATE|RENAME)\b", re.I
-)
-_REFUSED_STATEMENTS = [
-    (
-        re.compile(r"^\s*USE\b", re.I),
-        "USE is not available: the episode's database is already selected",
-    ),
-    (
-        re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.I),
-        "creating or dropping databases is not allowed",
-    ),
-    (
-        re.compile(
-            r"^\s*(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|XA|LOCK|UNLOCK)\b",
-            re.I,
-        ),
-        "transaction control and locks are not available (every statement commits)",
-    ),
-    (
-        re.compile(
-            r"^\s*(SET|GRANT|REVOKE|KILL|SHUTDOWN|FLUSH|INSTALL|UNINSTALL|LOAD|HANDLER|PREPARE|EXECUTE|DEALLOCATE|CALL|DO)\b",
-            re.I,
-        ),
-        "this kind of statement is not allowed here",
-    ),
-    (re.compile(r"\bINTO\s+(OUT|DUMP)FILE\b", re.I), "writing files is not allowed"),
-    (
-        re.compile(r"\bCREATE\s+(TEMPORARY|TEMP)\b", re.I),
-        "temporary tables are not supported; create a regular table",
-    ),
-]
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
 _NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
 
@@ -223,32 +192,9 @@ def mysql_schema(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], li
     return out
 
 
-def _single_statement_problem(sql: str) -> str | None:
-    """Why ``sql`` may not run (several statements, a refused kind), or None."""
-    import sqlglot
-    from sqlglot.tokens import TokenType
-
-    try:
-        tokens = sqlglot.Dialect.get_or_raise("mysql").tokenize(sql)
-    except Exception:  # the server will report the syntax error itself
-        tokens = None
-    if tokens is not None:
-        for i, token in enumerate(tokens):
-            if token.token_type == TokenType.SEMICOLON and any(
-                t.token_type != TokenType.SEMICOLON for t in tokens[i + 1 :]
-            ):
-                return "only one SQL statement per action is allowed"
-    for pattern, reason in _REFUSED_STATEMENTS:
-        if pattern.search(sql):
-            return reason
-    return None
-
-
 def is_read_only(sql: str) -> bool:
-    words = sql.lstrip().split(None, 1)
-    first = words[0].upper() if words else ""
-    first = "(" if first.startswith("(") else first
-    return first in _READ_STARTS and not _WRITE_WORDS.search(sql)
+    """The statement cannot change the database (decided from its tokens)."""
+    return not classify(sql, "mysql").writes
 
 
 class _Server:
@@ -288,10 +234,10 @@ class _Server:
         rows = self.run(sql, args)
         return rows[0][0] if rows else None
 
-    def session_settings(self, timeout_s: float, max_rows: int) -> list[str]:
+    def session_settings(
+        self, timeout_s: float, max_rows: int, *, comparable: bool = False
+    ) -> list[str]:
         settings = [
-            # AVG and division keep SQLite's precision, so floats come out the same
-            "SET SESSION div_precision_increment = 30",
             f"SET SESSION sql_select_limit = {int(max_rows) + 1}",
             "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'",
         ]
@@ -299,6 +245,9 @@ class _Server:
             settings.append(f"SET SESSION max_statement_time = {float(timeout_s)}")
         else:
             settings.append(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+        if comparable:
+            # AVG and division keep SQLite's precision, so floats come out the same
+            settings.append("SET SESSION div_precision_increment = 30")
         return settings
 
 
@@ -323,6 +272,7 @@ class MySQLEpisode(Episode):
         self.name = episode_name()
         self._digest: str | None = template_digest
         self.conn: Any = None
+        self.thread_id = 0
         server = self.server
         password = secrets.token_urlsafe(18)
         try:
@@ -346,24 +296,39 @@ class MySQLEpisode(Episode):
             )
             with self.conn.cursor() as cur:
                 for statement in server.session_settings(
-                    self.limits.statement_timeout_s, self.limits.max_result_rows
+                    self.limits.statement_timeout_s,
+                    self.limits.max_result_rows,
+                    comparable=backend.comparable,
                 ):
                     cur.execute(statement)
+            self.thread_id = self.conn.thread_id()
         except Exception:
             self.close()
             raise
         backend.episodes.add(self)
 
     def execute(self, sql: str) -> QueryResult:
-        problem = _single_statement_problem(sql)
-        if problem is not None:
-            return QueryResult(error=problem)
-        if not is_read_only(sql):
+        statement = classify(sql, "mysql")
+        if statement.problem is not None:
+            return QueryResult(error=statement.problem)
+        if statement.writes:
             self._digest = None
-        return self._run(sql)
+        result = self._run(sql)
+        if statement.writes:
+            result = dataclasses.replace(result, wrote=True)
+        return result
 
     def _run(self, sql: str) -> QueryResult:
         pymysql = self.server.pymysql
+        # the server's own limit is a session setting; this one lives outside the session,
+        # so no statement can lift it: past the limit (and a grace) the query is killed
+        watchdog = threading.Timer(
+            self.limits.statement_timeout_s + KILL_GRACE_S,
+            self.backend.kill_query,
+            (self.thread_id,),
+        )
+        watchdog.daemon = True
+        watchdog.start()
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql)
@@ -373,7 +338,7 @@ class MySQLEpisode(Episode):
                 columns = tuple(d[0] for d in cur.description)
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else None
-            if code in (1969, 3024):  # MariaDB / MySQL statement time limit
+            if code in (1317, 1969, 3024):  # killed / MariaDB / MySQL statement time limit
                 return QueryResult(
                     error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
                 )
@@ -384,11 +349,14 @@ class MySQLEpisode(Episode):
             return QueryResult(error=self._hide(_error_text(exc)))
         except (ValueError, TypeError, UnicodeError) as exc:
             return QueryResult(error=str(exc) or type(exc).__name__)
+        finally:
+            watchdog.cancel()
         if len(rows) > self.limits.max_result_rows:
             return QueryResult(
                 error=f"the result has more than {self.limits.max_result_rows} rows; narrow the query"
             )
-        rows = tuple(tuple(self._hide(v) for v in row) for row in normalize_rows(rows))
+        # the driver's values as they are: the reward compares their text (InterCode's rule)
+        rows = tuple(tuple(self._hide(v) for v in row) for row in rows)
         return QueryResult(
             rows=rows, columns=tuple(self._hide(c) for c in columns), rowcount=len(rows)
         )
@@ -399,10 +367,10 @@ class MySQLEpisode(Episode):
         return value
 
     def probe(self, sql: str) -> QueryResult:
-        problem = _single_statement_problem(sql)
-        if problem is not None:
-            return QueryResult(error=problem)
-        if is_read_only(sql):
+        statement = classify(sql, "mysql")
+        if statement.problem is not None:
+            return QueryResult(error=statement.problem)
+        if not statement.writes:
             return self._run(sql)
         saved = self.dump()
         try:
@@ -443,8 +411,10 @@ class MySQLBackend(Backend):
     dialect = "mysql"
     _swept: set[str] = set()  # servers swept by this process
 
-    def __init__(self, url: str, limits: Limits | None = None) -> None:
+    def __init__(self, url: str, limits: Limits | None = None, *, comparable: bool = False) -> None:
         self.limits = limits or Limits()
+        #: session settings that make results comparable with SQLite's (division precision)
+        self.comparable = comparable
         self.server = _Server(url)
         self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
         self._templates: dict[str, tuple[str, str]] = {}
@@ -562,6 +532,13 @@ class MySQLBackend(Backend):
         template, digest = self.template(source)
         return MySQLEpisode(self, source, template, digest)
 
+    def kill_query(self, thread_id: int) -> None:
+        """Stop the statement running on connection ``thread_id`` (the connection stays)."""
+        try:
+            self.server.run(f"KILL QUERY {int(thread_id)}")
+        except Exception:  # it finished meanwhile, or the server went away
+            pass
+
     def drop_episode(self, name: str) -> None:
         try:
             self.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
@@ -574,7 +551,9 @@ class MySQLBackend(Backend):
             self._gold_conn = self.server.connect()
             with self._gold_conn.cursor() as cur:
                 for statement in self.server.session_settings(
-                    self.limits.statement_timeout_s, self.limits.max_result_rows
+                    self.limits.statement_timeout_s,
+                    self.limits.max_result_rows,
+                    comparable=self.comparable,
                 ):
                     cur.execute(statement)
         cur = self._gold_conn.cursor()
@@ -589,7 +568,7 @@ class MySQLBackend(Backend):
             if cur.description is None:
                 return QueryResult(rows=None, rowcount=cur.rowcount)
             return QueryResult(
-                rows=normalize_rows(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
+                rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
             )
         except pymysql.err.MySQLError as exc:
             return QueryResult(error=_error_text(exc))

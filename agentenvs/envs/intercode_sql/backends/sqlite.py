@@ -11,6 +11,7 @@ set values; ``SQLITE_LIMIT_ATTACHED`` is 0 and string/blob and SQL sizes are cap
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 import threading
@@ -207,7 +208,8 @@ class SqliteEpisode(Episode):
                     error=f"the result has more than {self.limits.max_result_rows} rows; "
                     "narrow the query"
                 )
-            return QueryResult(rows=normalize_rows(rows), columns=columns, rowcount=len(rows))
+            # the driver's values as they are: the reward compares their text (InterCode's rule)
+            return QueryResult(rows=tuple(rows), columns=columns, rowcount=len(rows))
         except sqlite3.ProgrammingError as exc:
             if "one statement at a time" in str(exc):
                 return QueryResult(error="only one SQL statement per action is allowed")
@@ -229,6 +231,8 @@ class SqliteEpisode(Episode):
         result = self._run(self.conn, sql)
         if self._wrote:  # the cached content digest is stale
             self._digest = None
+            # the authorizer saw a write, whatever came back (DELETE ... RETURNING has rows)
+            result = dataclasses.replace(result, wrote=True)
         return result
 
     def probe(self, sql: str) -> QueryResult:
