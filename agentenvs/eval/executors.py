@@ -12,7 +12,9 @@ values. Only the process that iterates the results writes files.
 Backends:
 
 - ``InlineExecutor``: in this process (debugging, tiny runs).
-- ``LocalPoolExecutor``: a ``multiprocessing`` pool on this machine (the default).
+- ``LocalPoolExecutor``: a ``multiprocessing`` pool on this machine (the default). Its
+  workers die with the driver, however it dies (even SIGKILL), and a run sweeps the
+  pool semaphores that runs killed with their resource tracker left in ``/dev/shm``.
 - ``RayExecutor``: Ray actors, on this machine or a cluster (``pip install
   'agentenvs[ray]'``). An actor that dies (OOM, segfault, lost node) is restarted, its
   ``setup`` run again, and its unfinished chunks retried.
@@ -29,6 +31,8 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import multiprocessing.util
+import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -147,9 +151,48 @@ class InlineExecutor(Executor):
 
 # ---------------------------------------------------------------- local process pool
 _POOL_STATE: list[Any] = []
+#: how often a pool worker checks that its driver is still alive (seconds)
+PARENT_CHECK_INTERVAL = 0.2
 
 
-def _pool_init(setup: Callable[[], Any]) -> None:
+class MainModuleError(AgentEnvsError, RuntimeError):
+    """Worker processes cannot start from this program's main module (see the message)."""
+
+
+def _die_with_parent(parent: int) -> None:
+    """Exit this worker as soon as ``parent`` (the driver) is gone, however it died.
+
+    A SIGKILLed driver runs no cleanup, so its workers would otherwise live on (and with
+    them multiprocessing's resource tracker, which waits for every holder of its pipe
+    before it unlinks the pool's semaphores). ``PR_SET_PDEATHSIG`` ends the worker at
+    once on Linux; a daemon thread that watches for a new parent pid covers the rest
+    (other platforms, or a driver thread that exits before its process).
+    """
+    import threading
+    import time
+
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the driver died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_INTERVAL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="agentenvs-parent-watch", daemon=True).start()
+
+
+def _pool_init(setup: Callable[[], Any], parent: int | None = None) -> None:
+    if parent is not None:
+        _die_with_parent(parent)
     state = setup()
     _POOL_STATE[:] = [state]
     # a pool worker leaves through os._exit (no atexit); its finalizers still run
@@ -184,12 +227,15 @@ class LocalPoolExecutor(Executor):
             return
         chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
         unique = _Dedupe()
+        check_main_module(self.start_method)
+        sweep_orphan_semaphores()
         pool = ProcessPoolExecutor(
             min(self.workers, len(chunks)),
             mp_context=mp.get_context(self.start_method),
             initializer=_pool_init,
-            initargs=(setup,),
+            initargs=(setup, os.getpid()),
         )
+        registered = _register_pool(pool)
         finished = False
         try:
             futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
@@ -212,6 +258,145 @@ class LocalPoolExecutor(Executor):
                 for process in processes:
                     process.kill()
                     process.join(timeout=5)
+            _unregister_pool(registered)
+
+
+def check_main_module(start_method: str) -> None:
+    """Refuse, with the reason, to start workers that would die re-running the program.
+
+    With ``spawn`` and ``forkserver`` every worker imports the main script as
+    ``__mp_main__``: a script without an ``if __name__ == "__main__":`` guard starts the
+    whole run again inside each worker (which multiprocessing refuses, so every worker
+    dies), and a script read from stdin cannot be imported at all.
+    """
+    if start_method == "fork":
+        return
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or getattr(main, "__spec__", None) is not None:
+        return  # an interactive session, `python -c`, or `python -m module`: nothing to re-run
+    how = "; or run in this process (workers=0, --workers 0), or with start_method='fork'"
+    if not os.path.isfile(path):
+        raise MainModuleError(
+            f"worker processes must import the main program, and {path!r} is not a file "
+            f"(a script read from stdin?): save it to a file{how}"
+        )
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            source = fh.read()
+    except OSError:
+        return
+    if "__main__" not in source:
+        raise MainModuleError(
+            f"{path} has no `if __name__ == \"__main__\":` guard: every worker process "
+            f"({start_method} start method) imports it and would start the run again, and "
+            f"die; put the code that starts the run under that guard{how}"
+        )
+
+
+#: where each live pool driver lists the named semaphores of its pool, so that a run
+#: can sweep those of drivers that were killed with their resource tracker
+POOL_REGISTRY = "agentenvs-pool-semaphores"
+
+
+def _registry_dir() -> str:
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"{POOL_REGISTRY}-{os.getuid()}")
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of a live process (None when it is gone): with the pid it names
+    one process, whatever pid reuse happens later."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _pool_semaphores(pool: ProcessPoolExecutor) -> list[str]:
+    """The names of the named semaphores behind a pool's queues (5 on Linux)."""
+    names = []
+    for queue in (getattr(pool, "_call_queue", None), getattr(pool, "_result_queue", None)):
+        for attr in ("_rlock", "_wlock", "_sem"):
+            semlock = getattr(getattr(queue, attr, None), "_semlock", None)
+            name = getattr(semlock, "name", None)
+            if name:
+                names.append(str(name))
+    return names
+
+
+def _register_pool(pool: ProcessPoolExecutor) -> str | None:
+    """List the pool's semaphores under this process's pid and start time."""
+    import json
+
+    start = _process_start(os.getpid())
+    names = _pool_semaphores(pool)
+    if start is None or not names:
+        return None  # not Linux, or a multiprocessing without named semaphores
+    directory = _registry_dir()
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        path = os.path.join(directory, f"{os.getpid()}-{start}-{id(pool):x}.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "start": start, "semaphores": names}, fh)
+    except OSError:
+        return None
+    return path
+
+
+def _unregister_pool(path: str | None) -> None:
+    """Forget a pool that shut down: its queues are gone, so are their semaphores."""
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def sweep_orphan_semaphores() -> list[str]:
+    """Unlink the pool semaphores of drivers that died without cleaning up.
+
+    A pool's semaphores (``/dev/shm/sem.mp-*``) are unlinked by its queues' finalizers,
+    or by multiprocessing's resource tracker when the driver dies; when the tracker was
+    killed too (a SIGKILL to the whole process group) nothing would. Each pool lists
+    its semaphores in a small file under the temp dir, named by the driver's pid and
+    start time; a file whose driver is gone is swept here: its semaphores unlinked, the
+    file removed. Returns the semaphore names unlinked.
+    """
+    import json
+
+    directory = _registry_dir()
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    try:
+        from _multiprocessing import sem_unlink
+    except ImportError:  # no named semaphores on this platform
+        return []
+    removed = []
+    for entry in entries:
+        path = os.path.join(directory, entry)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                listed = json.load(fh)
+            pid, start, names = int(listed["pid"]), str(listed["start"]), list(listed["semaphores"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written, or not ours to judge
+        if _process_start(pid) == start:
+            continue  # its driver is alive
+        for name in names:
+            try:
+                sem_unlink(name)
+                removed.append(name)
+            except OSError:
+                pass  # already unlinked (by its finalizer or the resource tracker)
+        _unregister_pool(path)
+    return removed
 
 
 # ---------------------------------------------------------------- Ray actors

@@ -40,7 +40,6 @@ import agentenvs  # noqa: F401 - registers env ids and policies in worker proces
 from agentenvs.eval.records import (
     dumps_line,
     ensure_manifest,
-    iter_records,
     stable_seed,
     write_json_atomic,
 )
@@ -50,6 +49,7 @@ from agentenvs.eval.states import (
     done_ids,
     import_modules,
     load_trajectories,
+    read_results_file,
     run_jobs,
     trajectory_id,
 )
@@ -270,7 +270,7 @@ def run_likelihood(
         workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
         desc=f"scoring with {config.model_a}", unit="traj", already=len(done),
     )
-    results = list(iter_records(results_path))
+    results = read_results_file(results_path, "id")
     summary = summarize_likelihood(results, config=config, n_boot=n_boot)
     files = [out_dir / SUMMARY_NAME]
     write_json_atomic(files[0], summary)

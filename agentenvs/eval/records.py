@@ -1,7 +1,10 @@
 """A run on disk: the JSONL file of trajectories, its manifest, and stable seeds.
 
 A run directory holds ``manifest.json`` (the run's config) and ``trajectories.jsonl``
-(one JSON object a line, one line per finished trajectory). Lines are appended with a
+(one JSON object a line, one line per finished trajectory). Readers check every
+trajectory record (``read_trajectories``: a bad one raises ``RunFileError`` naming the
+file, line and field) and count each trajectory once: an exact repeat of a line is
+dropped with a ``RunFileWarning``, two different records of one trajectory are refused. Lines are appended with a
 single ``write`` on an ``O_APPEND`` descriptor, so a process killed mid-run leaves at
 worst one torn last line without its newline; readers ignore it and writers cut it off
 before appending again.
@@ -12,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +121,10 @@ def repair_torn_tail(path: Path) -> int:
     return size - keep
 
 
-def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every complete record of a JSONL file; a torn last line (no newline) is skipped."""
+def iter_numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` for every complete record of a JSONL file; a torn last
+    line (no newline) is skipped; a line that is not a JSON object raises ``RunFileError``
+    naming the file and line."""
     path = Path(path)
     if not path.exists():
         return
@@ -130,13 +135,133 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as exc:
                 raise RunFileError(f"{path}:{number}: not a JSON record ({exc})") from exc
+            if not isinstance(record, dict):
+                raise RunFileError(
+                    f"{path}:{number}: a record must be a JSON object, got {type(record).__name__}"
+                )
+            yield number, record
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Every complete record of a JSONL file; a torn last line (no newline) is skipped."""
+    for _, record in iter_numbered_records(path):
+        yield record
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return list(iter_records(path))
+
+
+class RunFileWarning(UserWarning):
+    """Something in a run file was set aside (a repeated record), and the reading went on."""
+
+
+_NONE = type(None)
+#: what a trajectory record of the runner must hold, and of which JSON types
+TRAJECTORY_FIELDS: dict[str, tuple[type, ...]] = {
+    "task_id": (str,),
+    "sample": (int,),
+    "budget": (int,),
+    "seed": (int,),
+    "success": (bool,),
+    "first_success_turn": (int, _NONE),
+    "turns": (int,),
+    "initial_observation": (str,),
+    "steps": (list,),
+}
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
+               dict: "an object", float: "a number", _NONE: "null"}
+
+
+def check_fields(
+    record: dict[str, Any], fields: dict[str, tuple[type, ...]], where: str
+) -> None:
+    """Raise ``RunFileError`` naming ``where`` (file:line) and the first bad field."""
+    for name, types in fields.items():
+        if name not in record:
+            raise RunFileError(f"{where}: field {name!r} is missing")
+        value = record[name]
+        # JSON true is not a sample index: bool passes only where bool is asked for
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if float in types and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            wanted = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+            raise RunFileError(f"{where}: field {name!r} must be {wanted}, got {value!r:.60}")
+
+
+def check_trajectory(record: dict[str, Any], where: str) -> None:
+    """A runner trajectory record: its fields, types and ranges (``where`` is file:line)."""
+    check_fields(record, TRAJECTORY_FIELDS, where)
+    if record["sample"] < 0:
+        raise RunFileError(f"{where}: field 'sample' must be >= 0, got {record['sample']}")
+    if record["budget"] < 1:
+        raise RunFileError(f"{where}: field 'budget' must be >= 1, got {record['budget']}")
+    if not 0 <= record["turns"] <= record["budget"] or record["turns"] != len(record["steps"]):
+        raise RunFileError(
+            f"{where}: field 'turns' ({record['turns']}) must equal the number of steps "
+            f"({len(record['steps'])}) and lie within the budget ({record['budget']})"
+        )
+    first = record["first_success_turn"]
+    if first is not None and not 1 <= first <= record["turns"]:
+        raise RunFileError(
+            f"{where}: field 'first_success_turn' must be null or in 1..{record['turns']}, got {first}"
+        )
+
+
+def unique_records(
+    numbered: Iterable[tuple[int, dict[str, Any]]],
+    key: Callable[[dict[str, Any]], Hashable],
+    path: str | os.PathLike[str],
+) -> list[dict[str, Any]]:
+    """Records with one per key: an exact repeat of an earlier line is dropped with a
+    ``RunFileWarning`` naming both lines; two different records under one key raise
+    ``RunFileError`` (which one is right cannot be told)."""
+    first_line: dict[Hashable, tuple[int, dict[str, Any]]] = {}
+    out: list[dict[str, Any]] = []
+    dropped: list[tuple[int, int]] = []
+    for number, record in numbered:
+        k = key(record)
+        if k in first_line:
+            earlier, kept = first_line[k]
+            if kept != record:
+                raise RunFileError(
+                    f"{path}:{number}: record {k} was already at line {earlier} with other "
+                    "contents; remove one of the two lines"
+                )
+            dropped.append((number, earlier))
+            continue
+        first_line[k] = (number, record)
+        out.append(record)
+    if dropped:
+        import warnings
+
+        lines = ", ".join(f"{n} (= line {e})" for n, e in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        warnings.warn(
+            f"{path}: {len(dropped)} repeated record(s) counted once: line(s) {lines}{more}",
+            RunFileWarning,
+            stacklevel=2,
+        )
+    return out
+
+
+def trajectory_key(record: dict[str, Any]) -> tuple[str, int, int]:
+    return (str(record["task_id"]), int(record["sample"]), int(record["budget"]))
+
+
+def read_trajectories(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """A runner ``trajectories.jsonl``, every record checked (``RunFileError`` names the
+    line and the field) and each trajectory once (see ``unique_records``)."""
+    def checked() -> Iterator[tuple[int, dict[str, Any]]]:
+        for number, record in iter_numbered_records(path):
+            check_trajectory(record, f"{path}:{number}")
+            yield number, record
+
+    return unique_records(checked(), trajectory_key, path)
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.eval.passk import PassSurface, difference_surface, estimate_surface
-from agentenvs.eval.records import TRAJECTORIES_NAME, iter_records, read_manifest
+from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest, read_trajectories
 
 
 @dataclass
@@ -68,7 +68,7 @@ def load_run(run_dir: str | Path) -> RunData:
     manifest = read_manifest(run_dir)
     data = RunData(run_dir=run_dir, config=manifest["config"])
     derive = data.mode == "derive"
-    for record in iter_records(run_dir / TRAJECTORIES_NAME):
+    for record in read_trajectories(run_dir / TRAJECTORIES_NAME):
         per_task = data.outcomes.setdefault(str(record["task_id"]), {})
         if derive:
             per_task[int(record["sample"])] = int(record["first_success_turn"] or 0)

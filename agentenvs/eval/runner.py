@@ -53,7 +53,7 @@ from agentenvs.eval.records import (
     RunFileError,
     dumps_line,
     ensure_manifest,
-    iter_records,
+    read_trajectories,
     stable_seed,
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
@@ -312,7 +312,7 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
     ensure_manifest(run_dir, config.to_dict(), error=RunConfigError, run_id=config.run_id)
     expected = {item.key for item in config.work()}
     done: set[tuple[str, int, int]] = set()
-    for record in iter_records(traj_path):
+    for record in read_trajectories(traj_path):
         key = record_key(record)
         if key not in expected:
             raise RunFileError(f"{traj_path}: trajectory {key} is not part of this run's config")

@@ -41,8 +41,10 @@ from agentenvs.eval.records import (
     JsonlAppender,
     RunFileError,
     dumps_line,
+    iter_numbered_records,
     iter_records,
     stable_seed,
+    unique_records,
 )
 from agentenvs.policy.base import Conversation
 
@@ -285,10 +287,10 @@ def read_states(path: str | os.PathLike[str]) -> list[State]:
 
 def load_trajectories(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A runner run's config and trajectories, in a stable order (task, budget, sample)."""
-    from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest
+    from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest, read_trajectories
 
     config = read_manifest(run_dir)["config"]
-    records = list(iter_records(Path(run_dir) / TRAJECTORIES_NAME))
+    records = read_trajectories(Path(run_dir) / TRAJECTORIES_NAME)
     if not records:
         raise RunFileError(f"{run_dir}: no trajectories yet")
     order = {t: i for i, t in enumerate(config["task_ids"])}
@@ -300,7 +302,19 @@ def load_trajectories(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], 
 # ---------------------------------------------------------------- the job driver
 def done_ids(path: str | os.PathLike[str], key: str) -> set[str]:
     """Ids (``record[key]``) of the results already in a JSONL file."""
-    return {str(r[key]) for r in iter_records(path)}
+    return {str(r[key]) for r in read_results_file(path, key)}
+
+
+def read_results_file(path: str | os.PathLike[str], key: str) -> list[dict[str, Any]]:
+    """An analysis' results file, one record per ``record[key]`` (a repeated line is
+    counted once, with a warning); a record without ``key`` raises naming its line."""
+    def checked() -> Iterable[tuple[int, dict[str, Any]]]:
+        for number, record in iter_numbered_records(path):
+            if key not in record:
+                raise RunFileError(f"{path}:{number}: field {key!r} is missing")
+            yield number, record
+
+    return unique_records(checked(), lambda r: str(r[key]), path)
 
 
 def run_jobs(

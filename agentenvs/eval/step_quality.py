@@ -59,6 +59,7 @@ from agentenvs.eval.states import (
     done_ids,
     import_modules,
     load_trajectories,
+    read_results_file,
     read_states,
     run_jobs,
     write_states,
@@ -350,7 +351,7 @@ def run_step_quality(
         workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
         desc=f"{config.policy_a} vs {config.policy_b}", unit="state", already=len(done),
     )
-    results = list(iter_records(results_path))
+    results = read_results_file(results_path, "state_id")
     summary = summarize(results, config=config, n_boot=n_boot, seed=config.seed)
     files = [out_dir / SUMMARY_NAME]
     write_json_atomic(files[0], summary)

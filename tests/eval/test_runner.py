@@ -407,3 +407,197 @@ def test_derive_refuses_an_env_that_checks_success_when_the_budget_runs_out(
                      task_ids=resolve_tasks(terminal, "first:1"), mode="derive")
     with pytest.raises(RunConfigError, match="budget runs out.*rerun"):
         run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+
+
+# ---------------------------------------------------------------- run files that were edited
+def test_a_wrong_record_is_named_by_line_and_field(tmp_path: Path) -> None:
+    from agentenvs.eval.report import load_run
+
+    cfg = config(n=2)
+    run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+    path = tmp_path / TRAJECTORIES_NAME
+    good = path.read_bytes()
+    line = good.count(b"\n") + 1
+    for bad, field in ((b'{"bad": 1}\n', "task_id"), (b'[1, 2]\n', "JSON object")):
+        path.write_bytes(good + bad)
+        with pytest.raises(RunFileError, match=rf"{TRAJECTORIES_NAME}:{line}: .*{field}"):
+            run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+        with pytest.raises(RunFileError, match=rf":{line}: .*{field}"):
+            load_run(tmp_path)
+    first = json.loads(good.splitlines()[0])
+    for field, value in (("sample", "0"), ("success", 1), ("first_success_turn", 99)):
+        path.write_bytes(good + json.dumps({**first, field: value}).encode() + b"\n")
+        with pytest.raises(RunFileError, match=rf":{line}: field '{field}'"):
+            load_run(tmp_path)
+
+
+def test_a_repeated_record_counts_once_and_a_conflicting_one_is_refused(tmp_path: Path) -> None:
+    from agentenvs.eval.records import RunFileWarning
+    from agentenvs.eval.report import load_run, run_surface
+
+    cfg = config(n=3)
+    run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+    path = tmp_path / TRAJECTORIES_NAME
+    good = path.read_bytes()
+    before = run_surface(load_run(tmp_path), n_boot=0)
+    first_line = good.splitlines(keepends=True)[0]
+    path.write_bytes(good + first_line)
+    with pytest.warns(RunFileWarning, match=r"1 repeated record.*counted once: line\(s\) \d+ \(= line 1\)"):
+        data = load_run(tmp_path)
+    assert data.n_records == good.count(b"\n")
+    after = run_surface(data, n_boot=0)
+    assert np.array_equal(before.mean, after.mean) and before.n_samples == after.n_samples
+    with pytest.warns(RunFileWarning):
+        summary = run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+    assert summary.ran == 0
+    record = json.loads(first_line)
+    record["success"] = not record["success"]
+    record["first_success_turn"] = None if record["first_success_turn"] else 1
+    record["turns"] = max(record["turns"], 1)
+    record["steps"] = record["steps"] or [{}]
+    path.write_bytes(good + json.dumps(record).encode() + b"\n")
+    with pytest.raises(RunFileError, match="already at line 1 with other contents"):
+        load_run(tmp_path)
+    with pytest.raises(RunFileError, match="already at line 1 with other contents"):
+        run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+
+
+# ---------------------------------------------------------------- a killed driver
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _semaphores(pid: int) -> set[str]:
+    """The multiprocessing semaphores a process maps (glibc maps them under a temporary
+    name, so they are found by inode)."""
+    inodes = {
+        int(line.split()[4]) for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+        if len(line.split()) >= 6 and line.split()[5].startswith("/dev/shm/")
+    }
+    found = set()
+    for name in os.listdir("/dev/shm"):
+        path = os.path.join("/dev/shm", name)
+        try:
+            if name.startswith("sem.mp-") and os.stat(path).st_ino in inodes:
+                found.add(path)
+        except OSError:
+            continue
+    return found
+
+
+def _start_killable_run(cfg: EvalConfig, out: Path) -> tuple[subprocess.Popen, list[int], set[str]]:
+    """A run in its own process (group) with 2 pool workers, once it is well under way:
+    the process, its children (workers and resource tracker) and the semaphores it maps."""
+    script = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); "
+        "from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t; "
+        "cfg = EvalConfig.from_dict(json.loads(sys.argv[2])); "
+        "run_pass_at_k_t(cfg, sys.argv[3], workers=2, chunk_size=1, progress=False)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(HERE), json.dumps(cfg.to_dict()), str(out)],
+        start_new_session=True, stderr=subprocess.DEVNULL,
+    )
+    path = out / TRAJECTORIES_NAME
+    deadline = time.monotonic() + 120
+    while not (path.exists() and path.read_bytes().count(b"\n") >= 4):
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.02)
+    children = _children(proc.pid)
+    assert len(children) >= 3  # two workers and the resource tracker
+    semaphores = _semaphores(proc.pid)
+    assert semaphores
+    return proc, children, semaphores
+
+
+def _wait_for(predicate: Any, seconds: float = 120) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs Linux /proc and /dev/shm")
+def test_workers_and_semaphores_go_with_a_sigkilled_driver(tmp_path: Path) -> None:
+    cfg = config(mode="rerun", n=50, env_kwargs={"delay": 0.02})
+    proc, children, semaphores = _start_killable_run(cfg, tmp_path / "run")
+    proc.kill()  # the driver only: no cleanup code of its own can run
+    proc.wait(timeout=30)
+    try:
+        assert _wait_for(lambda: not any(_running(pid) for pid in children)), [
+            pid for pid in children if _running(pid)
+        ]
+        # the resource tracker, alone at last, unlinks the pool's semaphores
+        assert _wait_for(lambda: not any(os.path.exists(s) for s in semaphores)), semaphores
+    finally:
+        for pid in children:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs Linux /proc and /dev/shm")
+def test_semaphores_of_a_killed_process_group_are_swept_by_the_next_run(tmp_path: Path) -> None:
+    from agentenvs.eval.executors import sweep_orphan_semaphores
+
+    cfg = config(mode="rerun", n=50, env_kwargs={"delay": 0.02})
+    proc, children, semaphores = _start_killable_run(cfg, tmp_path / "run")
+    os.killpg(proc.pid, signal.SIGKILL)  # driver, workers and resource tracker at once
+    proc.wait(timeout=30)
+    assert _wait_for(lambda: not any(_running(pid) for pid in children))
+    left = {s for s in semaphores if os.path.exists(s)}
+    assert left, "nothing was left behind to sweep"
+    # the next run sweeps them, and leaves a live run's semaphores alone
+    live, live_children, live_semaphores = _start_killable_run(cfg, tmp_path / "live")
+    try:
+        assert not any(os.path.exists(s) for s in left)
+        removed = {"/dev/shm/sem." + name.lstrip("/") for name in sweep_orphan_semaphores()}
+        assert not removed & live_semaphores
+        assert all(os.path.exists(s) for s in live_semaphores)
+    finally:
+        os.killpg(live.pid, signal.SIGKILL)
+        live.wait(timeout=30)
+        _wait_for(lambda: not any(_running(pid) for pid in live_children))
+        sweep_orphan_semaphores()
+    assert not any(os.path.exists(s) for s in live_semaphores)
+
+
+def test_a_script_without_a_main_guard_is_told_why_its_workers_would_die(tmp_path: Path) -> None:
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(HERE)!r})\n"
+        "from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t\n"
+        f"cfg = EvalConfig(env_id={GUESS_ID!r}, policy='test/guesser', task_ids=['small'],"
+        " n=2, budgets=[2])\n"
+        f"run_pass_at_k_t(cfg, {str(tmp_path / 'run')!r}, workers=2, progress=False)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "MainModuleError" in out.stderr and "__main__" in out.stderr and "guard" in out.stderr
+    assert "worker process died" not in out.stderr
+    guarded = tmp_path / "guarded.py"
+    body = script.read_text().splitlines()
+    guarded.write_text("\n".join(body[:3]) + "\nif __name__ == '__main__':\n"
+                       + "\n".join("    " + line for line in body[3:]) + "\n")
+    out = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
