@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="tables and plots of a run, optionally compared with another")
     rp.add_argument("run_dir", type=Path)
     rp.add_argument("--compare", type=Path, default=None, help="a second run: report it minus the first")
+    rp.add_argument("--allow-differences", action="store_true",
+                    help="compare runs whose configs differ in more than the policy "
+                    "(env kwargs, tasks, n, budgets, mode, seed); refused by default")
     rp.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/report)")
     rp.add_argument("--ks", type=_int_list, default=None, help="K values (default powers of two up to n)")
     rp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
@@ -335,7 +338,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     result = write_report(
         args.run_dir, out_dir=args.out, compare=args.compare, ks=args.ks, n_boot=args.n_boot,
-        seed=args.seed, plots=not args.no_plots,
+        seed=args.seed, plots=not args.no_plots, allow_differences=args.allow_differences,
     )
     print((result.out_dir / "passk.md").read_text())
     if result.comparison is not None:

@@ -200,12 +200,54 @@ def bootstrap_pass_at_k_t(
     return 1.0 - np.transpose(miss, (0, 2, 1)) / total
 
 
+#: below this many tasks a percentile bootstrap over tasks covers clearly less than its
+#: nominal level (``benchmarks/passk_ci_coverage.py``: 95% intervals cover 0.87 of the
+#: time at 10 tasks, as low as 0.86 for some K at 20, 0.93 at 40 to 200)
+MIN_TASKS_FOR_CI = 50
+
+
+def cells_at_bound(counts: ArrayLike, n: ArrayLike, ks: Sequence[int]) -> np.ndarray:
+    """``[k_index, t_index]`` True where every task's Pass@(K,T) is 0 (no success within
+    T) or every task's is 1 (fewer than K failures): there the bootstrap interval has
+    zero width, whatever the true uncertainty."""
+    counts_arr, n_arr = _as_counts(counts, n)
+    ks_arr = np.asarray(ks, dtype=np.int64)
+    at_zero = (counts_arr == 0).all(axis=0)
+    most_failures = (n_arr[:, None] - counts_arr).max(axis=0)
+    at_one = most_failures[None, :] < ks_arr[:, None]
+    return at_zero[None, :] | at_one
+
+
+def ci_reliability(surface: PassSurface) -> dict[str, Any]:
+    """Which intervals of a surface not to trust, and why (also in ``to_dict``)."""
+    cells = []
+    if surface.at_bound is not None:
+        for i, j in zip(*np.nonzero(surface.at_bound), strict=True):
+            cells.append([int(surface.ks[i]), int(surface.budgets[j])])
+    few = surface.n_tasks < MIN_TASKS_FOR_CI
+    notes = []
+    if few:
+        notes.append(
+            f"{surface.n_tasks} tasks (< {MIN_TASKS_FOR_CI}): percentile bootstrap intervals "
+            "over so few tasks cover less than their nominal level"
+        )
+    if cells:
+        notes.append(
+            "cells marked at_bound: every task at 0 or every task at 1, so the interval has "
+            "zero width and says nothing about the uncertainty"
+        )
+    return {"few_tasks": few, "cells_at_bound": cells, "notes": notes}
+
+
 @dataclass
 class PassSurface:
     """Pass@(K,T) over a grid, indexed ``[k_index, t_index]``, with bootstrap bounds.
 
     ``low``/``high`` are percentile bounds at ``confidence`` (``None`` without a
     bootstrap); ``boot`` keeps the resamples when asked, for paired comparisons.
+    ``at_bound`` marks cells whose interval is degenerate (``cells_at_bound``); with
+    fewer than ``MIN_TASKS_FOR_CI`` tasks every interval is approximate
+    (``ci_reliability``).
     """
 
     ks: np.ndarray
@@ -217,6 +259,7 @@ class PassSurface:
     n_tasks: int = 0
     n_samples: tuple[int, ...] = ()
     boot: np.ndarray | None = field(default=None, repr=False)
+    at_bound: np.ndarray | None = field(default=None, repr=False)
 
     def value(self, k: int, t: int) -> float:
         return float(self.mean[_index(self.ks, k), _index(self.budgets, t)])
@@ -234,6 +277,7 @@ class PassSurface:
             "confidence": self.confidence,
             "n_tasks": self.n_tasks,
             "n_samples": sorted(set(self.n_samples)),
+            "ci_unreliable": ci_reliability(self),
         }
 
 
@@ -280,6 +324,7 @@ def estimate_surface(
         confidence=confidence,
         n_tasks=int(counts_arr.shape[0]),
         n_samples=tuple(int(v) for v in n_arr),
+        at_bound=cells_at_bound(counts_arr, n_arr, ks),
     )
     if n_boot > 0:
         weights = bootstrap_weights(counts_arr.shape[0], n_boot, np.random.default_rng(seed))
@@ -301,6 +346,8 @@ def difference_surface(a: PassSurface, b: PassSurface) -> PassSurface:
         confidence=a.confidence,
         n_tasks=min(a.n_tasks, b.n_tasks),
         n_samples=a.n_samples,
+        # both runs without spread there: the paired interval has zero width too
+        at_bound=None if a.at_bound is None or b.at_bound is None else a.at_bound & b.at_bound,
     )
     if a.boot is not None and b.boot is not None and a.boot.shape == b.boot.shape:
         diff.boot = b.boot - a.boot

@@ -8,7 +8,17 @@
 
 With ``compare=OTHER_RUN_DIR`` it also writes ``comparison.*``: the surface of the other
 run minus this one (a paired bootstrap over the tasks both runs share), drawn as a
-heatmap with a diverging colormap next to the curves of both runs.
+heatmap with a diverging colormap next to the curves of both runs. The two runs' configs
+must agree on everything but the policy (env id and env kwargs, tasks, samples,
+budgets, mode, seed): a comparison across env settings would credit the policy with
+the env's difference. ``allow_differences=True`` (``--allow-differences``) compares
+anyway and records the differences in ``comparison.json``; the env id must always match.
+
+Bootstrap intervals are percentile intervals over tasks. They are approximate: with
+few tasks they cover less than their nominal level, and a cell where every task sits
+at 0 or at 1 has an interval of zero width whatever the true uncertainty. Such cells
+are flagged (``†`` in the tables, ``ci_unreliable`` in the JSON); see
+``agentenvs.eval.passk.ci_reliability``.
 
 How counts come from records: in ``derive`` mode c_T counts the samples whose first
 success came within T turns; in ``rerun`` mode, the samples of the budget-T runs that
@@ -32,7 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.eval.passk import PassSurface, difference_surface, estimate_surface
+from agentenvs.eval.passk import (
+    PassSurface,
+    ci_reliability,
+    difference_surface,
+    estimate_surface,
+)
 from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest, read_trajectories
 
 
@@ -143,6 +158,8 @@ def _cell(surface: PassSurface, i: int, j: int, signed: bool = False) -> str:
     text = fmt.format(surface.mean[i, j])
     if surface.low is not None and surface.high is not None:
         text += f" [{surface.low[i, j]:.2f}, {surface.high[i, j]:.2f}]"
+        if surface.at_bound is not None and surface.at_bound[i, j]:
+            text += " †"
     return text
 
 
@@ -165,6 +182,13 @@ def surface_markdown(surface: PassSurface, title: str, *, signed: bool = False) 
     for i, k in enumerate(surface.ks):
         cells = [_cell(surface, i, j, signed) for j in range(len(surface.budgets))]
         lines.append(f"| **{k}** | " + " | ".join(cells) + " |")
+    if surface.low is not None:
+        reliability = ci_reliability(surface)
+        if reliability["few_tasks"]:
+            lines += ["", f"Intervals are approximate: {reliability['notes'][0]}."]
+        if reliability["cells_at_bound"]:
+            lines += ["", "† every task at 0 or every task at 1: a zero-width interval that "
+                      "says nothing about the uncertainty."]
     return "\n".join(lines) + "\n"
 
 
@@ -344,11 +368,22 @@ def _meta(data: RunData) -> dict[str, Any]:
     }
 
 
+#: config keys that may differ between two runs that are compared (what is compared)
+COMPARED_KEYS = ("policy", "info_keys")
+
+
+def config_differences(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Config entries (other than the policy) in which two runs differ: key -> (a, b)."""
+    keys = sorted((set(first) | set(second)) - set(COMPARED_KEYS))
+    return {k: (first.get(k), second.get(k)) for k in keys if first.get(k) != second.get(k)}
+
+
 def write_report(
     run_dir: str | Path,
     *,
     out_dir: str | Path | None = None,
     compare: str | Path | None = None,
+    allow_differences: bool = False,
     ks: Sequence[int] | None = None,
     n_boot: int = 1000,
     seed: int = 0,
@@ -373,6 +408,14 @@ def write_report(
         raise ValueError(
             f"cannot compare runs on different envs: {data.config['env_id']} vs {other.config['env_id']}"
         )
+    differences = config_differences(data.config, other.config)
+    if differences and not allow_differences:
+        detail = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in differences.items())
+        raise ValueError(
+            f"{run_dir} and {compare} differ in more than the policy ({detail}); the "
+            "difference would mix the policies with these settings. Compare runs made with "
+            "the same settings, or pass --allow-differences (allow_differences=True)"
+        )
     other_tasks = set(other.task_ids())
     tasks = [t for t in data.task_ids() if t in other_tasks]
     budgets = sorted(set(data.budgets) & set(other.budgets))
@@ -390,7 +433,8 @@ def write_report(
     second = run_surface(other, **common)
     diff = difference_surface(base, second)
     diff_title = f"{other.label} minus {data.label} on {data.config['env_id']}"
-    meta = {"first": _meta(data), "second": _meta(other), "tasks": len(tasks)}
+    meta = {"first": _meta(data), "second": _meta(other), "tasks": len(tasks),
+            "config_differences": {k: list(v) for k, v in differences.items()}}
     files += _write_tables(diff, out, "comparison", diff_title, meta, signed=True)
     for name, surf, run in (("first", base, data), ("second", second, other)):
         (out / f"comparison_{name}.md").write_text(

@@ -138,3 +138,28 @@ def test_paired_difference() -> None:
     # b dominates a task by task, so every paired resample shows a gain
     assert np.all(diff.low >= 0)
     assert diff.to_dict()["ks"] == [1, 2]
+
+
+def test_unreliable_intervals_are_flagged() -> None:
+    from agentenvs.eval.passk import MIN_TASKS_FOR_CI, ci_reliability, estimate_surface
+    from agentenvs.eval.report import surface_markdown
+
+    # T=1: nobody succeeds (all at 0); T=4: every task has at most 2 failures of 8, so
+    # Pass@K is 1 for every task once K > 2
+    counts = np.array([[0, 6], [0, 7], [0, 8], [0, 6]])
+    surface = estimate_surface(counts, 8, [1, 2, 4, 8], [1, 4], n_boot=200, seed=0)
+    expected = np.array([[True, False], [True, False], [True, True], [True, True]])
+    np.testing.assert_array_equal(surface.at_bound, expected)
+    assert np.all(surface.high[expected] - surface.low[expected] == 0)  # why they are flagged
+    info = ci_reliability(surface)
+    assert info["few_tasks"] and surface.n_tasks < MIN_TASKS_FOR_CI
+    assert [1, 1] in info["cells_at_bound"] and [4, 4] in info["cells_at_bound"]
+    assert surface.to_dict()["ci_unreliable"] == info
+    text = surface_markdown(surface, "t")
+    assert "†" in text and "Intervals are approximate: 4 tasks" in text
+    # many tasks with spread: nothing to flag
+    rng = np.random.default_rng(1)
+    many = rng.binomial(8, rng.uniform(0.1, 0.9, size=(200, 1)), size=(200, 2))
+    big = estimate_surface(many, 8, [1, 2], [1, 2], n_boot=50, seed=0)
+    assert ci_reliability(big) == {"few_tasks": False, "cells_at_bound": [], "notes": []}
+    assert "†" not in surface_markdown(big, "t")

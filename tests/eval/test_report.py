@@ -111,7 +111,8 @@ def test_report_files(runs: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_comparison_is_paired_difference(runs: dict[str, Path], tmp_path: Path) -> None:
-    result = write_report(runs["derive"], out_dir=tmp_path, compare=runs["derive2"], n_boot=200)
+    result = write_report(runs["derive"], out_dir=tmp_path, compare=runs["derive2"], n_boot=200,
+                          allow_differences=True)
     first = run_surface(load_run(runs["derive"]), n_boot=0)
     second = run_surface(load_run(runs["derive2"]), n_boot=0)
     assert result.comparison is not None
@@ -125,7 +126,7 @@ def test_comparison_is_paired_difference(runs: dict[str, Path], tmp_path: Path) 
 
 def test_compare_rerun_with_derive_uses_shared_grid(runs: dict[str, Path], tmp_path: Path) -> None:
     result = write_report(runs["derive"], out_dir=tmp_path, compare=runs["rerun"], n_boot=50,
-                          plots=False)
+                          plots=False, allow_differences=True)
     assert result.comparison is not None
     assert result.comparison.ks.tolist() == [1, 2, 4]  # the rerun run has n=4
     assert not (tmp_path / "comparison.png").exists()
@@ -137,3 +138,27 @@ def test_markdown_without_ci() -> None:
     surface = estimate_surface(np.array([[1, 2]]), 2, [1, 2], [3, 5], n_boot=0)
     text = surface_markdown(surface, "t")
     assert "| **1** | 0.500 | 1.000 |" in text and "CI" not in text
+
+
+def test_compare_refuses_runs_with_other_settings(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Two runs of one env id under other env kwargs (or seeds, budgets, ...) differ by more
+    than the policy: the comparison is refused, naming what differs, unless allowed."""
+    other = tmp_path / "other"
+    run_pass_at_k_t(guess.config(n=8, env_kwargs={"delay": 0.0001}), other, workers=0,
+                    progress=False)
+    with pytest.raises(ValueError, match=r"env_kwargs: \{\} vs \{'delay': 0.0001\}"):
+        write_report(runs["derive"], out_dir=tmp_path / "r", compare=other, n_boot=0, plots=False)
+    with pytest.raises(ValueError, match="seed: 11 vs 99"):
+        write_report(runs["derive"], out_dir=tmp_path / "r", compare=runs["derive2"], n_boot=0,
+                     plots=False)
+    write_report(runs["derive"], out_dir=tmp_path / "ok", compare=other, n_boot=0, plots=False,
+                 allow_differences=True)
+    blob = json.loads((tmp_path / "ok" / "comparison.json").read_text())
+    assert blob["config_differences"] == {"env_kwargs": [{}, {"delay": 0.0001}]}
+    # only the policy differs: compared without a word
+    for name, policy in (("a", "test/guesser"), ("b", "test/undeclared")):
+        run_pass_at_k_t(guess.config(n=2, mode="rerun", policy=policy), tmp_path / name,
+                        workers=0, progress=False)
+    result = write_report(tmp_path / "a", out_dir=tmp_path / "ab", compare=tmp_path / "b",
+                          n_boot=0, plots=False)
+    assert result.comparison is not None
