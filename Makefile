@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode
+EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,integrations
 OUT ?= out/demo
 PYTEST_ARGS ?=
 

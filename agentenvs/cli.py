@@ -257,6 +257,14 @@ def _add_analysis_parsers(sub: Any) -> None:
                     help="rollouts to the end per state and policy")
     es.add_argument("--continue-ordinary", action="store_true",
                     help="also continue from ordinary states (error states always)")
+    sv = sub.add_parser("serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol")
+    sv.add_argument("--env", required=True, help="env id, e.g. agentenvs/InterCodeSQL-v0")
+    sv.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    sv.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    sv.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")
+    sv.add_argument("--session-timeout", type=float, default=None,
+                    help="close a session after this many idle seconds")
     lk = sub.add_parser(
         "likelihood",
         help="per-action NLL of stored trajectories under a model, and the cumulative LLR of two",
@@ -275,6 +283,24 @@ def _add_analysis_parsers(sub: Any) -> None:
     lk.add_argument("--n-boot", type=int, default=1000)
     lk.add_argument("--no-plots", action="store_true")
     lk.add_argument("--no-progress", action="store_true")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from agentenvs.core.errors import require
+
+    for dep in ("fastapi", "uvicorn", "websockets"):
+        require(dep, "server")
+    from agentenvs.server.app import ServerConfig, serve
+
+    env_kwargs = json.loads(args.env_kwargs)
+    if not isinstance(env_kwargs, dict):
+        raise ValueError("--env-kwargs must be a JSON object")
+    if args.max_sessions < 1:
+        raise ValueError("--max-sessions must be at least 1")
+    config = ServerConfig(args.env, env_kwargs, max_sessions=args.max_sessions,
+                          session_timeout=args.session_timeout)
+    serve(config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True))
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -474,6 +500,7 @@ COMMANDS = {
     "step-quality": cmd_step_quality,
     "error-states": cmd_error_states,
     "likelihood": cmd_likelihood,
+    "serve": cmd_serve,
 }
 
 
