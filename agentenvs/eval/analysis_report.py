@@ -67,7 +67,12 @@ def plot_step_quality(summary: dict[str, Any], path: str | Path) -> Path:
         _bar(ax, i - width, g["a_better"], width, COLORS["a"], "A better" if first else None)
         _bar(ax, i, g["b_better"], width, COLORS["b"], "B better" if first else None)
         _bar(ax, i + width, g["ties"], width, COLORS["tie"], "tie" if first else None)
-    ax.set_xticks(range(len(kinds)), [f"{k} states\n(n={groups[k]['n_states']})" for k in kinds])
+    labels = {"self_error": "self-made error", "error": "injected error"}
+    ax.set_xticks(
+        range(len(kinds)),
+        [f"{labels.get(k, k)}\n(n={groups[k]['n_states']}, {groups[k].get('n_tasks', '?')} tasks)"
+         for k in kinds],
+    )
     ax.set_xlim(-0.6, len(kinds) - 0.4)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of action pairs")

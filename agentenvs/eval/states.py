@@ -9,7 +9,12 @@ stored one (``ReplayMismatchError`` on any difference: an env that changed, or r
 of another config), and the env is snapshotted after t steps.
 
 States are drawn uniformly over the pairs (trajectory, t) with t = 0 .. turns-1 (every
-state in which the agent had to act) through one seeded permutation. An *error state*
+state in which the agent had to act) through one seeded permutation. A drawn state whose
+previous action was a mistake (``action_regret`` > 0: below the oracle's best on envs
+with one, below full score elsewhere), whoever made it, is a *self-made error state*
+(kind ``self_error``), reported apart from ordinary states: after its own mistake a
+policy faces what it faces after an injected one, and counting such states as ordinary
+would credit recovery to ordinary play. An *error state*
 takes such a state, steps the env with its own ``error_action(rng)`` as the next action,
 and keeps the result; when that action ends the episode there is nothing left to
 recover, so the next pair of the permutation is taken instead. Ordinary and error states
@@ -49,7 +54,13 @@ from agentenvs.eval.records import (
 from agentenvs.policy.base import Conversation
 
 STATES_NAME = "states.jsonl"
-KINDS = ("ordinary", "error")
+#: the kinds of states analysed: drawn from trajectories (``ordinary`` or, after the
+#: trajectory's own mistake, ``self_error``) and after an injected error (``error``)
+KINDS = ("ordinary", "self_error", "error")
+#: the kinds a config asks for: a drawn state is labelled ordinary or self_error
+DRAWN_KINDS = ("ordinary", "error")
+#: a regret at or below this is no mistake (oracle values carry floating-point noise)
+REGRET_TOL = 1e-9
 
 
 class ReplayMismatchError(AgentEnvsError):
@@ -75,6 +86,7 @@ class State:
     tools: list[dict[str, Any]] | None = None
     source: dict[str, Any] = field(default_factory=dict)
     error_action: str | None = None
+    previous_regret: float | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -86,6 +98,7 @@ class State:
             "turns_left": self.turns_left,
             "source": self.source,
             "error_action": self.error_action,
+            "previous_regret": self.previous_regret,
             "tools": self.tools,
             "messages": self.messages,
             "snapshot": base64.b64encode(self.snapshot).decode("ascii"),
@@ -105,6 +118,7 @@ class State:
             tools=record.get("tools"),
             source=dict(record.get("source") or {}),
             error_action=record.get("error_action"),
+            previous_regret=record.get("previous_regret"),
         )
 
     def restore_into(self, env: gym.Env) -> Conversation:
@@ -166,6 +180,21 @@ def replay(
     return conversation, info
 
 
+def action_regret(env: gym.Env, action: str) -> float:
+    """How much worse ``action`` is than the best action from the env's current state,
+    by the env's own scoring, without advancing it: the env's ``action_regret`` when it
+    has one, else ``max(q_values()) - score_action(action)`` where an exact oracle gives
+    Q-values (FrozenLake), else ``1 - score_action(action)`` (full score is a solve)."""
+    inner: Any = env.unwrapped
+    own = getattr(inner, "action_regret", None)
+    if callable(own):
+        return float(own(action))
+    score = float(inner.score_action(action))
+    q_values = getattr(inner, "q_values", None)
+    best = float(np.max(q_values())) if callable(q_values) else 1.0
+    return max(0.0, best - score)
+
+
 def candidate_points(records: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     """Every (trajectory index, t) whose state asked the agent for an action."""
     return [(i, t) for i, record in enumerate(records) for t in range(len(record["steps"]))]
@@ -181,6 +210,7 @@ def _state_from_env(
     env_id: str,
     t: int,
     error_action: str | None = None,
+    previous_regret: float | None = None,
 ) -> State:
     inner: Any = env.unwrapped
     return State(
@@ -203,7 +233,24 @@ def _state_from_env(
             "success": bool(record.get("success", False)),
         },
         error_action=error_action,
+        previous_regret=previous_regret,
     )
+
+
+def _replay_with_regret(
+    env: gym.Env, record: dict[str, Any], t: int
+) -> tuple[Conversation, float | None]:
+    """``replay`` to step t, plus the regret of the action that led there (None at t=0)."""
+    if t == 0:
+        return replay(env, record, 0)[0], None
+    conversation, _ = replay(env, record, t - 1)
+    last = record["steps"][t - 1]
+    regret = action_regret(env, last["action"])
+    observation, *_ = env.step(last["action"])
+    if observation != last["observation"]:
+        raise _mismatch(record, t, last["observation"], observation)
+    conversation.add_turn(last["action"], observation)
+    return conversation, regret
 
 
 def collect_states(
@@ -219,11 +266,13 @@ def collect_states(
     """Up to ``n_states`` states of each kind, drawn uniformly over (trajectory, t).
 
     ``records`` are runner trajectories. Fewer states come back when there are not
-    enough candidates (or, for error states, not enough that survive the error).
+    enough candidates (or, for error states, not enough that survive the error). The
+    ``n_states`` drawn for ``ordinary`` are labelled ``ordinary`` or ``self_error``
+    (after the trajectory's own mistake, see ``action_regret``).
     """
-    unknown = set(kinds) - set(KINDS)
+    unknown = set(kinds) - set(DRAWN_KINDS)
     if unknown:
-        raise ValueError(f"unknown state kind(s) {sorted(unknown)}; choose from {KINDS}")
+        raise ValueError(f"unknown state kind(s) {sorted(unknown)}; choose from {DRAWN_KINDS}")
     if n_states < 1:
         raise ValueError(f"n_states must be >= 1, got {n_states}")
     points = candidate_points(records)
@@ -246,13 +295,16 @@ def collect_states(
                     traj, t = points[int(index)]
                     record = records[traj]
                     base_id = f"{trajectory_id(record)}:t{t}"
-                    conversation, _ = replay(env, record, t)
                     if kind == "ordinary":
+                        conversation, regret = _replay_with_regret(env, record, t)
+                        mistake = regret is not None and regret > REGRET_TOL
                         state = _state_from_env(
-                            env, conversation, record, state_id=base_id, kind=kind,
-                            env_id=env_id, t=t,
+                            env, conversation, record, state_id=base_id,
+                            kind="self_error" if mistake else "ordinary",
+                            env_id=env_id, t=t, previous_regret=regret,
                         )
                     else:
+                        conversation, _ = replay(env, record, t)
                         rng = np.random.default_rng(stable_seed(seed, base_id, "error_action"))
                         action = env.unwrapped.error_action(rng)  # type: ignore[attr-defined]
                         observation, _, terminated, truncated, _ = env.step(action)
@@ -387,7 +439,9 @@ def check_records(records: Sequence[dict[str, Any]], where: str) -> None:
 
 
 __all__ = [
+    "DRAWN_KINDS",
     "KINDS",
+    "action_regret",
     "STATES_NAME",
     "ReplayMismatchError",
     "State",

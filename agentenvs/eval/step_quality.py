@@ -7,9 +7,18 @@ DeepCoder-MT, the reward on InterCode-SQL, the checker on BFCL), the env restore
 each scoring. Over all ``n_actions``² pairs (one action of A, one of B) a state gives
 P(A's action scores higher), P(B's scores higher) and P(tie) (within ``tie_tol``), which
 sum to 1. These per-state values, and the mean score of each policy, are averaged over
-states with a percentile bootstrap over states (``passk.bootstrap_weights``); the
+states. States of one task are not independent (the same map, the same question), so
+the intervals come from a percentile bootstrap over *tasks* (clusters: a resample draws
+tasks with replacement and keeps all their states), and the summary gives the number of
+tasks beside the number of states; with fewer than two tasks there is no interval. The
 difference P(A better) - P(B better) is bootstrapped paired, and its interval decides
-the verdict.
+the verdict. ``a_share_of_decided`` is the paper's figure: A's share of the pairs that
+were not ties, sum(A better) / sum(A better + B better), with its interval.
+
+States are reported in three groups (``agentenvs.eval.states``): ``ordinary``,
+``self_error`` (after the trajectory's own mistake) and ``error`` (after an injected
+one). Continuation rollouts, when configured for ``error`` states, run from self-made
+error states too.
 
 ``run_step_quality(config, out_dir)`` does the whole analysis, resumably:
 
@@ -51,6 +60,7 @@ from agentenvs.eval.records import (
     write_json_atomic,
 )
 from agentenvs.eval.states import (
+    DRAWN_KINDS,
     KINDS,
     STATES_NAME,
     State,
@@ -119,9 +129,13 @@ class StepQualityConfig:
             raise AnalysisConfigError("give exactly one source of states: run_dir or reference")
         if self.reference is not None and not self.task_ids:
             raise AnalysisConfigError("a reference policy needs task_ids to roll out on")
-        bad = [k for k in (*self.kinds, *self.continue_kinds) if k not in KINDS]
+        bad = [k for k in self.kinds if k not in DRAWN_KINDS]
+        bad += [k for k in self.continue_kinds if k not in KINDS]
         if bad or not self.kinds:
-            raise AnalysisConfigError(f"kinds must be among {KINDS}, got {bad or 'none'}")
+            raise AnalysisConfigError(
+                f"kinds must be among {DRAWN_KINDS} (continue_kinds among {KINDS}), "
+                f"got {bad or 'none'}"
+            )
         for name in ("n_states", "n_actions", "episodes", "budget"):
             if int(getattr(self, name)) < 1:
                 raise AnalysisConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -214,7 +228,7 @@ def evaluate_state(
         "scores_a": scores["a"],
         "scores_b": scores["b"],
     }
-    if config.continuations > 0 and state.kind in config.continue_kinds:
+    if config.continuations > 0 and _continues(state.kind, config.continue_kinds):
         from agentenvs.eval.error_states import continuation_successes
 
         for slot, policy in policies.items():
@@ -222,6 +236,12 @@ def evaluate_state(
             result[f"continue_success_{slot}"] = sum(wins) / len(wins)
             result[f"continue_wins_{slot}"] = wins
     return result
+
+
+def _continues(kind: str, continue_kinds: Sequence[str]) -> bool:
+    """Whether states of ``kind`` get continuation rollouts: self-made error states are
+    error states, so they follow ``error``."""
+    return kind in continue_kinds or (kind == "self_error" and "error" in continue_kinds)
 
 
 # ---------------------------------------------------------------- workers
@@ -375,6 +395,19 @@ def states_of(out_dir: str | Path) -> list[State]:
 
 
 # ---------------------------------------------------------------- summary
+def cluster_weights(
+    clusters: Sequence[str], n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, int]:
+    """``(n_boot, items)`` bootstrap weights that resample whole clusters (tasks): each
+    item weighs as often as its cluster was drawn. Returns the weights and the number of
+    clusters."""
+    names = sorted(set(clusters))
+    index = {name: i for i, name in enumerate(names)}
+    of_item = np.array([index[c] for c in clusters], dtype=np.int64)
+    per_cluster = bootstrap_weights(len(names), n_boot, rng)
+    return per_cluster[:, of_item], len(names)
+
+
 def bootstrap_mean(
     values: np.ndarray, weights: np.ndarray | None, confidence: float = 0.95
 ) -> dict[str, float]:
@@ -384,6 +417,24 @@ def bootstrap_mean(
         boot = (weights @ values) / weights.sum(axis=1)
         low, high = percentile_bounds(boot, confidence)
         out.update(low=float(low), high=float(high))
+    return out
+
+
+def bootstrap_ratio(
+    numerator: np.ndarray, denominator: np.ndarray, weights: np.ndarray | None,
+    confidence: float = 0.95,
+) -> dict[str, float]:
+    """sum(numerator) / sum(denominator) with percentile bounds (resamples whose
+    denominator is 0 have no ratio and are left out)."""
+    total = float(denominator.sum())
+    out = {"mean": float(numerator.sum()) / total if total > 0 else float("nan")}
+    if weights is not None and numerator.size:
+        den = weights @ denominator
+        ok = den > 0
+        if ok.any():
+            boot = (weights[ok] @ numerator) / den[ok]
+            low, high = percentile_bounds(boot, confidence)
+            out.update(low=float(low), high=float(high))
     return out
 
 
@@ -397,38 +448,44 @@ def summarize_group(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Bootstrap means over states of one group; the A-minus-B differences are paired."""
+    """Means over states of one group with a bootstrap over their tasks (clusters); the
+    A-minus-B differences are paired."""
     # resampling weights index states by position: fix the order the file happened to have
     results = sorted(results, key=lambda r: str(r["state_id"]))
     n = len(results)
-    weights = (
-        bootstrap_weights(n, n_boot, np.random.default_rng(stable_seed(seed, "bootstrap", n)))
-        if n_boot > 0 and n > 0
-        else None
-    )
+    tasks = [str(r["task_id"]) for r in results]
+    n_tasks = len(set(tasks))
+    weights = None
+    if n_boot > 0 and n_tasks >= 2:
+        rng = np.random.default_rng(stable_seed(seed, "bootstrap", n, n_tasks))
+        weights, _ = cluster_weights(tasks, n_boot, rng)
 
-    def column(name: str) -> np.ndarray:
-        return np.array([float(r[name]) for r in results], dtype=np.float64)
+    def column(name: str, rows: Sequence[dict[str, Any]] = results) -> np.ndarray:
+        return np.array([float(r[name]) for r in rows], dtype=np.float64)
 
-    out: dict[str, Any] = {"n_states": n, "confidence": confidence}
+    out: dict[str, Any] = {
+        "n_states": n, "n_tasks": n_tasks, "confidence": confidence,
+        "interval": "bootstrap over tasks" if weights is not None else "none (fewer than 2 tasks)",
+    }
     for name in METRICS:
         out[name] = bootstrap_mean(column(name), weights, confidence)
     out["a_minus_b"] = bootstrap_mean(column("a_better") - column("b_better"), weights, confidence)
-    decided = column("a_better") + column("b_better")
-    out["a_share_of_decided"] = (
-        float(column("a_better").sum() / decided.sum()) if decided.sum() > 0 else float("nan")
+    out["a_share_of_decided"] = bootstrap_ratio(
+        column("a_better"), column("a_better") + column("b_better"), weights, confidence
     )
     out["verdict"] = _verdict(out["a_minus_b"])
     with_cont = [r for r in results if "continue_success_a" in r]
     if with_cont:
+        cont_tasks = [str(r["task_id"]) for r in with_cont]
         cw = None
-        if n_boot > 0:
+        if n_boot > 0 and len(set(cont_tasks)) >= 2:
             rng = np.random.default_rng(stable_seed(seed, "bootstrap-continue", len(with_cont)))
-            cw = bootstrap_weights(len(with_cont), n_boot, rng)
-        ca = np.array([r["continue_success_a"] for r in with_cont], dtype=np.float64)
-        cb = np.array([r["continue_success_b"] for r in with_cont], dtype=np.float64)
+            cw, _ = cluster_weights(cont_tasks, n_boot, rng)
+        ca = column("continue_success_a", with_cont)
+        cb = column("continue_success_b", with_cont)
         out["continuation"] = {
             "n_states": len(with_cont),
+            "n_tasks": len(set(cont_tasks)),
             "rollouts_per_state": len(with_cont[0]["continue_wins_a"]),
             "success_a": bootstrap_mean(ca, cw, confidence),
             "success_b": bootstrap_mean(cb, cw, confidence),
@@ -477,6 +534,10 @@ def summarize(
     return summary
 
 
+#: how each kind of state is named in tables and figures
+KIND_LABELS = {"ordinary": "ordinary", "self_error": "self-made error", "error": "injected error"}
+
+
 def summary_markdown(summary: dict[str, Any]) -> str:
     """A small table of the summary: one row per state kind."""
     def cell(m: dict[str, float]) -> str:
@@ -488,28 +549,33 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [
         f"A = {a}; B = {b}",
         "",
-        "| states | n | P(A better) | P(B better) | P(tie) | mean score A | mean score B | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| states | n (tasks) | A's share of decided pairs | P(A better) | P(B better) | P(tie) "
+        "| mean score A | mean score B | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     conts = []
     for kind, entry in summary["kinds"].items():
         g = entry["all"]
+        share = g["a_share_of_decided"]
         lines.append(
-            f"| {kind} | {g['n_states']} | {cell(g['a_better'])} | {cell(g['b_better'])} | "
-            f"{cell(g['ties'])} | {cell(g['mean_score_a'])} | {cell(g['mean_score_b'])} | "
-            f"{g['verdict']} |"
+            f"| {KIND_LABELS.get(kind, kind)} | {g['n_states']} ({g.get('n_tasks', '?')}) | "
+            f"{cell(share) if isinstance(share, dict) else share} | {cell(g['a_better'])} | "
+            f"{cell(g['b_better'])} | {cell(g['ties'])} | {cell(g['mean_score_a'])} | "
+            f"{cell(g['mean_score_b'])} | {g['verdict']} |"
         )
         if "continuation" in g:
             conts.append((kind, g["continuation"]))
     if conts:
         lines += [
             "",
-            "| continuing from | n | success A | success B | verdict |",
+            "| continuing from | n (tasks) | success A | success B | verdict |",
             "|---|---|---|---|---|",
         ]
         for kind, c in conts:
             lines.append(
-                f"| {kind} states | {c['n_states']} | {cell(c['success_a'])} | "
+                f"| {KIND_LABELS.get(kind, kind)} states | {c['n_states']} "
+                f"({c.get('n_tasks', '?')}) | {cell(c['success_a'])} | "
                 f"{cell(c['success_b'])} | {c['verdict']} |"
             )
+    lines += ["", "Intervals: 95% percentile bootstrap over tasks (all states of a drawn task)."]
     return "\n".join(lines) + "\n"

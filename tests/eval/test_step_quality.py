@@ -82,7 +82,17 @@ def test_states_are_the_replayed_states_of_their_trajectories(run_dir: Path) -> 
         state = State.from_record(json.loads(json.dumps(state.to_record())))  # through JSON
         record = by_traj[state.source["trajectory"]]
         t = state.source["t"]
-        assert state.kind == "ordinary" and state.turn == t and 0 <= t < record["turns"]
+        assert state.kind in ("ordinary", "self_error") and state.turn == t
+        assert 0 <= t < record["turns"]
+        # self-made error states follow the trajectory's own mistake, by the exact oracle
+        replay(check, record, max(t - 1, 0))
+        if t:
+            q = check.unwrapped.q_values()
+            regret = q.max() - check.unwrapped.score_action(record["steps"][t - 1]["action"])
+            assert state.previous_regret == pytest.approx(regret, abs=1e-12)
+            assert (state.kind == "self_error") == (regret > 1e-9)
+        else:
+            assert state.previous_regret is None and state.kind == "ordinary"
         conversation = state.restore_into(fresh)
         replay(check, record, t)
         assert fresh.unwrapped.state_key() == check.unwrapped.state_key()
@@ -95,6 +105,8 @@ def test_states_are_the_replayed_states_of_their_trajectories(run_dir: Path) -> 
         # the restored env steps on exactly as the trajectory did
         observation, *_ = fresh.step(record["steps"][t]["action"])
         assert observation == record["steps"][t]["observation"]
+    kinds = {s.kind for s in states}
+    assert kinds == {"ordinary", "self_error"}  # B errs 25% of the time: both occur
     # the same seed draws the same states; another seed others
     again = collect_states(records, ENV, ENV_KWARGS, n_states=30, seed=1)
     assert [s.state_id for s in again] == [s.state_id for s in states]
@@ -242,10 +254,56 @@ def test_cli_step_quality(run_dir: Path, tmp_path: Path, capsys: Any) -> None:
             "--actions", "4", "--workers", "0", "--out", str(out), "--no-progress", "--n-boot", "100"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "P(A better)" in printed and "| ordinary | 12 |" in printed
+    assert "P(A better)" in printed and "A's share of decided pairs" in printed
+    assert "| ordinary | " in printed and "bootstrap over tasks" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["run_dir"] == str(run_dir.resolve())
     assert (out / "step_quality.png").exists()
     # the env comes from the run; naming another is an error, reported with exit code 2
     assert main([*args, "--env", "agentenvs/InterCodeSQL-v0"]) == 2
     assert "ran agentenvs/FrozenLake-v0" in capsys.readouterr().err
+
+
+def test_states_after_the_policys_own_mistake_are_error_states(run_dir: Path, tmp_path: Path) -> None:
+    """In a run of a noisy policy, the states right after its own mistakes carry the
+    difference between a recovering and a non-recovering policy; counted as ordinary
+    they would make ordinary play look different. Reported as three groups."""
+    config = sq_config(run_dir, n_states=80, n_actions=8, seed=0)
+    result = run_step_quality(config, tmp_path / "sq", workers=0, progress=False, plots=False,
+                              n_boot=500)
+    kinds = result.summary["kinds"]
+    assert set(kinds) == {"ordinary", "self_error"}
+    ordinary, self_error = kinds["ordinary"]["all"], kinds["self_error"]["all"]
+    assert ordinary["n_states"] + self_error["n_states"] == 80
+    assert self_error["n_states"] >= 5
+    assert self_error["verdict"] == "A better"
+    assert self_error["a_share_of_decided"]["low"] > 0.7
+    assert ordinary["verdict"] == "no clear difference"
+    gap = lambda g: g["a_better"]["mean"] - g["b_better"]["mean"]  # noqa: E731
+    assert gap(self_error) > gap(ordinary) + 0.3
+
+
+def test_intervals_resample_tasks_not_states() -> None:
+    """States of one task move together; an interval over states would be too narrow."""
+    from agentenvs.eval.step_quality import summarize_group
+
+    rng = np.random.default_rng(0)
+    task_effect = rng.normal(0, 0.2, size=8)
+    results = []
+    for task in range(8):
+        for i in range(25):
+            a = float(np.clip(0.5 + task_effect[task] + rng.normal(0, 0.02), 0, 1))
+            results.append({"state_id": f"{task}:{i}", "task_id": f"task{task}", "a_better": a,
+                            "b_better": 1 - a, "ties": 0.0, "mean_score_a": a,
+                            "mean_score_b": 1 - a})
+    clustered = summarize_group(results, n_boot=2000, seed=1)
+    as_if_iid = summarize_group([{**r, "task_id": r["state_id"]} for r in results],
+                                n_boot=2000, seed=1)
+    assert clustered["n_tasks"] == 8 and clustered["n_states"] == 200
+    assert clustered["interval"] == "bootstrap over tasks"
+    width = lambda g: g["a_minus_b"]["high"] - g["a_minus_b"]["low"]  # noqa: E731
+    assert width(clustered) > 3 * width(as_if_iid)
+    share = clustered["a_share_of_decided"]
+    assert share["low"] < share["mean"] < share["high"]
+    one_task = summarize_group([{**r, "task_id": "t"} for r in results[:10]], n_boot=100)
+    assert one_task["verdict"] == "no interval" and "low" not in one_task["a_minus_b"]
