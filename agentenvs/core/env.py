@@ -8,6 +8,7 @@ loaded (``_load_task``), what an action does (``_apply``), its own state for sna
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -17,11 +18,31 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.errors import SnapshotError, UnknownTaskError
-from agentenvs.core.rng import rng_from_state
+from agentenvs.core.rng import check_rng_state, rng_from_state
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
 
 DEFAULT_MAX_CHARS = 1 << 20
+#: the largest turn budget any env accepts (info's turn counts must fit an int64)
+MAX_BUDGET = 2**63 - 1
+_BASE_FIELDS = frozenset(
+    {"task_id", "turn", "episode_max_turns", "done", "success", "score", "last_obs", "rng"}
+)
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (values in messages may be huge)."""
+    try:
+        text = repr(value)
+    except Exception:  # a repr that raises (or recurses) still gets named
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    text = text if len(text) <= 300 else f"{text[:297]}..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @dataclass
@@ -58,6 +79,10 @@ class TextEnv(gym.Env[str, str]):
     default_max_turns: ClassVar[int] = 10
     #: option names a subclass accepts in ``reset(options=...)`` besides task_id/max_turns
     extra_options: ClassVar[frozenset[str]] = frozenset()
+    #: read the env's state (``_get_state``) before a restore, to put it back if
+    #: ``_set_state`` fails half-way; envs whose ``_set_state`` cannot fail after
+    #: ``_check_state`` passed (or whose state is costly to read) set this False
+    restore_rollback: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -107,7 +132,25 @@ class TextEnv(gym.Env[str, str]):
         raise NotImplementedError
 
     def _set_state(self, state: Any) -> None:
+        """Load a state from ``_get_state`` (the base fields, task id included, are set).
+
+        Validate first (``_check_state`` runs before), then change the env: if this
+        raises, the base puts the env back (see ``restore_rollback``).
+        """
         raise NotImplementedError
+
+    def _check_state(self, state: Any, task_id: str) -> None:
+        """Raise (any exception) if ``state`` is not a valid state of ``task_id``; change nothing.
+
+        Called by ``restore`` before anything is changed, so a malformed snapshot is refused
+        without touching the env.
+        """
+
+    def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
+        """Raise if this episode cannot be played as asked (e.g. a budget the env cannot
+        honour, a bad value of an extra option); change nothing. Called by ``reset`` before
+        anything is changed. ``_load_task`` too must validate before it changes the env.
+        """
 
     def _state_key(self) -> str:
         """A string equal for equal underlying states (no turn count, no history)."""
@@ -129,25 +172,39 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
+        """Start an episode. Everything is validated first: a reset that raises leaves the
+        env exactly as it was (the live episode, its turn, budget and RNG)."""
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
         unknown = set(options) - {"task_id", "max_turns"} - self.extra_options
         if unknown:
             allowed = sorted({"task_id", "max_turns"} | self.extra_options)
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; allowed: {allowed}")
-        self._episode_max_turns = self._check_budget(options.get("max_turns", self.max_turns))
+            raise ValueError(
+                f"unknown reset option(s) {sorted(map(repr, unknown))}; allowed: {allowed}"
+            )
+        budget = self._check_budget(options.get("max_turns", self.max_turns))
         task_id = options.get("task_id")
-        if task_id is None:
-            ids = self.task_ids
-            task_id = ids[int(self.np_random.integers(len(ids)))]
-        elif task_id not in self._known_task(task_id):
-            raise UnknownTaskError(f"unknown task_id {task_id!r} for {type(self).__name__}")
-        self._task_id = str(task_id)
-        self._turn = 0
-        self._done = False
-        self._success = False
-        self._score = 0.0
-        observation = self._load_task(self._task_id, options)
+        if task_id is not None:
+            self._check_task_id(task_id)
+        saved = self._save_base()
+        try:
+            super().reset(seed=seed)
+            if task_id is None:
+                ids = self.task_ids
+                task_id = ids[int(self.np_random.integers(len(ids)))]
+            task_id = str(task_id)
+            self._check_reset(task_id, budget, options)
+            self._task_id = task_id
+            self._episode_max_turns = budget
+            self._turn = 0
+            self._done = False
+            self._success = False
+            self._score = 0.0
+            observation = self._load_task(task_id, options)
+        except BaseException:
+            self._restore_base(saved)
+            raise
         observation = self._finish_observation(observation)
         info = self._info(action_valid=True)
         info.update(self._reset_info())
@@ -231,27 +288,45 @@ class TextEnv(gym.Env[str, str]):
         )
 
     def restore(self, snapshot: Snapshot) -> None:
-        """Put the env back exactly as it was when ``snapshot`` was taken."""
-        if not isinstance(snapshot, Snapshot):
-            raise SnapshotError(f"expected a Snapshot, got {type(snapshot).__name__}")
-        if snapshot.env_class != self._class_name():
-            raise SnapshotError(
-                f"snapshot of {snapshot.env_class} cannot be restored into {self._class_name()}"
-            )
-        if snapshot.version != self.snapshot_version:
-            raise SnapshotError(
-                f"snapshot version {snapshot.version} != env's {self.snapshot_version}"
-            )
-        base = snapshot.base
-        self._np_random = rng_from_state(base["rng"], self._np_random)
-        self._task_id = base["task_id"]
-        self._turn = base["turn"]
-        self._episode_max_turns = base["episode_max_turns"]
-        self._done = base["done"]
-        self._success = base["success"]
-        self._score = base["score"]
-        self._last_obs = base["last_obs"]
-        self._set_state(snapshot.state)
+        """Put the env back exactly as it was when ``snapshot`` was taken.
+
+        All or nothing: a snapshot that is not one of this env (class, version), is
+        malformed or inconsistent, or that the env cannot load raises ``SnapshotError``,
+        and the env is then exactly as it was before the call.
+        """
+        base = self._checked_base(snapshot)
+        try:
+            self._check_state(snapshot.state, base["task_id"])
+        except SnapshotError:
+            raise
+        except Exception as exc:
+            raise SnapshotError(f"the snapshot's env state is not valid: {_describe(exc)}") from exc
+        saved = self._save_base()
+        prior = self._rollback_state() if self.restore_rollback else None
+        try:
+            self._np_random = rng_from_state(base["rng"], self._np_random)
+            self._task_id = base["task_id"]
+            self._turn = base["turn"]
+            self._episode_max_turns = base["episode_max_turns"]
+            self._done = base["done"]
+            self._success = base["success"]
+            self._score = base["score"]
+            self._last_obs = base["last_obs"]
+            self._set_state(snapshot.state)
+        except BaseException as exc:
+            self._restore_base(saved)
+            if prior is not None:
+                try:
+                    self._set_state(prior)
+                except Exception as again:
+                    self._task_id = None  # neither state is whole: only a reset can follow
+                    raise SnapshotError(
+                        f"cannot restore the snapshot ({_describe(exc)}) nor put the env back "
+                        f"({_describe(again)}): reset() it"
+                    ) from exc
+            if isinstance(exc, SnapshotError) or not isinstance(exc, Exception):
+                raise
+            raise SnapshotError(f"cannot restore the snapshot: {_describe(exc)}") from exc
 
     def score_action(self, action: str) -> float:
         """The quality of ``action`` from the current state, without advancing.
@@ -265,6 +340,113 @@ class TextEnv(gym.Env[str, str]):
             return float(info[keys.SCORE])
         finally:
             self.restore(snap)
+
+    # ---------------------------------------------------------------- atomicity
+    def _save_base(self) -> tuple[Any, ...]:
+        """The base's fields and RNG (its state too: draws advance it in place)."""
+        rng = self._np_random
+        rng_saved = None if rng is None else rng.bit_generator.state
+        return (
+            rng,
+            rng_saved,
+            self._np_random_seed,
+            self._task_id,
+            self._turn,
+            self._episode_max_turns,
+            self._done,
+            self._success,
+            self._score,
+            self._last_obs,
+        )
+
+    def _restore_base(self, saved: tuple[Any, ...]) -> None:
+        (
+            rng,
+            rng_saved,
+            self._np_random_seed,
+            self._task_id,
+            self._turn,
+            self._episode_max_turns,
+            self._done,
+            self._success,
+            self._score,
+            self._last_obs,
+        ) = saved
+        if rng is not None:
+            rng.bit_generator.state = rng_saved
+        self._np_random = rng
+
+    def _rollback_state(self) -> Any:
+        """The env's state to put back if a restore fails half-way (None: nothing to keep)."""
+        if self._task_id is None:
+            return None
+        try:
+            return self._get_state()
+        except Exception:  # a state that cannot be read (e.g. a lost sandbox) is not kept
+            return None
+
+    def _check_task_id(self, task_id: Any) -> None:
+        if not isinstance(task_id, str):
+            raise UnknownTaskError(
+                f"task_id must be a str, got {type(task_id).__name__} for {type(self).__name__}"
+            )
+        try:
+            known = task_id in self._known_task(task_id)
+        except Exception:  # an id the env cannot even look up is not one of its tasks
+            known = False
+        if not known:
+            raise UnknownTaskError(f"unknown task_id {short_repr(task_id)} for {type(self).__name__}")
+
+    def _checked_base(self, snapshot: Any) -> dict[str, Any]:
+        """The snapshot's base fields, each checked; ``SnapshotError`` names the first bad one."""
+        if not isinstance(snapshot, Snapshot):
+            raise SnapshotError(f"expected a Snapshot, got {type(snapshot).__name__}")
+        if snapshot.env_class != self._class_name():
+            raise SnapshotError(
+                f"snapshot of {short_repr(snapshot.env_class)} cannot be restored into "
+                f"{self._class_name()}"
+            )
+        if snapshot.version != self.snapshot_version:
+            raise SnapshotError(
+                f"snapshot version {short_repr(snapshot.version)} != env's {self.snapshot_version}"
+            )
+        base = snapshot.base
+        if not isinstance(base, dict) or set(base) != _BASE_FIELDS:
+            found = sorted(map(str, base)) if isinstance(base, dict) else type(base).__name__
+            raise SnapshotError(f"snapshot base must have the fields {sorted(_BASE_FIELDS)}, got {found}")
+
+        def bad(field: str, why: str) -> SnapshotError:
+            return SnapshotError(f"snapshot field {field!r} {why}, got {short_repr(base[field])}")
+
+        try:
+            self._check_task_id(base["task_id"])
+        except UnknownTaskError as exc:
+            raise SnapshotError(f"snapshot field 'task_id': {exc}") from None
+        for name in ("turn", "episode_max_turns"):
+            value = base[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise bad(name, "must be a non-negative int")
+        try:
+            self._check_budget(base["episode_max_turns"])
+        except ValueError as exc:
+            raise SnapshotError(f"snapshot field 'episode_max_turns': {exc}") from None
+        if base["turn"] > base["episode_max_turns"]:
+            raise bad("turn", f"must not exceed episode_max_turns={base['episode_max_turns']}")
+        for name in ("done", "success"):
+            if not isinstance(base[name], bool):
+                raise bad(name, "must be a bool")
+        score = base["score"]
+        if isinstance(score, bool) or not isinstance(score, float | int) or not math.isfinite(score):
+            raise bad("score", "must be a finite number")
+        if not isinstance(base["last_obs"], str):
+            raise bad("last_obs", "must be a str")
+        if base["turn"] == base["episode_max_turns"] and not base["done"]:
+            raise bad("done", "must be True when the budget is spent")
+        try:
+            check_rng_state(base["rng"])
+        except ValueError as exc:
+            raise SnapshotError(f"snapshot field 'rng': {exc}") from None
+        return base
 
     # ---------------------------------------------------------------- helpers
     def _known_task(self, task_id: Any) -> Sequence[str] | set[str]:
@@ -283,7 +465,12 @@ class TextEnv(gym.Env[str, str]):
     @staticmethod
     def _check_budget(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"max_turns must be a positive integer, got {value!r}")
+            raise ValueError(f"max_turns must be a positive integer, got {short_repr(value)}")
+        if value > MAX_BUDGET:
+            raise ValueError(
+                f"max_turns must be at most {MAX_BUDGET} (turn counts go into int64 arrays), "
+                f"got {short_repr(value)}"
+            )
         return int(value)
 
     def _coerce_action(self, action: Any) -> tuple[str, str | None]:

@@ -25,7 +25,12 @@ class UnknownTaskError(AgentEnvsError, KeyError):
 
 
 class SnapshotError(AgentEnvsError):
-    """A snapshot cannot be restored into this env (other id, other version, bad payload)."""
+    """A snapshot cannot be taken or restored: the one error for every bad snapshot.
+
+    ``restore()`` raises it for a snapshot of another env or version, a malformed or
+    inconsistent payload, bytes that fail their checksum, or a state the env could not
+    load; when it is raised the env (and its wrappers) are exactly as they were.
+    """
 
 
 class SandboxError(AgentEnvsError):

@@ -37,3 +37,23 @@ def rng_from_state(
     bit_generator = getattr(np.random, state["bit_generator"])()
     bit_generator.state = state
     return np.random.Generator(bit_generator)
+
+
+#: the bit generators a state may name (numpy's own)
+BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
+#: one generator per kind, to check states without drawing OS entropy each time
+_PROBES: dict[str, np.random.Generator] = {}
+
+
+def check_rng_state(state: Any) -> None:
+    """Raise ``ValueError`` unless ``state`` is a numpy bit generator's state."""
+    try:
+        name = state["bit_generator"]
+        if name not in BIT_GENERATORS:
+            raise ValueError(f"unknown bit generator {name!r:.60}")
+        probe = _PROBES.get(name)
+        if probe is None:
+            probe = _PROBES[name] = np.random.Generator(getattr(np.random, name)())
+        probe.bit_generator.state = state  # the setter checks every field
+    except Exception as exc:
+        raise ValueError(f"not a generator state: {type(exc).__name__}: {exc}"[:300]) from None

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentenvs.core.rng import rng_from_state, rng_state, stream_rng
+from agentenvs.core.rng import check_rng_state, rng_from_state, rng_state, stream_rng
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 
 BUDGET_SAMPLED = "budget_sampled"
@@ -122,16 +122,26 @@ class BudgetMix(gym.Wrapper[str, str, str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        if seed is not None:
-            self._rng = stream_rng(_BUDGET_STREAM, seed, self._seed)
-        budget = self.sample_budget()
-        options = dict(options or {})
-        if "max_turns" in options:
-            self._episode_budget = None
-        else:
-            options["max_turns"] = budget
-            self._episode_budget = budget
-        obs, info = self.env.reset(seed=seed, options=options)
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        # a reset that raises (a bad seed or option, an unknown task) changes nothing:
+        # the generator's draw and the episode's budget are put back
+        rng, rng_saved, episode_budget = self._rng, rng_state(self._rng), self._episode_budget
+        try:
+            if seed is not None:
+                self._rng = stream_rng(_BUDGET_STREAM, _check_seed(seed), self._seed)
+            budget = self.sample_budget()
+            options = dict(options or {})
+            if "max_turns" in options:
+                self._episode_budget = None
+            else:
+                options["max_turns"] = budget
+                self._episode_budget = budget
+            obs, info = self.env.reset(seed=seed, options=options)
+        except BaseException:
+            rng.bit_generator.state = rng_saved
+            self._rng, self._episode_budget = rng, episode_budget
+            raise
         info[BUDGET_SAMPLED] = self._episode_budget
         return obs, info
 
@@ -143,6 +153,14 @@ class BudgetMix(gym.Wrapper[str, str, str, str]):
     # ---------------------------------------------------------------- snapshots
     def wrapper_state(self) -> dict[str, Any]:
         return {"rng": rng_state(self._rng), "episode_budget": self._episode_budget}
+
+    def check_wrapper_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or set(state) != {"rng", "episode_budget"}:
+            raise ValueError("a BudgetMix state is a dict with 'rng' and 'episode_budget'")
+        budget = state["episode_budget"]
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"episode_budget must be None or a positive int, got {budget!r}")
+        check_rng_state(state["rng"])
 
     def restore_wrapper_state(self, state: dict[str, Any]) -> None:
         self._rng = rng_from_state(state["rng"], self._rng)

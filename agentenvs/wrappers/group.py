@@ -150,6 +150,18 @@ class GroupEnv(ParallelEnv[str, str, str]):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         seed = _check_seed(seed)
+        # a reset that raises (bad options, an unknown task, a bad snapshot) changes nothing
+        rng, rng_saved, seed_saved = self._rng, self._rng.bit_generator.state, self._episode_seed
+        try:
+            return self._reset(seed, options)
+        except BaseException:
+            rng.bit_generator.state = rng_saved
+            self._rng, self._episode_seed = rng, seed_saved
+            raise
+
+    def _reset(
+        self, seed: int | None, options: dict[str, Any] | None
+    ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         if seed is not None:
             self._rng = stream_rng(_GROUP_STREAM, seed)
             episode_seed = seed
@@ -168,7 +180,7 @@ class GroupEnv(ParallelEnv[str, str, str]):
                 )
             if not isinstance(snapshot, Snapshot):
                 raise TypeError(f"options['snapshot'] must be a Snapshot, got {type(snapshot).__name__}")
-            if snapshot.base.get("done"):
+            if isinstance(snapshot.base, dict) and snapshot.base.get("done"):
                 raise ValueError("the snapshot is of a finished episode: nothing left to play")
             for env in self._envs.values():
                 restore_snapshot(env, snapshot)

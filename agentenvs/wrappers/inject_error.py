@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import info as keys
-from agentenvs.core.rng import rng_from_state, rng_state, stream_rng
+from agentenvs.core.rng import check_rng_state, rng_from_state, rng_state, stream_rng
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 from agentenvs.wrappers.budget import _check_seed
 
@@ -88,9 +88,15 @@ class InjectError(gym.Wrapper[str, str, str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        if seed is not None:
-            self._rng = stream_rng(_INJECT_STREAM, seed, self._seed)
-        obs, info = self.env.reset(seed=seed, options=options)
+        rng, rng_saved = self._rng, rng_state(self._rng)
+        try:
+            if seed is not None:
+                self._rng = stream_rng(_INJECT_STREAM, _check_seed(seed), self._seed)
+            obs, info = self.env.reset(seed=seed, options=options)
+        except BaseException:  # a reset that raises changes nothing
+            rng.bit_generator.state = rng_saved
+            self._rng = rng
+            raise
         self._steps = 0
         self._injections = 0
         info[keys.ERROR_INJECTED] = False
@@ -117,6 +123,15 @@ class InjectError(gym.Wrapper[str, str, str, str]):
             "steps": self._steps,
             "injections": self._injections,
         }
+
+    def check_wrapper_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or set(state) != {"rng", "steps", "injections"}:
+            raise ValueError("an InjectError state is a dict with 'rng', 'steps', 'injections'")
+        for name in ("steps", "injections"):
+            value = state[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        check_rng_state(state["rng"])
 
     def restore_wrapper_state(self, state: dict[str, Any]) -> None:
         self._rng = rng_from_state(state["rng"], self._rng)

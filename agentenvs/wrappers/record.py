@@ -223,6 +223,14 @@ class RecordEpisode(gym.Wrapper[str, str, str, str]):
     def wrapper_state(self) -> dict[str, int]:
         return {"episode": self._episode, "turn": self._turn}
 
+    def check_wrapper_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or set(state) != {"episode", "turn"}:
+            raise ValueError("a RecordEpisode state is a dict with 'episode' and 'turn'")
+        for name, low in (("episode", -1), ("turn", 0)):
+            value = state[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
     def restore_wrapper_state(self, state: dict[str, int]) -> None:
         self._episode = int(state["episode"])
         self._turn = int(state["turn"])

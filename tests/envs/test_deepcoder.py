@@ -8,7 +8,6 @@ bubblewrap sandbox (marker ``bwrap``) and skip with the reason where it is unava
 from __future__ import annotations
 
 import json
-import pickle
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -215,7 +214,7 @@ def test_snapshot_restore_is_exact_and_picklable() -> None:
     env.step(WRONG)
     snap = env.snapshot()
     first = env.step(PUBLIC_ONLY)
-    env.restore(Snapshot.from_bytes(pickle.dumps(snap)))
+    env.restore(Snapshot.from_bytes(snap.to_bytes()))
     assert env.attempts == (WRONG.split("\n", 1)[1].rsplit("```", 1)[0],)
     assert env.turn == 1 and env.test_outcomes[1].passed is False
     assert env.step(PUBLIC_ONLY) == first

@@ -335,13 +335,13 @@ def test_snapshot_restore_replays_identically_including_slips() -> None:
 def test_pickled_snapshot_restores_into_a_fresh_env() -> None:
     env = FrozenLakeEnv(desc=generate_solvable_map(6, 0.7, seed=2))
     alive_after(env, ["Down", "Right"])
-    data = pickle.dumps(env.snapshot())
+    data = env.snapshot().to_bytes()
     expected = play(env, ACTIONS)
 
     fresh = gym.make("agentenvs/FrozenLake-v0")
     # Gymnasium's passive checker wrapper cannot take a first step() before a reset()
     fresh.reset(seed=999, options={"task_id": "8x8"})
-    fresh.unwrapped.restore(pickle.loads(data))
+    fresh.unwrapped.restore(Snapshot.from_bytes(data))
     assert play(fresh, ACTIONS) == expected and len(expected) >= 2
     never_reset = FrozenLakeEnv()
     never_reset.restore(Snapshot.from_bytes(data))
