@@ -1,0 +1,410 @@
+"""The in-sandbox runner behind ``rules="official"``: rLLM's in-process checkers, one test at a time.
+
+This file runs *inside* a sandbox (``python3 -c <this file>``) and uses the standard
+library only (plus the numpy/pandas imports that the official preamble itself makes). It
+reproduces how the checkers of rLLM at the DeepCoder release run a program in the
+evaluator's own process:
+
+- ``lcb_stdin`` (LiveCodeBench, Codeforces): a trailing top-level
+  ``if __name__ == '__main__':`` is unwrapped, imports are hoisted and every other
+  statement is wrapped in one function (so ``global`` in a helper names a global that
+  does not exist), the preamble imports come first; each test calls that function with
+  ``sys.stdin`` a ``StringIO`` of the input and ``open`` mocked to read it, ``sys.stdout``
+  captured (``os.write(1, ...)`` is not), ``SystemExit`` swallowed (``sys.exit(1)`` after
+  a correct answer passes) and an alarm of ``timeout`` seconds.
+- ``lcb_call`` (LiveCodeBench functional): the program runs after the preamble; when its
+  text contains ``class Solution`` (even in a comment) one ``Solution()`` instance serves
+  every test.
+- ``taco_call`` (TACO and PrimeIntellect call-based tests): as ``lcb_call`` but with the
+  APPS preamble and the module's globals in a plain dict (``__name__`` is not
+  ``"__main__"``), and the destructive-function guard applied after loading.
+
+Protocol (one JSON document a line; answers are framed lines on the original stdout):
+the host writes ``{"mode", "code", "fn", "timeout"}`` and reads ``{"ready": true}`` or
+``{"setup_error": str}``; then, one test at a time, it writes ``{"stdin": str}`` or
+``{"args": [encoded...]}`` and reads ``{"stdout"?, "value"?, "error"}`` where ``error`` is
+None, ``"timeout"`` or ``"exception: Type: message"``. The next test's input is written
+only after the previous answer arrived, so a program sees only the inputs of tests that
+already ran (as in the official single-process run). Values travel in the tagged JSON of
+``encode``/``decode`` below, which keeps tuples, non-string keys, sets and numpy scalars
+apart; anything else arrives as an opaque ``{"__x": type}`` that equals nothing.
+
+The program's own file descriptors 0, 1 and 2 point at ``/dev/null`` while it runs: what
+it writes there is lost, as in the official harness. The verdict is never decided here:
+the host compares what arrives with the expected output, which never enters the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import signal
+import sys
+import types
+from typing import Any
+from unittest import mock
+
+FRAME_PREFIX = "\x1eAGENTENVS-OFFICIAL "
+
+#: the preamble rLLM's checkers put before every program (its BASE_IMPORTS): the same
+#: names, numpy and pandas included; no recursion limit is set
+LCB_IMPORTS = "\n".join(
+    [
+        "from itertools import accumulate, chain, combinations, count, permutations, "
+        "product, groupby, islice, repeat",
+        "from copy import deepcopy",
+        "from string import ascii_lowercase, ascii_uppercase",
+        "from math import floor, log2, log10, sqrt, comb, gcd, ceil, inf, isqrt, factorial, "
+        "atan2, pi",
+        "from collections import defaultdict, deque, Counter",
+        "from bisect import bisect, bisect_left, bisect_right, insort",
+        "from heapq import heappush, heappop, heapify, merge, nlargest, nsmallest, heapreplace",
+        "from functools import reduce, cache, lru_cache, cmp_to_key",
+        "from random import randrange, shuffle",
+        "from operator import itemgetter, sub, xor, or_",
+        "from re import search as re_search",
+        "from os.path import commonprefix",
+        "from typing import List, Tuple, Dict, Set, Optional, Union, Any, Callable, Iterable, "
+        "Iterator, Generator, Deque",
+        "import copy",
+        "import string",
+        "import math",
+        "import collections",
+        "import bisect",
+        "import heapq",
+        "import functools",
+        "import random",
+        "import itertools",
+        "import operator",
+        "import re",
+        "import datetime",
+        "from time import time",
+        "import numpy as np",
+        "import pandas as pd",
+        "from math import log, prod",
+        "from collections import OrderedDict",
+        "from itertools import zip_longest, cycle, pairwise",
+        "from functools import partial",
+        "from operator import iand",
+        "import sys",
+        "import io, os",
+        "",
+    ]
+)
+
+#: the APPS checker's own imports, put before the preamble (call-based) or before the
+#: first statement (stdin scripts)
+APPS_IMPORTS = "\n".join(
+    [
+        "import sys",
+        "import time",
+        "import itertools",
+        "from itertools import accumulate, product, permutations, combinations",
+        "import collections",
+        "from collections import Counter, OrderedDict, deque, defaultdict, ChainMap",
+        "from functools import lru_cache",
+        "import math",
+        "from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2",
+        "import fractions",
+        "from typing import List, Tuple",
+        "import numpy as np",
+        "import random",
+        "import heapq",
+        "from heapq import *",
+        "",
+    ]
+)
+
+
+# ----------------------------------------------------------------------------- values
+def encode(value: Any, depth: int = 0) -> Any:
+    """``value`` as tagged JSON: lists stay lists; tuples, dicts, sets, bytes, complex and
+    non-finite floats are tagged; numpy scalars become Python ones; others are opaque."""
+    if depth > 200:
+        raise RecursionError("value nested too deeply")
+    if value is None or isinstance(value, bool | str):
+        return value if type(value) in (bool, str) or value is None else str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"__f": repr(value)}
+        return value
+    if isinstance(value, list):
+        return [encode(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"__t": [encode(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"__d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if isinstance(value, set | frozenset):
+        tag = "__s" if isinstance(value, set) else "__fs"
+        return {tag: [encode(v, depth + 1) for v in value]}
+    if isinstance(value, bytes):
+        return {"__b": value.hex()}
+    if isinstance(value, complex):
+        return {"__c": [value.real, value.imag]}
+    numpy = sys.modules.get("numpy")
+    if (
+        numpy is not None
+        and isinstance(value, numpy.generic)
+        and not isinstance(value, numpy.void | numpy.ndarray)
+    ):
+        return encode(value.item(), depth + 1)
+    return {"__x": type(value).__name__}
+
+
+class Opaque:
+    """A value that could not cross the sandbox boundary: it equals nothing."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object>"
+
+
+def decode(data: Any) -> Any:
+    """The inverse of ``encode`` (opaque values become ``Opaque``)."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if len(data) == 1:
+        ((tag, body),) = data.items()
+        if tag == "__t":
+            return tuple(decode(v) for v in body)
+        if tag == "__d":
+            return {_hashable(decode(k)): decode(v) for k, v in body}
+        if tag == "__s":
+            return {_hashable(decode(v)) for v in body}
+        if tag == "__fs":
+            return frozenset(_hashable(decode(v)) for v in body)
+        if tag == "__b":
+            return bytes.fromhex(body)
+        if tag == "__c":
+            return complex(body[0], body[1])
+        if tag == "__f":
+            return float(body)
+        if tag == "__x":
+            return Opaque(str(body))
+    return Opaque("dict")  # a plain JSON object is never produced by encode
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return Opaque(type(value).__name__)
+    return value
+
+
+# ----------------------------------------------------------------------------- programs
+def unwrap_main_guard(code: str) -> str:
+    """A last top-level ``if __name__ == '__main__':`` replaced by its body."""
+    try:
+        tree = ast.parse(code)
+        last = tree.body[-1]
+        if isinstance(last, ast.If) and ast.unparse(last.test).strip() == "__name__ == '__main__'":
+            return ast.unparse(tree.body[:-1]) + "\n" + ast.unparse(last.body)
+    except Exception:  # noqa: BLE001 - unparsable code runs as it is
+        pass
+    return code
+
+
+def wrap_in_function(code: str) -> str:
+    """Imports hoisted, every other top-level statement inside ``wrapped_function``."""
+    try:
+        tree = ast.parse(code)
+        imports = [s for s in tree.body if isinstance(s, ast.Import | ast.ImportFrom)]
+        others = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]
+        func = ast.FunctionDef(
+            name="wrapped_function",
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=others,
+            decorator_list=[],
+            lineno=-1,
+        )
+        return LCB_IMPORTS + "\n" + ast.unparse(imports) + "\n" + ast.unparse(func)
+    except Exception:  # noqa: BLE001 - as officially: the code is then run unchanged
+        return code
+
+
+class TimeoutException(Exception):
+    """Raised by the per-test alarm (its name is what the official checker looks for)."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise TimeoutException
+
+
+def _alarm(seconds: float) -> None:
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.0))
+
+
+def _error_of(exc: BaseException) -> str:
+    if "timeoutexception" in repr(exc).lower():
+        return "timeout"
+    text = str(exc)
+    name = type(exc).__name__
+    return f"exception: {name}: {text}" if text else f"exception: {name}"
+
+
+def guard(*, exit_too: bool, memory_bytes: int | None) -> None:
+    """The official checkers' guard against destructive calls: these become None."""
+    if memory_bytes is not None:
+        import resource
+
+        for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA, resource.RLIMIT_STACK):
+            try:
+                _, hard = resource.getrlimit(limit)
+                cap = memory_bytes if hard == resource.RLIM_INFINITY else min(hard, memory_bytes)
+                resource.setrlimit(limit, (cap, hard))
+            except (ValueError, OSError):
+                pass
+    import builtins
+    import shutil
+    import subprocess
+
+    if exit_too:
+        builtins.exit = None
+    builtins.quit = None
+    builtins.help = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in (
+        "kill system putenv remove removedirs rmdir fchdir setuid fork forkpty killpg "
+        "rename renames truncate replace unlink fchmod fchown chmod chown chroot lchflags "
+        "lchmod lchown getcwd chdir"
+    ).split():
+        setattr(os, name, None)
+    shutil.rmtree = shutil.move = shutil.chown = None
+    subprocess.Popen = None
+    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[name] = None  # type: ignore[assignment]
+
+
+class Program:
+    """One program loaded as the official checker loads it, ready to run tests."""
+
+    def __init__(self, mode: str, code: str, fn: str, timeout: float) -> None:
+        self.mode = mode
+        self.timeout = timeout
+        if mode == "lcb_stdin":
+            guard(exit_too=False, memory_bytes=None)
+            source = wrap_in_function(unwrap_main_guard(code))
+            self.target = self._load(source, "wrapped_function", module=True)
+        elif mode == "lcb_call":
+            guard(exit_too=False, memory_bytes=None)
+            self.target = self._load(LCB_IMPORTS + "\n\n" + code, fn, module=True)
+        elif mode == "taco_call":
+            source = APPS_IMPORTS + LCB_IMPORTS + "\n" + code
+            self.target = self._load(source, fn, module=False)
+            guard(exit_too=True, memory_bytes=4 << 30)
+        else:
+            raise ValueError(f"unknown mode {mode!r}")
+
+    def _load(self, source: str, name: str, *, module: bool) -> Any:
+        holder: Any = types.ModuleType("tmp_sol", "")
+        namespace: dict[str, Any] = holder.__dict__ if module else {}
+        _alarm(self.timeout)
+        try:
+            exec(compile(source, "<solution>", "exec"), namespace)
+            owner: Any = holder if module else types.SimpleNamespace(**namespace)
+            if "class Solution" in source:  # the official test: the text, comments included
+                owner = owner.Solution()
+        finally:
+            _alarm(0)
+        target = getattr(owner, name, None)
+        if target is None:
+            # the official grader then unpacks None: this is the message it reports
+            raise TypeError("cannot unpack non-iterable NoneType object")
+        return target
+
+    def run_stdin(self, text: str) -> dict[str, Any]:
+        captured = io.StringIO()
+        saved = sys.stdout
+        error = None
+        with (
+            mock.patch("builtins.open", mock.mock_open(read_data=text)),
+            mock.patch("sys.stdin", io.StringIO(text)),
+        ):
+            sys.stdout = captured
+            _alarm(self.timeout)
+            try:
+                self.target()
+            except SystemExit:
+                pass
+            except Exception as exc:  # noqa: BLE001 - the program's own errors are results
+                error = _error_of(exc)
+            finally:
+                _alarm(0)
+                sys.stdout = saved
+        return {"stdout": captured.getvalue(), "error": error}
+
+    def run_call(self, args: list[Any]) -> dict[str, Any]:
+        _alarm(self.timeout)
+        try:
+            value = self.target(*args)
+        except Exception as exc:  # noqa: BLE001
+            return {"error": _error_of(exc)}
+        finally:
+            _alarm(0)
+        try:
+            return {"value": encode(value), "error": None}
+        except RecursionError:
+            return {"value": {"__x": type(value).__name__}, "error": None}
+
+
+def main() -> None:
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    answers = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    write = os.write
+
+    def send(obj: dict[str, Any]) -> None:
+        data = (FRAME_PREFIX + json.dumps(obj) + "\n").encode("utf-8", "backslashreplace")
+        view = memoryview(data)
+        while view:
+            view = view[write(answers, view) :]
+
+    signal.signal(signal.SIGALRM, _on_alarm)
+    # loaded before any alarm runs (the official evaluator has numpy loaded already), so
+    # that a slow first import is never charged to the program
+    for name in ("numpy", "pandas"):
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    setup = json.loads(requests.readline())
+    try:
+        program = Program(setup["mode"], setup["code"], setup.get("fn") or "", setup["timeout"])
+    except BaseException as exc:  # noqa: BLE001 - a program that cannot load fails every test
+        send({"setup_error": _error_of(exc)})
+        return
+    send({"ready": True})
+    for line in requests:
+        request = json.loads(line)
+        try:
+            if "stdin" in request:
+                answer = program.run_stdin(request["stdin"])
+            else:
+                answer = program.run_call([decode(a) for a in request["args"]])
+        except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt from the program
+            answer = {"error": _error_of(exc)}
+        send(answer)
+
+
+if __name__ == "__main__":
+    main()
