@@ -22,6 +22,7 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SnapshotError
+from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.checker import (
     HIDDEN_FAILED_MESSAGE,
     NOT_RUN,
@@ -271,7 +272,20 @@ class DeepCoderMTEnv(TextEnv):
       first use and closes it in ``close()``.
     - ``public_tests`` (3): how many tests are public: a count, or a fraction (float) of
       each task's tests; at least one.
-    - ``timeout_per_test`` (6.0 s, the official limit), ``memory_mb`` (4096, the official
+    - ``rules`` (``"strict"``): ``"official"`` grades as rLLM's checkers at the DeepCoder
+      release do, quirks included (``agentenvs.envs.deepcoder.official``; the table of
+      every rule, official against strict, is ``docs/deepcoder.md``): the last fenced
+      block of any language runs; LiveCodeBench/Codeforces programs run in one process
+      per program (wrapped in a function, stdin a ``StringIO``, ``SystemExit`` ignored,
+      numpy/pandas preloaded, one shared ``Solution``), TACO/PrimeIntellect ones by the
+      APPS rules on their 15 longest tests at 12 s each; the first failure stops the
+      run; ``success`` needs every selected test; the feedback shows the public tests as
+      ``CompetitionCodingAgent`` picks them (inputs found in the statement, else the
+      first two) and says "Congratulations!" whenever those pass. ``public_tests``,
+      ``early_stop`` and ``float_tolerance`` do not apply; ``tests_total`` and ``score``
+      count the selected tests.
+    - ``timeout_per_test`` (6.0 s, the official limit; under official rules the default is
+      each source's own, 6 s or 12 s), ``memory_mb`` (4096, the official
       cap), ``limits`` (a ``Limits`` for everything else; its CPU limit is raised to
       cover the timeout).
     - ``early_stop`` (False): stop at the first failing test, as the official checker
@@ -298,7 +312,8 @@ class DeepCoderMTEnv(TextEnv):
         tasks_path: str | Path | None = None,
         sandbox: str | Sandbox = "local",
         public_tests: int | float = 3,
-        timeout_per_test: float = 6.0,
+        timeout_per_test: float | None = None,
+        rules: str = "strict",
         memory_mb: int | None = None,
         early_stop: bool = False,
         max_feedback_tests: int | None = 2,
@@ -322,7 +337,9 @@ class DeepCoderMTEnv(TextEnv):
             raise ValueError(f"a fraction of public tests must be in (0, 1], got {public_tests}")
         if isinstance(public_tests, int) and public_tests < 1:
             raise ValueError(f"public_tests must be at least 1, got {public_tests}")
-        if not timeout_per_test > 0:
+        if rules not in official.RULES:
+            raise ValueError(f"rules must be one of {official.RULES}, got {rules!r}")
+        if timeout_per_test is not None and not timeout_per_test > 0:
             raise ValueError(f"timeout_per_test must be positive, got {timeout_per_test!r}")
         if max_feedback_tests is not None and max_feedback_tests < 1:
             raise ValueError(f"max_feedback_tests must be >= 1 or None, got {max_feedback_tests}")
@@ -338,7 +355,11 @@ class DeepCoderMTEnv(TextEnv):
         self.task_set: TaskSet = load_tasks(tasks_path)
         self._task_ids = list(self.task_set.tasks)
         self.public_tests = public_tests
-        self.timeout_per_test = float(timeout_per_test)
+        self.rules = rules
+        self.official = rules == "official"
+        #: an explicit limit, or None for each source's official one (official rules)
+        self._explicit_timeout = None if timeout_per_test is None else float(timeout_per_test)
+        self.timeout_per_test = self._explicit_timeout or official.LCB_TIMEOUT
         self.early_stop = bool(early_stop)
         self.max_feedback_tests = max_feedback_tests
         self.float_tolerance = float_tolerance
@@ -351,7 +372,12 @@ class DeepCoderMTEnv(TextEnv):
         self.limits = replace(
             base_limits,
             memory_mb=int(memory_mb) if memory_mb is not None else base_limits.memory_mb,
-            cpu_seconds=max(base_limits.cpu_seconds, math.ceil(self.timeout_per_test) + 1),
+            # official rules run every test of a program in one process: its CPU limit is
+            # only a backstop behind the per-test wall-clock limits
+            cpu_seconds=max(
+                base_limits.cpu_seconds,
+                3600 if self.official else math.ceil(self.timeout_per_test) + 1,
+            ),
         )
         self._sandbox_spec = sandbox
         self._sandbox: Sandbox | None = sandbox if isinstance(sandbox, Sandbox) else None
@@ -361,6 +387,8 @@ class DeepCoderMTEnv(TextEnv):
         backend = sandbox if isinstance(sandbox, str) else f"own-{next(_OWN_SANDBOXES)}"
         self._settings_key = (
             backend,
+            self.rules,
+            self._explicit_timeout,
             self.timeout_per_test,
             self.early_stop,
             self.float_tolerance,
@@ -428,9 +456,19 @@ class DeepCoderMTEnv(TextEnv):
         if self._task_id is None:
             return {}
         task = self.task
-        n_public = self.n_public
         outcomes = self._outcomes
         passed = [o.passed for o in outcomes] if outcomes is not None else [False] * len(task.tests)
+        if self.official:
+            chosen = official.selected(task)
+            public = official.public_indices(task, self._question(task), chosen)
+            return {
+                "tests_passed": sum(passed[i] for i in chosen),
+                "tests_total": len(chosen),
+                "public_passed": sum(passed[i] for i in public),
+                "public_total": len(public),
+                "difficulty": task.difficulty,
+            }
+        n_public = self.n_public
         return {
             "tests_passed": sum(passed),
             "tests_total": len(passed),
@@ -471,6 +509,8 @@ class DeepCoderMTEnv(TextEnv):
         stop_on_timeout: bool = False,
     ) -> tuple[TestOutcome, ...]:
         """Run ``code`` on the task's tests in order; tests not reached are ``NOT_RUN``."""
+        if self.official:
+            return official.execute(self.sandbox(), task, code, timeout=timeout)
         outcomes: list[TestOutcome] = []
         program, offset = prepare_program(code)
         runs = self.sandbox().run_python_cases(
@@ -524,24 +564,53 @@ class DeepCoderMTEnv(TextEnv):
         if cached is not None:
             return cached
         outcomes = self._execute(
-            task, code, timeout=self.timeout_per_test, stop_on_failure=self.early_stop
+            task, code, timeout=self._timeout_for(task), stop_on_failure=self.early_stop
         )
         _OUTCOMES.put(key, outcomes)
         return outcomes
 
+    def _timeout_for(self, task: CodeTask) -> float:
+        """The per-test limit for ``task``: the configured one, or its source's official."""
+        if self.official and self._explicit_timeout is None:
+            return official.default_timeout(task)
+        return self.timeout_per_test
+
+    def _question(self, task: CodeTask) -> str:
+        return lcb_prompt(task.problem, task.starter_code)
+
+    def _extract(self, action: str) -> tuple[str | None, str]:
+        if self.official:
+            code = official.extract_code(action)
+            return code, "" if code is not None else official.NO_CODE_MESSAGE
+        return extract_code(action)
+
+    def _solved(self, task: CodeTask, outcomes: Sequence[TestOutcome]) -> bool:
+        if self.official:
+            return official.passed_all(task, outcomes)
+        return all(o.passed for o in outcomes)
+
+    def _rate(self, task: CodeTask, outcomes: Sequence[TestOutcome]) -> float:
+        if self.official:
+            chosen = official.selected(task)
+            return sum(outcomes[i].passed for i in chosen) / len(chosen)
+        return sum(o.passed for o in outcomes) / len(outcomes)
+
     # ---------------------------------------------------------------- actions
     def _apply(self, action: str) -> Transition:
-        code, problem = extract_code(action)
+        code, problem = self._extract(action)
         if code is None:
             return Transition(observation=problem, action_valid=False, info={"code_found": False})
         task = self.task
         outcomes = self.outcomes_of(code)
         self._attempts.append(code)
         self._outcomes = outcomes
-        passed = sum(o.passed for o in outcomes)
-        success = passed == len(outcomes)
+        success = self._solved(task, outcomes)
         n_public = self.n_public
-        if success:
+        if self.official:
+            observation = official.feedback(
+                task, outcomes, self._question(task), max_failures=self.max_feedback_tests
+            )
+        elif success:
             observation = SUCCESS_MESSAGE
         elif all(o.passed for o in outcomes[:n_public]):
             observation = HIDDEN_FAILED_MESSAGE
@@ -555,7 +624,7 @@ class DeepCoderMTEnv(TextEnv):
             reward=1.0 if success else 0.0,
             terminated=success,
             success=success,
-            score=passed / len(outcomes),
+            score=self._rate(task, outcomes),
             info={"code_found": True, "test_results": [o.passed for o in outcomes]},
         )
 
@@ -567,7 +636,7 @@ class DeepCoderMTEnv(TextEnv):
         """
         if not isinstance(action, str) or len(action) > self.max_action_chars:
             return 0.0
-        code, _ = extract_code(action)
+        code, _ = self._extract(action)
         return 0.0 if code is None else self._pass_rate(code)
 
     def outcomes_of_many(
@@ -578,7 +647,7 @@ class DeepCoderMTEnv(TextEnv):
         task = task or self.task
         todo = list(dict.fromkeys(c for c in codes if _OUTCOMES.get(self._key_of(task, c)) is None))
         results = self._run_many(
-            task, todo, timeout=self.timeout_per_test, stop_on_failure=self.early_stop
+            task, todo, timeout=self._timeout_for(task), stop_on_failure=self.early_stop
         )
         for code, outcomes in zip(todo, results, strict=True):
             _OUTCOMES.put(self._key_of(task, code), outcomes)
@@ -589,13 +658,12 @@ class DeepCoderMTEnv(TextEnv):
         codes: list[str | None] = []
         for action in actions:
             ok = isinstance(action, str) and len(action) <= self.max_action_chars
-            codes.append(extract_code(action)[0] if ok else None)
+            codes.append(self._extract(action)[0] if ok else None)
         self.outcomes_of_many([c for c in codes if c is not None])
         return [0.0 if c is None else self._pass_rate(c) for c in codes]
 
     def _pass_rate(self, code: str) -> float:
-        outcomes = self.outcomes_of(code)
-        return sum(o.passed for o in outcomes) / len(outcomes)
+        return self._rate(self.task, self.outcomes_of(code))
 
     # ---------------------------------------------------------------- error actions
     def _mutant_search(self, task: CodeTask) -> _MutantSearch:
@@ -628,14 +696,17 @@ class DeepCoderMTEnv(TextEnv):
             results = self._run_many(
                 task,
                 batch,
-                timeout=min(self.timeout_per_test, VERIFY_TIMEOUT),
+                timeout=min(self._timeout_for(task), VERIFY_TIMEOUT),
                 stop_on_failure=False,
                 stop_on_timeout=True,
             )
             for mutant, outcomes in zip(batch, results, strict=True):
-                if any(o.timed_out or o.verdict == NOT_RUN.verdict for o in outcomes):
+                if any(o.timed_out for o in outcomes):
                     continue
-                if all(o.passed for o in outcomes):
+                # strict rules stop early here only on a timeout; official ones always do
+                if not self.official and any(o.verdict == NOT_RUN.verdict for o in outcomes):
+                    continue
+                if self._solved(task, outcomes):
                     continue  # an equivalent mutant: not a bug on these tests
                 search.found.append(mutant)
                 # the full run is what a step would compute: keep it

@@ -1,0 +1,380 @@
+"""DeepCoder-MT ``rules="official"``: every rule of rLLM's checkers, one test each.
+
+Each rule is checked against the behaviour of rLLM's code at the DeepCoder release
+(``official.OFFICIAL_REVISION``; the table is docs/deepcoder.md), on problems written in
+the official row formats (LiveCodeBench/Codeforces, TACO, PrimeIntellect). Where the
+project's strict default decides otherwise, the same program is run under both rules.
+Comparisons and selection are pure functions; the rest runs real programs in the local
+bubblewrap sandbox (marker ``bwrap``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import agentenvs  # noqa: F401 - registers the ids
+from agentenvs.envs.deepcoder import official
+from agentenvs.envs.deepcoder.checker import SUCCESS_MESSAGE, TestOutcome
+from agentenvs.envs.deepcoder.data import CodeTask, parse_row
+from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
+from agentenvs.envs.deepcoder.official_runner import Opaque, decode, encode
+from agentenvs.sandbox import Sandbox
+
+FIXTURES = Path(__file__).parent / "deepcoder_fixtures"
+
+
+def lcb_stdin(pairs: list[tuple[str, str]], problem: str = "Sum the numbers.") -> CodeTask:
+    tests = [{"input": i, "output": o, "testtype": "stdin"} for i, o in pairs]
+    return parse_row({"id": "lcb", "problem": problem, "tests": json.dumps(tests)}, "t", "lcb")
+
+
+def lcb_call(pairs: list[tuple[str, str]], name: str = "pair") -> CodeTask:
+    tests = [{"input": i, "output": o, "testtype": "functional"} for i, o in pairs]
+    row = {"problem": "p", "tests": json.dumps(tests), "metadata": json.dumps({"func_name": name})}
+    return parse_row(row, "t", "lcb-call")
+
+
+def taco(inputs: list[Any], outputs: list[Any], fn_name: str | None = None) -> CodeTask:
+    tests: dict[str, Any] = {"inputs": inputs, "outputs": outputs}
+    if fn_name:
+        tests["fn_name"] = fn_name
+    return parse_row({"problem": "p", "tests": json.dumps(tests)}, "t", "taco")
+
+
+def verdicts(outcomes: tuple[TestOutcome, ...]) -> list[str]:
+    return [o.verdict for o in outcomes]
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[Sandbox]:
+    from agentenvs.sandbox.local import local_available
+
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(f"local sandbox unavailable: {why}")
+    from agentenvs.sandbox import make_sandbox
+    from agentenvs.sandbox.base import Limits
+
+    sandbox = make_sandbox("local", limits=Limits(memory_mb=4096, cpu_seconds=600))
+    yield sandbox
+    sandbox.close()
+
+
+def passes(box: Sandbox, task: CodeTask, code: str) -> bool:
+    return official.passed_all(task, official.execute(box, task, code))
+
+
+SUM = lcb_stdin([("3\n1 2 3\n", "6\n"), ("1\n5\n", "5\n")])
+SUM_OK = "n = int(input())\nprint(sum(map(int, input().split())))\n"
+
+
+# ------------------------------------------------------------- LiveCodeBench stdin
+@pytest.mark.bwrap
+def test_lcb_reference_passes_and_a_wrong_answer_fails(box: Sandbox) -> None:
+    assert passes(box, SUM, SUM_OK)
+    outcomes = official.execute(box, SUM, "input()\nprint(7)")
+    assert verdicts(outcomes) == ["Wrong Answer", "Not Run"]  # stops at the first failure
+    assert outcomes[0].error_message == "Wrong answer at output_line_idx=0: 7 != 6"
+
+
+@pytest.mark.bwrap
+def test_lcb_exit_after_a_correct_answer_passes(box: Sandbox) -> None:
+    assert passes(box, SUM, SUM_OK + "import sys\nsys.exit(1)\n")
+
+
+@pytest.mark.bwrap
+def test_lcb_global_in_a_helper_fails_because_code_runs_in_a_function(box: Sandbox) -> None:
+    code = (
+        "total = 0\n"
+        "def add(x):\n    global total\n    total += x\n"
+        "input()\nfor v in input().split():\n    add(int(v))\nprint(total)\n"
+    )
+    assert not passes(box, SUM, code)
+
+
+@pytest.mark.bwrap
+def test_lcb_raw_stdin_and_fd_writes_fail(box: Sandbox) -> None:
+    buffer = "import sys\nd = sys.stdin.buffer.read().split()\nprint(sum(map(int, d[1:])))\n"
+    outcomes = official.execute(box, SUM, buffer)
+    assert outcomes[0].verdict == "Runtime Error"
+    fd = "import os\ninput()\nos.write(1, (str(sum(map(int, input().split()))) + '\\n').encode())\n"
+    assert official.execute(box, SUM, fd)[0].verdict == "Wrong Answer"
+
+
+@pytest.mark.bwrap
+def test_lcb_numpy_and_pandas_are_preloaded(box: Sandbox) -> None:
+    code = (
+        "input()\na = np.array(list(map(int, input().split())))\nprint(int(pd.Series(a).sum()))\n"
+    )
+    assert passes(box, SUM, code)
+
+
+@pytest.mark.bwrap
+def test_lcb_recursion_limit_is_pythons_default(box: Sandbox) -> None:
+    deep = lcb_stdin([("3000\n", "3000\n")], problem="Count down.")
+    code = "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nprint(f(int(input())))\n"
+    assert official.execute(box, deep, code)[0].verdict == "Runtime Error"
+
+
+@pytest.mark.bwrap
+def test_lcb_main_guard_is_unwrapped(box: Sandbox) -> None:
+    code = (
+        "def main():\n    "
+        + SUM_OK.replace("\n", "\n    ")
+        + "\nif __name__ == '__main__':\n    main()\n"
+    )
+    assert passes(box, SUM, code)
+
+
+# ------------------------------------------------------------- LiveCodeBench functional
+PAIR = lcb_call([("1\n2", "[1, 2]"), ("3\n4", "[3, 4]")])
+
+
+@pytest.mark.bwrap
+def test_lcb_call_only_the_outer_tuple_becomes_a_list(box: Sandbox) -> None:
+    assert passes(box, PAIR, "def pair(a, b):\n    return (a, b)\n")
+    nested = lcb_call([("1\n2", "[[1, 2]]")])
+    assert not passes(box, nested, "def pair(a, b):\n    return [(a, b)]\n")
+    assert passes(box, nested, "def pair(a, b):\n    return [[a, b]]\n")
+
+
+@pytest.mark.bwrap
+def test_lcb_call_one_solution_instance_serves_every_test(box: Sandbox) -> None:
+    code = (
+        "class Solution:\n    def pair(self, a, b):\n"
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        "        return [a, b] if self.calls == 1 else []\n"
+    )
+    outcomes = official.execute(box, PAIR, code)
+    assert verdicts(outcomes) == ["Passed", "Wrong Answer"]
+
+
+@pytest.mark.bwrap
+def test_lcb_call_solution_named_only_in_a_comment_fails(box: Sandbox) -> None:
+    code = "# class Solution would be the LeetCode way\ndef pair(a, b):\n    return [a, b]\n"
+    outcomes = official.execute(box, PAIR, code)
+    assert outcomes[0].verdict == "Runtime Error"
+    assert "Solution" in (outcomes[0].error_message or "")
+
+
+@pytest.mark.bwrap
+def test_lcb_call_input_with_a_trailing_newline_fails(box: Sandbox) -> None:
+    task = lcb_call([("1\n2\n", "[1, 2]")])
+    outcomes = official.execute(box, task, "def pair(a, b):\n    return [a, b]\n")
+    assert outcomes[0].verdict == "Runtime Error"
+    assert outcomes[0].error_message.startswith("Error during testing:")
+
+
+@pytest.mark.bwrap
+def test_lcb_call_numpy_integers_pass(box: Sandbox) -> None:
+    assert passes(box, PAIR, "def pair(a, b):\n    return [np.int64(a), np.int32(b)]\n")
+
+
+@pytest.mark.bwrap
+def test_lcb_call_objects_never_cross_the_boundary(box: Sandbox) -> None:
+    """Deliberately stricter: an object whose __eq__ says yes to anything fails here
+    (the official checker compares in the program's own process and passes it)."""
+    code = "class Yes:\n    def __eq__(self, o):\n        return True\ndef pair(a, b):\n    return Yes()\n"
+    assert not passes(box, PAIR, code)
+
+
+# ------------------------------------------------------------- TACO / PrimeIntellect
+PARITY = taco(["2\n", "3\n"], ["YES\n", "NO\n"])
+
+
+@pytest.mark.bwrap
+def test_apps_differing_words_pass(box: Sandbox) -> None:
+    assert passes(box, PARITY, "print('NO')\n")
+    assert not passes(box, PARITY, "print('NO NO')\n")  # the number of words must match
+
+
+@pytest.mark.bwrap
+def test_apps_exit_code_is_ignored(box: Sandbox) -> None:
+    code = "print('YES' if int(input()) % 2 == 0 else 'NO')\nraise SystemExit(3)\n"
+    assert passes(box, PARITY, code)
+    assert passes(box, PARITY, code.replace("raise SystemExit(3)", "1 / 0"))
+
+
+@pytest.mark.bwrap
+def test_apps_floats_close_and_blank_lines_ignored(box: Sandbox) -> None:
+    task = taco(["x\n"], ["0.5\n\n2\n"])
+    assert passes(box, task, "print('0.5000001')\nprint()\nprint()\nprint(2)\n")
+    assert not passes(box, task, "print('0.51')\nprint(2)\n")
+
+
+@pytest.mark.bwrap
+def test_apps_call_compares_with_the_first_output_too(box: Sandbox) -> None:
+    add = taco([[1, 2], [5, 5]], [[3], [10]], fn_name="add")
+    assert passes(box, add, "def add(a, b):\n    return a + b\n")
+    assert passes(box, add, "def add(a, b):\n    return [a + b]\n")
+    assert not passes(box, add, "def add(a, b):\n    return a - b\n")
+
+
+@pytest.mark.bwrap
+def test_primeintellect_rows_use_the_apps_rules(box: Sandbox) -> None:
+    tests = [
+        {"type": "stdin_stdout", "input": "4\n", "output": "YES\n"},
+        {"type": "stdin_stdout", "input": "3\n", "output": "NO\n"},
+    ]
+    task = parse_row({"problem": "p", "tests": json.dumps(tests)}, "t", "pi")
+    assert task.source_format == "primeintellect"
+    assert passes(box, task, "print('MAYBE')\n")  # words differ: the APPS rule passes it
+
+
+def test_apps_runs_only_the_15_longest_tests_for_12_s() -> None:
+    inputs = [str(10**i) + "\n" for i in range(20)]  # input i is i + 2 characters long
+    task = taco(inputs, ["1\n"] * 20)
+    assert official.selected(task) == list(range(19, 4, -1))
+    assert official.default_timeout(task) == 12.0
+    assert official.default_timeout(SUM) == 6.0
+    ties = taco(["a\n", "bb\n", "c\n"], ["1"] * 3)
+    assert official.selected(ties) == [0, 1, 2]  # <= 15 tests: all, in file order
+
+
+@pytest.mark.bwrap
+def test_apps_short_tests_beyond_the_15_longest_never_run(box: Sandbox) -> None:
+    inputs = [str(10**i) + "\n" for i in range(20)]
+    task = taco(inputs, ["big\n"] * 20)
+    code = "print('big' if len(input()) > 5 else 'small value')\n"  # wrong on the 5 shortest
+    outcomes = official.execute(box, task, code)
+    assert official.passed_all(task, outcomes)
+    assert verdicts(outcomes)[:5] == ["Not Selected"] * 5
+
+
+# ------------------------------------------------------------- pure comparisons
+def test_apps_stdout_rules() -> None:
+    eq = official.apps_stdout_equal
+    assert eq("YES", "NO")
+    assert eq("1.0000001", "1")
+    assert not eq("1.01", "1")
+    assert eq("1 2\n\n3", "1 2\n3\n\n")
+    assert not eq("1 2 3", "1 2")
+    assert eq("12", "1\n2")  # the output taken character by character as numbers
+    assert eq("1 2", "1\n2")  # single-character tokens as sets
+    assert not eq("3", "1\n2")
+
+
+def test_lcb_stdout_rule() -> None:
+    verdict = official.lcb_stdout_verdict
+    assert verdict("1.0 2\n", "1.00 2")[0]
+    assert not verdict("YES", "NO")[0]
+    assert verdict("1\n2", "1")[1] == "Wrong answer: mismatched output length"
+    assert not verdict("1.0000001", "1")[0]  # Decimal, no tolerance
+
+
+def test_apps_call_rule() -> None:
+    eq = official.apps_call_equal
+    assert eq(3, [3]) and eq([3], [3]) and eq((1, 2), [1, 2])
+    assert eq([(1, 2)], [[[1, 2]]])  # inner tuples become lists against outputs[0]
+    assert eq({1: "a"}, {"1": "a"})  # string keys are made integers
+    assert not eq(4, [3])
+
+
+def test_values_cross_the_boundary_with_their_types() -> None:
+    value = [(1, 2), {1: "a", (2, 3): [None]}, {4}, 1.5, float("inf"), b"x", True]
+    assert decode(json.loads(json.dumps(encode(value)))) == value
+    assert isinstance(decode(encode(object())), Opaque)
+
+
+# ------------------------------------------------------------- extraction, feedback
+def test_extraction_takes_the_last_block_whatever_its_language() -> None:
+    text = "```python\nprint(1)\n```\nand in C++:\n```cpp\nint main() {}\n```"
+    assert official.extract_code(text) == "int main() {}"
+    assert official.extract_code("no block") is None
+    env = DeepCoderMTEnv(tasks_path=FIXTURES / "lcb.jsonl", rules="official")
+    assert env._extract(text)[0] == "int main() {}"
+    assert DeepCoderMTEnv(tasks_path=FIXTURES / "lcb.jsonl")._extract(text)[0] == "print(1)\n"
+
+
+def test_public_tests_are_those_in_the_statement_else_the_first_two() -> None:
+    task = lcb_stdin([("9\n9 9\n", "1"), ("3\n1 2 3\n", "6"), ("7\n", "1"), ("8\n", "1")])
+    assert official.public_indices(task, "Example: 3 \n 1 2 3", [0, 1, 2, 3]) == [1]
+    assert official.public_indices(task, "no examples", [0, 1, 2, 3]) == [0, 1]
+
+
+def test_feedback_congratulates_when_the_public_tests_pass() -> None:
+    task = lcb_stdin([("3\n1 2 3\n", "6"), ("1\n5\n", "5"), ("2\n1 1\n", "2")])
+    ok = TestOutcome(True, "Passed")
+    wrong = TestOutcome(False, "Wrong Answer", "7", "Wrong answer at output_line_idx=0: 7 != 2")
+    question = "Sum. Example input: 3\n1 2 3"
+    assert official.feedback(task, (ok, ok, wrong), question) == SUCCESS_MESSAGE
+    shown = official.feedback(task, (wrong,) + (official.NOT_SELECTED,) * 0 + (ok, ok), question)
+    assert shown.startswith("Here are the results on the public test cases:\n### Test 1 failed\n")
+    assert (
+        "  Input: 3\n1 2 3\n\n  Expected: 6\n  Actual: 7\n\n  Error message: Wrong answer" in shown
+    )
+
+
+# ------------------------------------------------------------- the env, all three formats
+@pytest.mark.bwrap
+@pytest.mark.parametrize("name", ["lcb.jsonl", "taco.json", "primeintellect.jsonl"])
+def test_env_official_rules_on_every_format(box: Sandbox, name: str) -> None:
+    env = gym.make(
+        "agentenvs/DeepCoderMT-v0", tasks_path=FIXTURES / name, rules="official", sandbox=box
+    )
+    core = env.unwrapped
+    for task_id, task in core.task_set.tasks.items():
+        env.reset(options={"task_id": task_id})
+        solution = task.reference or _solutions[(name, task_id)]
+        _, reward, terminated, _, info = env.step(f"```python\n{solution}\n```")
+        assert (reward, terminated, info["success"]) == (1.0, True, True), task_id
+        assert info["tests_total"] == len(official.selected(task))
+    env.close()
+
+
+_solutions = {
+    ("taco.json", "row-00000"): "print(input()[::-1])",
+    ("taco.json", "row-00001"): "def add(a, b):\n    return a + b",
+    ("primeintellect.jsonl", "pi-stdin"): "print('YES' if int(input()) % 2 == 0 else 'NO')",
+    ("primeintellect.jsonl", "pi-call"): "def double(x):\n    return 2 * x",
+}
+
+
+STRICT_VS_OFFICIAL = {
+    "exit(1) after the answer": (SUM_OK + "import sys\nsys.exit(1)\n", False, True),
+    "global in a helper": (
+        "total = 0\ndef add(x):\n    global total\n    total += x\n"
+        "input()\nfor v in input().split():\n    add(int(v))\nprint(total)\n",
+        True,
+        False,
+    ),
+    "sys.stdin.buffer": (
+        "import sys\nd = sys.stdin.buffer.read().split()\nprint(sum(map(int, d[1:])))\n",
+        True,
+        False,
+    ),
+    "recursion depth 3000": (
+        "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+        "input()\nprint(f(3000) - 3000 + sum(map(int, input().split())))\n",
+        True,
+        False,
+    ),
+}
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("case", sorted(STRICT_VS_OFFICIAL))
+def test_env_strict_and_official_differ_where_the_table_says(
+    box: Sandbox, tmp_path: Path, case: str
+) -> None:
+    code, strict_ok, official_ok = STRICT_VS_OFFICIAL[case]
+    tests = [{"input": "3\n1 2 3\n", "output": "6\n", "testtype": "stdin"}]
+    file = tmp_path / "rows.jsonl"
+    file.write_text(json.dumps({"id": "sum", "problem": "Sum.", "tests": json.dumps(tests)}))
+    for rules, want in (("strict", strict_ok), ("official", official_ok)):
+        env = DeepCoderMTEnv(tasks_path=file, sandbox=box, rules=rules)
+        env.reset(seed=0)
+        info = env.step(f"```python\n{code}```")[4]
+        assert info["success"] is want, rules
+        env.close()
+
+
+def test_rules_are_validated() -> None:
+    with pytest.raises(ValueError, match="rules"):
+        DeepCoderMTEnv(rules="lenient")
