@@ -56,7 +56,22 @@ def test_bundled_data_covers_every_single_turn_category() -> None:
 
 
 def test_registered_env_keeps_the_contract_on_fixtures() -> None:
-    check_env_contract("agentenvs/BFCL-v0", env_kwargs={"tasks_path": str(FIXTURES)})
+    ast_categories = [c for c in available_categories(FIXTURES) if "relevance" not in c]
+    check_env_contract(
+        "agentenvs/BFCL-v0",
+        env_kwargs={"tasks_path": str(FIXTURES), "categories": ast_categories},
+    )
+
+
+def test_relevance_categories_keep_the_contract_but_grade_every_reply() -> None:
+    # BFCL grades any reply to a relevance entry (an empty one is "no call"), so the
+    # checks that expect blank replies to be refused do not apply there
+    check_env_contract(
+        "agentenvs/BFCL-v0",
+        env_kwargs={"tasks_path": str(FIXTURES), "categories": ["irrelevance", "live_relevance"]},
+        skip=("bad_actions", "budget_truncation"),
+        check_processes=False,
+    )
 
 
 # ---------------------------------------------------------------- loading
@@ -167,9 +182,14 @@ def test_installed_bfcl_eval_is_found_without_importing_it(
 
 
 def test_missing_bfcl_eval_is_a_task_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
     import importlib.util
 
+    def not_found(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.metadata, "distribution", not_found)
     with pytest.raises(TaskError, match="not installed"):
         installed_data_dir()
 
@@ -309,24 +329,43 @@ def test_relevance_any_call_passes_and_text_fails() -> None:
     assert info["verdict"]["error_type"] == "relevance_error:decoder_failed"
 
 
-@pytest.mark.parametrize("task_id", ["irrelevance_0", "simple_python_0"])
-def test_blank_or_control_character_replies_are_never_graded(task_id: str) -> None:
+@pytest.mark.parametrize("task_id", ["simple_python_0", "simple_java_0", "multiple_0"])
+def test_blank_or_control_character_replies_are_not_graded_in_ast_categories(
+    task_id: str,
+) -> None:
     env = make()
-    for bad in ["", "  \n", "\x00???", "ok\x07"]:
+    for bad in ["", "  \n", "\x00???", "ok\x07", "\ud800"]:
         env.reset(options={"task_id": task_id})
         _, _, terminated, _, info = env.step(bad)
         assert not terminated and info["action_valid"] is False
+
+
+@pytest.mark.parametrize(
+    ("task_id", "passes"), [("irrelevance_0", True), ("live_relevance_0-0-0", False)]
+)
+def test_blank_or_garbled_relevance_replies_are_graded_as_no_call(
+    task_id: str, passes: bool
+) -> None:
+    # BFCL decodes an empty reply as [] (no call): an irrelevance entry passes
+    env = make()
+    for reply in ["", "  \n", "\x00???", "ok\x07", "\ud800 \udfff"]:
+        env.reset(options={"task_id": task_id})
+        assert env.score_action(reply) == (1.0 if passes else 0.0)
+        _, reward, terminated, _, info = env.step(reply)
+        assert terminated and info["action_valid"] is True
+        assert reward == (1.0 if passes else 0.0)
 
 
 def test_java_and_javascript_replies() -> None:
     env = make()
     env.reset(options={"task_id": "simple_java_0"})
     gold = env.gold_reply()
-    assert "'3000412L'" in gold and "'21.5f'" in gold and "Arrays.asList" in gold
+    assert '"3000412L"' in gold and '"21.5f"' in gold and "Arrays.asList" in gold
+    assert env.score_action(gold) == 1.0
     assert env.score_action(gold.replace("3000412L", "3000412")) == 0.0
     env.reset(options={"task_id": "simple_javascript_0"})
     gold = env.gold_reply()
-    assert "'9007199254740993n'" in gold
+    assert '"9007199254740993n"' in gold
     assert env.score_action(gold) == 1.0
 
 

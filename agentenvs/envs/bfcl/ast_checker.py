@@ -133,7 +133,7 @@ def check_reply(
 ) -> Verdict:
     """Decode ``text`` and check it, as the official runner does for one entry."""
     try:
-        calls = decode_calls(text)
+        calls = decode_calls(text, language=language_of(category))
     except DecodeError as exc:
         if is_relevance_category(category):
             return check_relevance(None, category)

@@ -1,27 +1,38 @@
 """Decoding a model's reply into function calls, and writing calls back as text.
 
-Two reply formats decode to the same ``list[Call]``:
+A reply is read the way the BFCL leaderboard reads a prompting model's text
+(``default_decode_ast_prompting`` in bfcl-eval), or as JSON tool calls, the form a
+function-calling model's tool calls take:
 
-- BFCL's Python-call list syntax, ``[f(a=1), pkg.g(b="x")]`` (brackets optional for a
-  single call), parsed with :mod:`ast` as the official decoder does: only keyword
-  arguments are read and **positional arguments are dropped**; dotted names are kept.
-- JSON tool calls in the OpenAI style: ``[{"name": ..., "arguments": {...}}]`` (the
-  arguments may also be a JSON string), ``{"tool_calls": [{"function": {...}}]}``, a
-  single ``{"name", "arguments"}`` object, or BFCL's own ``[{"f": {"a": 1}}]``.
+- **BFCL's call syntax** (the default path). The reply is stripped of backticks, newlines
+  and spaces at both ends and wrapped in ``[...]`` unless it already starts with ``[`` /
+  ends with ``]``. In the Python categories the result is parsed with :mod:`ast`: it must
+  be a list of calls, and only keyword arguments are read (**positional arguments are
+  dropped**); dotted names are kept. In the Java and JavaScript categories the outer
+  brackets are cut off and the rest is read by the language's tree-sitter grammar
+  (:mod:`agentenvs.envs.bfcl.source_calls`): argument values are source text
+  (``pageNo=3`` gives ``"3"``).
+- **JSON tool calls**, tried first when the reply starts with ``{`` or ``[{`` (which BFCL's
+  call syntax never decodes): ``[{"name": ..., "arguments": {...}}]`` (the arguments may
+  be a JSON string), ``{"tool_calls": [{"function": {...}}]}``, a single ``{"name",
+  "arguments"}`` object, or BFCL's own ``[{"f": {"a": 1}}]``; also ``<tool_call>...
+  </tool_call>`` tags holding such objects.
 
-Values in the Python syntax: literals (strings, numbers, booleans, ``None``), lists,
-dicts, tuples (kept as tuples: the checker turns a tuple into a list only where the
-doc says ``tuple``), negative numbers. Like the official decoder, a bare name reads as
-its identifier (``unit=celsius`` gives ``"celsius"``), a nested call without keyword
-arguments or a subscript reads as its source text, a nested call with keyword
-arguments as ``{name: {args}}``, and ``...`` as ``"..."``. Arithmetic on number or
-string literals (``2**10``, ``"a" + "b"``) is computed without ``eval``; anything
-else (lambdas, comprehensions, f-strings, ``**kwargs``) is a :class:`DecodeError`.
+Values in the Python syntax follow the official decoder: literals as they are (``...``
+reads ``"..."``); lists, dicts and tuples (tuples stay tuples); a unary operator on a
+literal reads as the literal negated (so ``+5`` reads ``-5``, as officially); a bare name
+reads as its identifier (``unit=celsius`` gives ``"celsius"``); a nested call without
+keyword arguments, and a subscript, read as their source text, a nested call with
+keyword arguments as ``{name: {args}}``; ``**x`` is kept under the name ``None``; a
+binary operation is evaluated (here without ``eval``: literal operands only, with size
+limits). Anything else (attributes, sets, lambdas, comprehensions, f-strings) is a
+:class:`DecodeError`, as it is a decoding failure officially. A leading
+``<think>...</think>`` block is removed first (BFCL's handlers for reasoning models pass
+only the answer to the decoder).
 
-Also accepted around either format: surrounding whitespace, one pair of wrapping single
-quotes (as the official decoder strips), a leading ``<think>...</think>`` block, a reply
-that is exactly one fenced code block, and ``<tool_call>...</tool_call>`` tags. An empty
-reply, ``[]`` and an empty tool-call list decode to ``[]`` (no call).
+An empty reply, ``[]`` and an empty tool-call list decode to ``[]`` (no call). Every
+failure, whatever the input (numbers of thousands of digits, thousands of nested
+brackets, lone surrogates), is a :class:`DecodeError`, never another exception.
 """
 
 from __future__ import annotations
@@ -42,8 +53,15 @@ __all__ = [
     "decode_calls",
     "format_calls",
     "format_calls_json",
+    "format_calls_source",
     "is_python_formattable",
+    "prompting_text",
 ]
+
+#: the languages of BFCL's categories, which decide how call syntax is read
+LANGUAGES = ("python", "java", "javascript")
+#: values nested deeper than this are refused (checkers and renderers recurse over them)
+MAX_DEPTH = 100
 
 
 class DecodeError(ValueError):
@@ -52,10 +70,15 @@ class DecodeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One function call: the function's (possibly dotted) name and its keyword arguments."""
+    """One function call: the (possibly dotted) name, keyword and positional arguments.
+
+    ``positional`` is empty for decoded replies (BFCL drops the positional arguments of a
+    model's calls); the multi-turn ground truth keeps them, as BFCL runs it as written.
+    """
 
     name: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[Any, Any] = field(default_factory=dict)
+    positional: tuple[Any, ...] = ()
 
     def __iter__(self) -> Iterator[Any]:
         # lets callers unpack ``name, args = call`` like the (name, kwargs) pair it models
@@ -69,55 +92,96 @@ class Call:
 
 # ------------------------------------------------------------------------- unwrapping
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
-_FENCE = re.compile(r"^\s*```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)\r?\n?```\s*$", re.S)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _JSON_START = re.compile(r"^\s*(?:\{|\[\s*\{)")
 
 
-def _unwrap(text: str) -> tuple[str, list[str] | None]:
-    """Strip wrappers; returns the core text, or the bodies of ``<tool_call>`` tags."""
+def prompting_text(text: str) -> str:
+    """The text BFCL's prompting decoder parses: trimmed of backticks, newlines and spaces
+    at both ends, and wrapped in ``[...]`` where it does not already start/end so."""
+    text = text.strip("`\n ")
+    if not text.startswith("["):
+        text = "[" + text
+    if not text.endswith("]"):
+        text = text + "]"
+    return text
+
+
+def decode_calls(text: str, *, allow_json: bool = True, language: str = "python") -> list[Call]:
+    """Decode a reply into calls (``[]`` when it holds none); raise :class:`DecodeError`.
+
+    ``language`` (``python``, ``java``, ``javascript``) is the category's: it decides how
+    BFCL's call syntax is read. ``allow_json=False`` refuses JSON tool calls.
+    """
+    if not isinstance(text, str):
+        raise DecodeError(f"expected text, got {type(text).__name__}")
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
+    try:
+        calls = _decode(text, allow_json, language)
+        for call in calls:
+            _check_depth(call.args, call.name)
+        return calls
+    except DecodeError:
+        raise
+    except (Exception, MemoryError) as exc:  # any input must end as a DecodeError
+        raise DecodeError(
+            f"could not read the reply ({type(exc).__name__}: {exc!s:.200})"
+        ) from None
+
+
+def _decode(text: str, allow_json: bool, language: str) -> list[Call]:
     text = _THINK.sub("", text, count=1)
     tags = _TOOL_CALL.findall(text)
     if tags:
-        return text, [t.strip() for t in tags]
-    fence = _FENCE.match(text)
-    if fence:
-        text = fence.group(1)
-    return text.strip(), None
-
-
-def decode_calls(text: str, *, allow_json: bool = True) -> list[Call]:
-    """Decode a reply into calls (``[]`` when it holds none); raise :class:`DecodeError`."""
-    if not isinstance(text, str):
-        raise DecodeError(f"expected text, got {type(text).__name__}")
-    core, tags = _unwrap(text)
-    if tags is not None:
         if not allow_json:
             raise DecodeError("<tool_call> tags hold JSON tool calls, which are not accepted here")
         calls: list[Call] = []
         for body in tags:
-            calls.extend(_decode_json(body))
+            calls.extend(_decode_json(body.strip()))
         return calls
-    if not core:
-        return []
-    if allow_json and _JSON_START.match(core):
+    if allow_json and _JSON_START.match(text):
         try:
-            return _decode_json(core)
+            return _decode_json(text.strip())
         except DecodeError as json_error:
-            # ``[{...}]`` is also a Python list; only a Python call list would rescue it
+            # ``[{...}]`` is also Python; only BFCL's call syntax could still read it
             try:
-                return _decode_python(core)
+                return _decode_syntax(text, language)
             except DecodeError:
                 raise json_error from None
-    return _decode_python(core)
+    return _decode_syntax(text, language)
+
+
+def _check_depth(value: Any, where: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise DecodeError(f"{where}: values nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_depth(v, where, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _check_depth(v, where, depth + 1)
+
+
+def _decode_syntax(text: str, language: str) -> list[Call]:
+    source = prompting_text(text)
+    if language == "python":
+        return _decode_python(source)
+    from agentenvs.envs.bfcl import source_calls
+
+    decoder = source_calls.decode_java if language == "java" else source_calls.decode_javascript
+    try:
+        found = decoder(source[1:-1])
+    except source_calls.SourceDecodeError as exc:
+        raise DecodeError(f"{exc}; expected [func(param=value, ...)]") from None
+    if found is source_calls.NOT_A_CALL_LIST:
+        raise DecodeError("no function call found; expected [func(param=value, ...)]")
+    return [Call(name, args) for name, args in found]
 
 
 # ------------------------------------------------------------------------- Python syntax
 def _decode_python(text: str) -> list[Call]:
-    # the official decoder strips wrapping single quotes a model may add
     source = text.strip().strip("'")
-    if not source:
-        return []
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
@@ -125,12 +189,9 @@ def _decode_python(text: str) -> list[Call]:
             f"not valid function-call syntax ({exc.msg}, line {exc.lineno}, column "
             f"{exc.offset}); expected [func(param=value, ...), ...]"
         ) from None
-    except (ValueError, MemoryError, RecursionError) as exc:
-        raise DecodeError(f"could not parse the reply: {exc}") from None
     body = tree.body
     if isinstance(body, ast.Call):
         return [_resolve_call(body)]
-    # a set of calls, {f(a=1)}, is read like a list, as the official decoder does
     if isinstance(body, ast.List | ast.Tuple | ast.Set):
         calls = []
         for i, elt in enumerate(body.elts):
@@ -156,56 +217,40 @@ def _describe(node: ast.AST) -> str:
 
 
 def _call_name(func: ast.expr) -> str:
+    # the official decoder joins the attribute chain down to a plain name, skipping
+    # whatever else stands at its base (``a[0].f`` reads ``f``)
     parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)
         func = func.value
-    if not isinstance(func, ast.Name):
-        raise DecodeError(f"the called object {_describe(func)} is not a (dotted) function name")
-    parts.append(func.id)
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
     return ".".join(reversed(parts))
 
 
 def _resolve_call(node: ast.Call) -> Call:
     name = _call_name(node.func)
-    args: dict[str, Any] = {}
+    args: dict[Any, Any] = {}
     # positional arguments are dropped, as the official decoder does
     for kw in node.keywords:
-        if kw.arg is None:
-            raise DecodeError(f"{name}(**...) is not supported: name every argument")
         args[kw.arg] = _resolve_value(kw.value, f"{name}({kw.arg}=...)")
     return Call(name, args)
 
 
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_SCALAR = (str, int, float, bool, type(None))
-
-
 def _resolve_value(node: ast.expr, where: str) -> Any:
     if isinstance(node, ast.Constant):
-        value = node.value
-        if value is Ellipsis:
-            return "..."
-        if isinstance(value, _SCALAR):
-            return value
-        raise DecodeError(f"{where}: unsupported literal {_describe(node)}")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        operand = _resolve_value(node.operand, where)
-        if isinstance(operand, bool) or not isinstance(operand, int | float):
-            raise DecodeError(f"{where}: a sign needs a number, found {_describe(node)}")
-        return -operand if isinstance(node.op, ast.USub) else operand
+        return "..." if node.value is Ellipsis else node.value
+    if isinstance(node, ast.UnaryOp):
+        # the official decoder negates the operand's literal, whatever the operator
+        operand = node.operand
+        if not isinstance(operand, ast.Constant):
+            raise DecodeError(f"{where}: unsupported value {_describe(node)}")
+        try:
+            return -operand.value
+        except TypeError:
+            raise DecodeError(f"{where}: cannot negate {_describe(operand)}") from None
     if isinstance(node, ast.List):
         return [_resolve_value(v, where) for v in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_resolve_value(v, where) for v in node.elts)
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}
         for k, v in zip(node.keys, node.values, strict=True):
@@ -217,39 +262,98 @@ def _resolve_value(node: ast.expr, where: str) -> Any:
             except TypeError:
                 raise DecodeError(f"{where}: unhashable dict key {_describe(k)}") from None
         return out
+    if isinstance(node, ast.BinOp):
+        return _evaluate(node, where)
     if isinstance(node, ast.Name):
         # the official decoder reads a bare name as its identifier (a "variable")
         return node.id
     if isinstance(node, ast.Call):
-        if node.keywords:
-            return _resolve_call(node).to_official()
-        return ast.unparse(node)
-    if isinstance(node, ast.Subscript | ast.Attribute):
-        return ast.unparse(node)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _arith(node, where)
+        if not node.keywords:
+            return ast.unparse(node)
+        return _resolve_call(node).to_official()
+    if isinstance(node, ast.Tuple):
+        return tuple(_resolve_value(v, where) for v in node.elts)
+    if isinstance(node, ast.Subscript):
+        return ast.unparse(node.value) + "[" + ast.unparse(node.slice) + "]"
     raise DecodeError(
         f"{where}: unsupported value {_describe(node)}; use literals (strings, numbers, "
         "booleans, lists, dicts, tuples)"
     )
 
 
-def _arith(node: ast.BinOp, where: str) -> Any:
-    left = _resolve_value(node.left, where)
-    right = _resolve_value(node.right, where)
-    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (left, right))
-    strings = isinstance(node.op, ast.Add) and all(isinstance(x, str) for x in (left, right))
-    if not (numbers or strings):
-        raise DecodeError(f"{where}: arithmetic on non-literals {_describe(node)}")
-    if isinstance(node.op, ast.Pow) and (abs(right) > 1000 or abs(left) > 1e6):
-        raise DecodeError(f"{where}: power too large in {_describe(node)}")
-    try:
-        result = _BINOPS[type(node.op)](left, right)
-    except (ArithmeticError, ValueError) as exc:
-        raise DecodeError(f"{where}: {exc} in {_describe(node)}") from None
-    if isinstance(result, complex):
-        raise DecodeError(f"{where}: complex result of {_describe(node)}")
-    return result
+# ------------------------------------------------------------------------- binary operations
+_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.BitAnd: operator.and_,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Not: operator.not_,
+    ast.Invert: operator.invert,
+}
+_SCALAR = (str, int, float, bool, type(None))
+#: the largest sequence (items) or integer (bits) an evaluated operation may build
+_MAX_LEN = 100_000
+_MAX_BITS = 10_000
+
+
+def _evaluate(node: ast.expr, where: str) -> Any:
+    """What ``eval`` gives for a literal expression (the official decoder evals binary
+    operations), computed without ``eval``; names and calls are refused."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = [_evaluate(v, where) for v in node.elts]
+        if isinstance(node, ast.List):
+            return items
+        return tuple(items) if isinstance(node, ast.Tuple) else set(items)
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {
+            _evaluate(k, where): _evaluate(v, where)  # type: ignore[arg-type]
+            for k, v in zip(node.keys, node.values, strict=True)
+        }
+    if isinstance(node, ast.UnaryOp):
+        return _bounded(_UNARY[type(node.op)](_evaluate(node.operand, where)), node, where)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left = _evaluate(node.left, where)
+        right = _evaluate(node.right, where)
+        _precheck(node.op, left, right, node, where)
+        return _bounded(_BINOPS[type(node.op)](left, right), node, where)
+    raise DecodeError(f"{where}: cannot evaluate {_describe(node)} (literal operands only)")
+
+
+def _precheck(op: ast.operator, left: Any, right: Any, node: ast.AST, where: str) -> None:
+    """Refuse operations whose result would be too large to build."""
+    too_big = DecodeError(f"{where}: the result of {_describe(node)} is too large")
+    ints = isinstance(left, int) and isinstance(right, int)
+    if isinstance(op, ast.Pow) and ints and right > 0 and abs(left) > 1:
+        if right * abs(left).bit_length() > _MAX_BITS:
+            raise too_big
+    if isinstance(op, ast.LShift) and ints and right > _MAX_BITS:
+        raise too_big
+    if isinstance(op, ast.Mult):
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, str | list | tuple | bytes) and isinstance(times, int):
+                if times * len(seq) > _MAX_LEN:
+                    raise too_big
+
+
+def _bounded(value: Any, node: ast.AST, where: str) -> Any:
+    too_big = isinstance(value, int) and value.bit_length() > _MAX_BITS
+    if too_big or (isinstance(value, str | list | tuple | bytes) and len(value) > _MAX_LEN):
+        raise DecodeError(f"{where}: the result of {_describe(node)} is too large")
+    return value
 
 
 # ------------------------------------------------------------------------- JSON tool calls
@@ -259,12 +363,12 @@ _ARG_KEYS = ("arguments", "parameters", "args")
 def _decode_json(text: str) -> list[Call]:
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # a JSONDecodeError is a ValueError
         try:
             # single-quoted "JSON" written as Python literals
             data = ast.literal_eval(text)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            raise DecodeError(f"invalid JSON tool calls: {exc}") from None
+            raise DecodeError(f"invalid JSON tool calls: {exc!s:.200}") from None
     if isinstance(data, dict) and "tool_calls" in data:
         data = data["tool_calls"]
         if data is None:
@@ -292,7 +396,7 @@ def _json_call(item: Any, index: int) -> Call:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise DecodeError(f"{where} ({name}): arguments are not valid JSON: {exc}") from None
     if raw is None:
         raw = {}
@@ -341,7 +445,28 @@ def format_calls(calls: Iterable[Call | tuple[str, dict[str, Any]]]) -> str:
     parts = []
     for call in calls:
         name, args = call
-        inner = ", ".join(f"{param}={value!r}" for param, value in args.items())
+        items = [repr(value) for value in getattr(call, "positional", ())]
+        items += [f"{param}={value!r}" for param, value in args.items()]
+        parts.append(f"{name}({', '.join(items)})")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _source_value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    if not any(ch in text for ch in '"\\\n\r'):
+        return f'"{text}"'
+    if not any(ch in text for ch in "'\\\n\r"):
+        return f"'{text}'"
+    return text  # written as source itself (a call, an object creation, ...)
+
+
+def format_calls_source(calls: Iterable[Call | tuple[str, dict[str, Any]]]) -> str:
+    """Java/JavaScript calls whose values are source text, as BFCL's decoders read them
+    back: ``[f(a="3000412L", b=new ArrayList<>(Arrays.asList("x")))]``."""
+    parts = []
+    for call in calls:
+        name, args = call
+        inner = ", ".join(f"{param}={_source_value(value)}" for param, value in args.items())
         parts.append(f"{name}({inner})")
     return "[" + ", ".join(parts) + "]"
 

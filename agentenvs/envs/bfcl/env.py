@@ -33,6 +33,7 @@ from agentenvs.envs.bfcl.decode import (
     decode_calls,
     format_calls,
     format_calls_json,
+    format_calls_source,
     is_python_formattable,
 )
 
@@ -62,7 +63,8 @@ _ROLES = {"user": "User", "system": "System", "assistant": "Assistant", "tool": 
 def render_prompt(task: BfclTask) -> str:
     """The first observation: instructions, the functions as JSON, then the conversation."""
     parts = [_INSTRUCTIONS, "Functions you can call (JSON):"]
-    parts.append("\n".join(json.dumps(doc, ensure_ascii=False) for doc in task.functions))
+    docs = "\n".join(json.dumps(doc, ensure_ascii=False) for doc in task.functions)
+    parts.append(docs or "(none)")
     note = _LANGUAGE_NOTES.get(task.language)
     if note:
         parts.append(note)
@@ -87,8 +89,12 @@ def unreadable(text: str) -> bool:
     return False
 
 
-def reply_text(calls: Sequence[Call]) -> str:
-    """Calls in the official Python syntax, or as JSON when that syntax cannot hold them."""
+def reply_text(calls: Sequence[Call], language: str = "python") -> str:
+    """Calls in the official syntax of ``language`` (Java/JS: values as source text), or,
+    for Python, as JSON when that syntax cannot hold them."""
+    if language in ("java", "javascript") and len(calls) == 1:
+        # BFCL reads one call from a Java/JS reply
+        return format_calls_source(calls)
     return format_calls(calls) if is_python_formattable(calls) else format_calls_json(calls)
 
 
@@ -247,11 +253,13 @@ class BFCLEnv(TextEnv):
     def verdict_of(self, action: str) -> tuple[Verdict | None, list[Call] | None, str]:
         """(verdict, calls, why): ``verdict`` is None when the reply is not graded."""
         task = self.task
-        if unreadable(action):
-            return None, None, "The reply is empty or holds control characters."
         relevance = is_relevance_category(task.category)
+        # a relevance reply is always graded, as BFCL grades it: any text that does not
+        # decode into calls (an empty one included) is "no call"
+        if not relevance and unreadable(action):
+            return None, None, "The reply is empty or holds control characters."
         try:
-            calls = decode_calls(action)
+            calls = decode_calls(action, language=task.language)
         except DecodeError as exc:
             if relevance:
                 return check_relevance(None, task.category), None, ""
@@ -291,7 +299,8 @@ class BFCLEnv(TextEnv):
             terminated=True,
             success=verdict.valid,
             score=reward,
-            info={"verdict": verdict.as_dict()} | ({} if calls is None else {"num_calls": len(calls)}),
+            info={"verdict": verdict.as_dict()}
+            | ({} if calls is None else {"num_calls": len(calls)}),
         )
 
     def score_action(self, action: str) -> float:
@@ -315,7 +324,7 @@ class BFCLEnv(TextEnv):
         task = self.task
         if "irrelevance" in task.category:
             return "None of the available functions can serve this request."
-        return reply_text(self.gold_calls())
+        return reply_text(self.gold_calls(), task.language)
 
     def error_action(self, rng: np.random.Generator) -> str:
         """A near miss built from the ground truth, which the checker rejects.
@@ -338,7 +347,7 @@ class BFCLEnv(TextEnv):
                 calls = near_miss(gold, kinds[int(index)], task, rng, self.underscore_to_dot)
                 if calls is None:
                     break
-                text = reply_text(calls)
+                text = reply_text(calls, task.language)
                 if self.score_action(text) == 0.0:
                     return text
         return "[]"  # an empty call list always fails the count
