@@ -3,7 +3,10 @@
 The rules follow BFCL's multi-turn checker:
 
 - **Execution**: a call runs the public method of that name on the involved instance
-  whose class defines it, with the call's keyword arguments (nothing is ``eval``'d).
+  whose class defines it, with the call's arguments (nothing is ``eval``'d): keyword
+  arguments for the agent's calls (their positional ones were dropped when decoding),
+  positional and keyword arguments for the ground truth, which BFCL runs as written.
+  Each call gets fresh copies of its arguments.
   Banned names (``kill``, ``exit``, ``quit``, ``remove``, ``unlink``, ``popen``,
   ``Popen``, ``run``) and private names are refused. A ``str`` result is kept as it is,
   a ``dict`` goes through ``json.dumps``, anything else through ``str()``; an exception
@@ -18,6 +21,7 @@ The rules follow BFCL's multi-turn checker:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 from collections import Counter
@@ -81,9 +85,17 @@ def render_result(result: Any) -> str:
 
 
 def execute_call(
-    table: Mapping[str, Callable[..., Any]], name: str, args: Mapping[str, Any]
+    table: Mapping[str, Callable[..., Any]],
+    name: str,
+    args: Mapping[str, Any],
+    positional: Sequence[Any] = (),
 ) -> str:
-    """Run one call and return its rendered result (errors included, never raised)."""
+    """Run one call and return its rendered result (errors included, never raised).
+
+    The method gets deep copies of the arguments: BFCL evaluates each call from its
+    text, so a backend that changes an argument it was given (TwitterAPI's ``mention``
+    extends the list) never changes the stored call.
+    """
     if name in BANNED_NAMES:
         return f"{ERROR_PREFIX}Function call {name} is not allowed."
     method = None if name.startswith("_") else table.get(name)
@@ -91,16 +103,19 @@ def execute_call(
         # the wording of the NameError the official eval-based executor would raise
         return f"{ERROR_PREFIX}name '{name}' is not defined"
     try:
-        return render_result(method(**dict(args)))
+        fresh_positional = copy.deepcopy(tuple(positional))
+        return render_result(method(*fresh_positional, **copy.deepcopy(dict(args))))
     except Exception as exc:  # a backend error is a result the agent sees
         return f"{ERROR_PREFIX}{exc}"
 
 
-def execute_calls(
-    table: Mapping[str, Callable[..., Any]], calls: Iterable[tuple[str, Mapping[str, Any]]]
-) -> list[str]:
-    """Run calls in order; one result string per call."""
-    return [execute_call(table, name, args) for name, args in calls]
+def execute_calls(table: Mapping[str, Callable[..., Any]], calls: Iterable[Any]) -> list[str]:
+    """Run calls (``Call`` objects or ``(name, kwargs)`` pairs) in order; one result each."""
+    results = []
+    for call in calls:
+        name, args = call
+        results.append(execute_call(table, name, args, getattr(call, "positional", ())))
+    return results
 
 
 def public_state(instance: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ Every malformed input raises ``TaskError`` naming the file (and line) and the fi
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +30,7 @@ from typing import Any
 from agentenvs.core.errors import TaskError
 from agentenvs.core.tasks import task_path
 from agentenvs.envs.bfcl.data import tool_schema
-from agentenvs.envs.bfcl.decode import Call, DecodeError, decode_calls
+from agentenvs.envs.bfcl.decode import Call
 from agentenvs.envs.bfcl.multi_turn import official
 from agentenvs.envs.bfcl.multi_turn.backends import BACKENDS
 
@@ -196,18 +197,31 @@ def _question(value: Any, source: str) -> tuple[tuple[dict[str, str], ...], ...]
 
 
 def parse_call(text: Any, source: str, where: str) -> Call:
-    """One ground-truth call string, e.g. ``"cd(folder='docs')"``."""
+    """One ground-truth call string, e.g. ``"cd(folder='docs')"`` or ``"cd('docs')"``.
+
+    BFCL executes ground truth as written (``eval`` of the string), so positional
+    arguments are kept (:attr:`Call.positional`) and every argument must be a literal.
+    """
     if not isinstance(text, str):
         raise TaskError(source, where, f"expected a call string, got {text!r:.80}")
     try:
-        calls = decode_calls(text, allow_json=False)
-    except DecodeError as exc:
-        raise TaskError(source, where, f"cannot parse {text!r:.80}: {exc}") from exc
-    if len(calls) != 1:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        raise TaskError(source, where, f"cannot parse {text!r:.80}: {exc}") from None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise TaskError(source, where, f"expected one call of a function name, got {text!r:.80}")
+    try:
+        positional = tuple(ast.literal_eval(arg) for arg in node.args)
+        keywords = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise ValueError("'**' arguments are not supported")
+            keywords[kw.arg] = ast.literal_eval(kw.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         raise TaskError(
-            source, where, f"expected exactly one call, got {len(calls)} in {text!r:.80}"
-        )
-    return calls[0]
+            source, where, f"arguments of {text!r:.80} must be literals: {exc}"
+        ) from None
+    return Call(node.func.id, keywords, positional)
 
 
 def _ground_truth(

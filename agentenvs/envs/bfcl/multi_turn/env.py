@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import pickle
 import re
@@ -96,7 +97,8 @@ class BFCLMultiTurnEnv(TextEnv):
 
     ## Action Space
     ``FreeText``: function calls in BFCL's syntax, ``[f(a=1), g(b='x')]`` (brackets
-    optional for one call; positional arguments are dropped, as BFCL does), or JSON
+    optional; positional arguments are dropped, as BFCL's decoder drops them from a
+    model's calls, while the ground truth runs as written, positional ones included), or JSON
     tool calls (``[{"name": ..., "arguments": {...}}]``); several calls in one reply run
     in order. Any other non-empty text (it does not decode to calls) is a message to the
     user and ends the agent's part of the turn. An empty or whitespace reply, or one
@@ -228,9 +230,25 @@ class BFCLMultiTurnEnv(TextEnv):
         return tuple(self._turn_calls)
 
     def gold_calls(self) -> tuple[Call, ...]:
-        """The ground-truth calls of the current user turn."""
+        """The ground-truth calls of the current user turn, as an agent sends them: with
+        keyword arguments only (positional ones of the stored ground truth are named by
+        the method's signature, since a decoded reply's positional arguments are dropped).
+        """
         entry = self.entry
-        return entry.ground_truth[min(self._user_turn, entry.n_turns - 1)]
+        turn = entry.ground_truth[min(self._user_turn, entry.n_turns - 1)]
+        return tuple(self._keyword_call(c) for c in turn)
+
+    def _keyword_call(self, call: Call) -> Call:
+        if not call.positional:
+            return call
+        method = self._model_table.get(call.name)
+        if method is None:
+            return call
+        try:
+            bound = inspect.signature(method).bind_partial(*call.positional, **call.args)
+        except (TypeError, ValueError):
+            return call
+        return Call(call.name, dict(bound.arguments))
 
     def current_docs(self) -> list[dict[str, Any]]:
         """The function docs the agent has during the current user turn."""
@@ -394,7 +412,7 @@ class BFCLMultiTurnEnv(TextEnv):
         entry = self.entry
         turn = self._user_turn
         gt_calls = entry.ground_truth[turn]
-        gt_results = [execute_call(self._gt_table, c.name, c.args) for c in gt_calls]
+        gt_results = [execute_call(self._gt_table, c.name, c.args, c.positional) for c in gt_calls]
         verdict = check_turn(
             turn=turn,
             ground_truth_calls=gt_calls,
