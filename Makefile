@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,integrations
+EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,integrations,bfcl
+# BFCL's official data and checkers; installed without its dependencies (see docs/bfcl.md)
+BFCL_EVAL ?= bfcl-eval==2026.3.23
 OUT ?= out/demo
 PYTEST_ARGS ?=
 
@@ -14,6 +16,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(if $(BFCL_EVAL),$(BIN)/python -m pip install -q --no-deps '$(BFCL_EVAL)')
 	@touch $(STAMP)
 
 install: $(STAMP)

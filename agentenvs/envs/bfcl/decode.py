@@ -122,7 +122,7 @@ def decode_calls(text: str, *, allow_json: bool = True, language: str = "python"
         for call in calls:
             _check_depth(call.args, call.name)
         return calls
-    except DecodeError:
+    except (DecodeError, ImportError):  # ImportError: the grammars' extra is missing
         raise
     except (Exception, MemoryError) as exc:  # any input must end as a DecodeError
         raise DecodeError(

@@ -1,0 +1,147 @@
+"""BFCL on the installed bfcl-eval's official data, against bfcl-eval's own checkers.
+
+These tests need the ``bfcl`` extra and bfcl-eval (``make test`` installs both); they
+skip without them, and fail then in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bfcl_eval")
+pytest.importorskip("tree_sitter_java")
+
+from agentenvs.envs.bfcl.agreement import (  # noqa: E402
+    compare_multi_turn,
+    compare_single_turn,
+    multi_turn_plans,
+)
+from agentenvs.envs.bfcl.data import SINGLE_TURN_CATEGORIES, load_tasks  # noqa: E402
+from agentenvs.envs.bfcl.env import BFCLEnv  # noqa: E402
+from agentenvs.envs.bfcl.multi_turn.data import load_tasks as load_multi_turn  # noqa: E402
+from agentenvs.envs.bfcl.multi_turn.env import BFCLMultiTurnEnv  # noqa: E402
+from agentenvs.envs.bfcl.reference import official_single_turn  # noqa: E402
+
+
+def _show(report) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(str(d) for d in report.disagreements[:10])
+
+
+# ---------------------------------------------------------------- single-turn
+def test_every_official_category_loads_with_the_default_categories() -> None:
+    env = BFCLEnv(tasks_path="bfcl-eval")
+    assert env.categories == list(SINGLE_TURN_CATEGORIES)
+    empty = [t for t in env.tasks.values() if not t.functions]
+    assert len(empty) == 4 and {t.category for t in empty} == {"live_irrelevance"}
+    for task in empty:  # nothing to call: no reply with calls, and an empty reply passes
+        env.reset(options={"task_id": task.id})
+        assert "(none)" in env.reset(options={"task_id": task.id})[0]
+        _, reward, terminated, _, _ = env.step("")
+        assert terminated and reward == 1.0
+        env.reset(options={"task_id": task.id})
+        assert env.score_action(env.error_action(np.random.default_rng(0))) == 0.0
+
+
+@pytest.mark.slow
+def test_single_turn_text_replies_agree_with_bfcl_eval() -> None:
+    # 60 entries a category (every entry where a category has fewer): the full data
+    # (3,641 entries, 18,237 replies) is the figure `python -m agentenvs.envs.bfcl.agreement`
+    # prints; it takes about a minute
+    report = compare_single_turn("bfcl-eval", SINGLE_TURN_CATEGORIES, per_category=60, seed=0)
+    assert report.entries >= 60 * 10
+    assert set(report.by_category) == set(SINGLE_TURN_CATEGORIES)
+    assert 0 < report.accepted < report.cases  # both verdicts occur
+    assert report.agree == report.cases, _show(report)
+
+
+@pytest.mark.parametrize(
+    ("category", "reply", "valid"),
+    [
+        # the issue's examples: values read as Java source, unquoted expressions
+        ("simple_java", None, True),
+        ("live_irrelevance", "", True),
+        ("irrelevance", "   ", True),
+        ("live_relevance", "", False),
+    ],
+)
+def test_official_examples(category: str, reply: str | None, valid: bool) -> None:
+    env = BFCLEnv(tasks_path="bfcl-eval", categories=[category], max_turns=1)
+    task = next(iter(env.tasks.values()))
+    env.reset(options={"task_id": task.id})
+    if reply is None:  # the gold calls with bare source values (pageNo=3, new X(...))
+        (gold,) = env.gold_calls()
+        reply = f"[{gold.name}(" + ", ".join(f"{p}={v}" for p, v in gold.args.items()) + ")]"
+    theirs = official_single_turn(reply, task.functions, task.ground_truth, category)
+    _, reward, *_ = env.step(reply)
+    assert theirs.valid is valid and (reward == 1.0) is valid
+
+
+def test_java_unquoted_expression_and_keyword_parameter_names() -> None:
+    tasks = load_tasks("bfcl-eval", ["simple_java", "simple_javascript"])
+    env = BFCLEnv(tasks_path="bfcl-eval", categories=["simple_java", "simple_javascript"])
+    checked = 0
+    for task in tasks:
+        env.reset(options={"task_id": task.id})
+        (gold,) = env.gold_calls()
+        if not any(p in ("from", "async", "class") for p in gold.args) and not any(
+            isinstance(v, str) and v.startswith("new ") for v in gold.args.values()
+        ):
+            continue
+        reply = f"[{gold.name}(" + ", ".join(f"{p}={v}" for p, v in gold.args.items()) + ")]"
+        theirs = official_single_turn(reply, task.functions, task.ground_truth, task.category)
+        assert env.score_action(reply) == (1.0 if theirs.valid else 0.0), (task.id, reply)
+        checked += 1
+    assert checked >= 5
+
+
+# ---------------------------------------------------------------- multi-turn
+POSITIONAL = [
+    e.id
+    for e in load_multi_turn("bfcl-eval").entries.values()
+    if any(c.positional for turn in e.ground_truth for c in turn)
+]
+
+
+def test_positional_ground_truth_runs_as_written() -> None:
+    assert len(POSITIONAL) == 96
+    report = compare_multi_turn("bfcl-eval", ids=POSITIONAL, seed=1)
+    assert report.entries == 96
+    assert report.agree == report.cases, _show(report)
+    gold = [d for d in report.disagreements if d["kind"] == "gold"]
+    assert not gold
+
+
+def test_replaying_an_entry_never_changes_its_ground_truth() -> None:
+    env = BFCLMultiTurnEnv(tasks_path="bfcl-eval", max_turns=10_000)
+    twitter = [e for e in env.task_set.entries.values() if "TwitterAPI" in e.involved_classes]
+    rng = np.random.default_rng(0)
+    for entry in twitter[:40]:
+        before = copy.deepcopy(entry.ground_truth)
+        env.reset(options={"task_id": entry.id})
+        (_, replies), *_ = multi_turn_plans(env, rng)
+        outcomes = []
+        for _ in range(2):
+            env.reset(options={"task_id": entry.id})
+            for turn in replies:
+                for reply in turn:
+                    *_, terminated, truncated, info = env.step(reply)
+            outcomes.append(info["success"])
+        assert outcomes == [True, True], entry.id
+        assert entry.ground_truth == before
+
+
+@pytest.mark.slow
+def test_multi_turn_verdicts_agree_with_bfcl_eval() -> None:
+    # 40 entries a category; every entry in `python -m agentenvs.envs.bfcl.agreement`
+    report = compare_multi_turn("bfcl-eval", per_category=40, seed=0)
+    assert report.entries == 160
+    assert 0 < report.accepted < report.cases
+    assert report.agree == report.cases, _show(report)
+
+
+def test_multi_turn_replays_agree_on_a_sample() -> None:
+    report = compare_multi_turn("bfcl-eval", per_category=10, seed=3, replays=2)
+    assert report.agree == report.cases, _show(report)
