@@ -227,6 +227,9 @@ def fake_bfcl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     docs.mkdir(parents=True)
     (docs / "gorilla_file_system.json").write_text("".join(json.dumps(d) + "\n" for d in FAKE_DOCS))
     monkeypatch.setenv(official.PACKAGE_DIR_ENV, str(package))
+    # other tests may have imported the real package (to compare with its checkers)
+    for name in [n for n in sys.modules if n == "bfcl_eval" or n.startswith("bfcl_eval.")]:
+        monkeypatch.delitem(sys.modules, name)
     yield package
     sys.modules.pop(official.MODULE_PREFIX + "gorilla_file_system", None)
 
