@@ -265,6 +265,9 @@ def _add_analysis_parsers(sub: Any) -> None:
     sv.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")
     sv.add_argument("--session-timeout", type=float, default=None,
                     help="close a session after this many idle seconds")
+    from agentenvs.data.cli import add_parser as add_data_parser
+
+    add_data_parser(sub)
     lk = sub.add_parser(
         "likelihood",
         help="per-action NLL of stored trajectories under a model, and the cumulative LLR of two",
@@ -492,6 +495,12 @@ def cmd_likelihood(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from agentenvs.data.cli import run
+
+    return run(args)
+
+
 COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
@@ -501,6 +510,7 @@ COMMANDS = {
     "error-states": cmd_error_states,
     "likelihood": cmd_likelihood,
     "serve": cmd_serve,
+    "data": cmd_data,
 }
 
 

@@ -402,15 +402,22 @@ def load_wrong_solutions(path: Path) -> dict[str, list[str]]:
 
 def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
     """Problems from a ``.jsonl``/``.json``/``.parquet`` file, a folder holding
-    ``problems.jsonl``, or a folder of shards (every data file in it, in name order, as
-    ``agentenvs data fetch`` caches a published split), else the bundled set;
+    ``problems.jsonl``, a folder of shards or a glob pattern (every data file in it or
+    matching it, in name order: ``agentenvs data`` gives such a pattern for each
+    published split, e.g. ``.../lcbv5/test-*.parquet``), else the bundled set;
     ``wrong_solutions.jsonl`` beside it is read when present."""
     files: list[Path]
     if tasks_path is None:
         path = task_path(*BUNDLED_FILE)
         files = [path]
+    elif any(c in str(tasks_path) for c in "*?["):  # a glob: every match, in name order
+        pattern = Path(tasks_path).expanduser()
+        files = sorted(p for p in pattern.parent.glob(pattern.name) if p.is_file())
+        if not files:
+            raise TaskError(str(pattern), "tasks_path", "no file matches")
+        path = files[0]
     else:
-        path = Path(tasks_path)
+        path = Path(tasks_path).expanduser()
         files = [path]
         if path.is_dir():
             shards = sorted(

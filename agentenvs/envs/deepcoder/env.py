@@ -265,8 +265,10 @@ class DeepCoderMTEnv(TextEnv):
     ## Arguments
     All keyword-only.
     - ``tasks_path``: a ``.jsonl``/``.json``/``.parquet`` file of DeepCoder rows in any
-      source's test schema (see ``agentenvs.envs.deepcoder.data``); default: the bundled
-      ``tasks/deepcoder/problems.jsonl``.
+      source's test schema (see ``agentenvs.envs.deepcoder.data``), a folder of shards or
+      a glob such as the official splits that ``agentenvs data fetch deepcoder-preview``
+      caches (``agentenvs data info deepcoder-preview`` prints one per split); default:
+      the bundled ``tasks/deepcoder/problems.jsonl``.
     - ``sandbox``: ``"local"`` (bubblewrap namespaces, default), ``"docker"``, ``"auto"``,
       or a ``Sandbox`` instance (then the caller owns it). The env opens one sandbox on
       first use and closes it in ``close()``.
