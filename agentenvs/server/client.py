@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 
 class RemoteError(RuntimeError):
@@ -51,7 +52,10 @@ class RemoteEnv:
         message: dict[str, Any] = {"type": kind}
         if data is not None:
             message["data"] = data
-        await self._ws.send(json.dumps(message))
+        try:
+            await self._ws.send(json.dumps(message))
+        except ConnectionClosed:
+            pass  # a server refusing the session (at capacity) says why, then closes: read it
         reply = json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self.timeout))
         if reply.get("type") == "error":
             err = reply.get("data") or {}

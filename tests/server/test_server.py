@@ -128,6 +128,7 @@ def test_reset_options_snapshots_and_errors(start_server) -> None:
                 with pytest.raises(RuntimeError, match="not issued by this server"):
                     await client.reset(snapshot=forged)
             # the third session fills the server; a fourth is refused with OpenEnv's code
+            assert server.wait_sessions(2) == 2  # the openenv client's session has ended
             async with RemoteEnv(server.url) as third:
                 await third.areset(seed=0)
                 with pytest.raises(RemoteError) as err:
