@@ -378,3 +378,12 @@ def test_env_strict_and_official_differ_where_the_table_says(
 def test_rules_are_validated() -> None:
     with pytest.raises(ValueError, match="rules"):
         DeepCoderMTEnv(rules="lenient")
+
+
+def test_no_code_block_costs_a_turn_with_the_official_message() -> None:
+    env = DeepCoderMTEnv(tasks_path=FIXTURES / "lcb.jsonl", rules="official")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("I would loop over the input.")
+    assert obs == official.NO_CODE_MESSAGE == "No code found in model response"
+    assert (reward, terminated, info["action_valid"]) == (0.0, False, False)
+    env.close()
