@@ -139,11 +139,11 @@ class TextEnv(gym.Env[str, str]):
         """
         raise NotImplementedError
 
-    def _check_state(self, state: Any, task_id: str) -> None:
-        """Raise (any exception) if ``state`` is not a valid state of ``task_id``; change nothing.
-
-        Called by ``restore`` before anything is changed, so a malformed snapshot is refused
-        without touching the env.
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        """Raise (any exception) if ``state`` is not a valid state for the snapshot's base
+        fields ``base`` (``task_id``, ``turn``, ``episode_max_turns``..., already checked);
+        change nothing. Called by ``restore`` before anything is changed, so a malformed
+        snapshot is refused without touching the env.
         """
 
     def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
@@ -296,7 +296,7 @@ class TextEnv(gym.Env[str, str]):
         """
         base = self._checked_base(snapshot)
         try:
-            self._check_state(snapshot.state, base["task_id"])
+            self._check_state(snapshot.state, base)
         except SnapshotError:
             raise
         except Exception as exc:

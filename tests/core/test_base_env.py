@@ -34,7 +34,7 @@ class CounterEnv(TextEnv):
         self.target = int(options.get("target", self.np_random.integers(2, 4)))
         return f"task {task_id}: reach {self.target}"
 
-    def _check_state(self, state: Any, task_id: str) -> None:
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
         value, target = state
         if not (isinstance(value, int) and isinstance(target, int) and 0 <= value <= target):
             raise ValueError(f"not a counter state: {state!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,10 @@ from agentenvs.envs.frozenlake.maps import (
     validate_rows,
 )
 from agentenvs.envs.frozenlake.oracle import (
+    CACHE_ENTRIES,
+    BoundedCache,
     FrozenLakeOracle,
+    HorizonError,
     LakeModel,
     oracle_for,
     slip_dirs,
@@ -98,31 +102,49 @@ class _LakeView:
     model: LakeModel
     oracle: FrozenLakeOracle
     next_state: list[list[list[int]]]
-    grids: tuple[str, ...]  # grid text with the player on each cell
+    text: str  # the grid without the player, rows joined by newlines
+    marks: tuple[str, ...]  # the player's symbol on each cell
     terminal: tuple[bool, ...]
     goal: tuple[bool, ...]
 
+    def grid(self, cell: int) -> str:
+        """The grid text with the player on ``cell`` (made on demand: big maps stay small)."""
+        i = cell + cell // self.model.ncol  # one newline per row above
+        return f"{self.text[:i]}{self.marks[cell]}{self.text[i + 1 :]}"
 
-@lru_cache(maxsize=1024)
+    @property
+    def nbytes(self) -> int:
+        """What this view adds to its oracle, roughly (lists of small ints, text)."""
+        return 100 * len(self.next_state) + 2 * len(self.text)
+
+
 def _lake_view(rows: Rows, is_slippery: bool, success_rate: float) -> _LakeView:
+    key = (tuple(rows), bool(is_slippery), float(success_rate))
+    return _VIEWS.get(key, lambda: _build_view(*key))
+
+
+def _build_view(rows: Rows, is_slippery: bool, success_rate: float) -> _LakeView:
     oracle = oracle_for(rows, is_slippery, success_rate)
     model = oracle.model
     base = [FROZEN if t in "SF" else HOLE if t == "H" else GOAL for t in model.tiles]
-    grids = []
-    for cell, tile in enumerate(model.tiles):
-        cells = list(base)
-        cells[cell] = PLAYER_IN_HOLE if tile == "H" else PLAYER_ON_GOAL if tile == "G" else PLAYER
-        grids.append(
-            "\n".join("".join(cells[r * model.ncol : (r + 1) * model.ncol]) for r in range(model.nrow))
-        )
+    text = "\n".join("".join(base[r * model.ncol : (r + 1) * model.ncol]) for r in range(model.nrow))
+    marks = tuple(
+        PLAYER_IN_HOLE if tile == "H" else PLAYER_ON_GOAL if tile == "G" else PLAYER
+        for tile in model.tiles
+    )
     return _LakeView(
         model=model,
         oracle=oracle,
         next_state=model.next_state.tolist(),
-        grids=tuple(grids),
+        text=text,
+        marks=marks,
         terminal=tuple(bool(x) for x in model.is_terminal),
         goal=tuple(bool(x) for x in model.is_goal),
     )
+
+
+#: the views of recent maps (their oracles are counted by the oracle cache)
+_VIEWS: BoundedCache[_LakeView] = BoundedCache(lambda v: v.nbytes, lambda: 64 << 20, CACHE_ENTRIES)
 
 
 def _outcome_text(action: int, direction: int, bumped: bool) -> str:
@@ -213,6 +235,12 @@ class FrozenLakeEnv(TextEnv):
     - Termination: the player falls into a hole or reaches a goal (``success`` is True
       only for the goal). With several moves per turn, moves after the end are ignored.
     - Truncation: ``max_turns`` turns were spent (invalid actions count).
+
+    Any budget up to ``2**63 - 1`` turns costs what the oracle's convergence costs: past
+    the horizon where its values reach their fixed point no table grows. A budget whose
+    oracle values cannot be computed within the oracle's memory bound (only on large
+    slippery maps, whose values converge late) is refused at reset with a ``ValueError``
+    that names the largest budget the map allows.
 
     ## Information
     Besides the standard keys (``task_id``, ``turn``, ``max_turns``, ``turns_left``,
@@ -334,6 +362,21 @@ class FrozenLakeEnv(TextEnv):
         assert rows is not None  # reset validated the id
         return rows
 
+    def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
+        view = _lake_view(self._rows_of(task_id), self.is_slippery, self.success_rate)
+        self._check_horizon(view, max_turns)
+
+    def _check_horizon(self, view: _LakeView, max_turns: int) -> None:
+        """Refuse a budget whose oracle values cannot be computed within the memory bound."""
+        try:
+            view.oracle.ensure_horizon(max_turns * self.actions_per_turn)
+        except HorizonError as exc:
+            longest = view.oracle.max_horizon // self.actions_per_turn
+            raise ValueError(
+                f"max_turns={max_turns} cannot be honoured: {exc}; use max_turns <= {longest} "
+                "on this map"
+            ) from None
+
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         self._view = _lake_view(self._rows_of(task_id), self.is_slippery, self.success_rate)
         self._pos = self._view.model.start
@@ -342,7 +385,7 @@ class FrozenLakeEnv(TextEnv):
         # Gymnasium draws the start cell from np_random; drawing once too keeps seeded
         # episodes on the same random stream as FrozenLake-v1
         self.np_random.random()
-        return f"{self._intro}\n\nMap:\n{self._view.grids[self._pos]}"
+        return f"{self._intro}\n\nMap:\n{self._view.grid(self._pos)}"
 
     # ------------------------------------------------------------ text
     def action_format(self) -> str:
@@ -389,7 +432,7 @@ class FrozenLakeEnv(TextEnv):
         if isinstance(moves, str):
             return Transition(
                 observation=f"Invalid action: {moves}. {self.action_format()}\n"
-                f"Map:\n{view.grids[self._pos]}",
+                f"Map:\n{view.grid(self._pos)}",
                 action_valid=False,
             )
         start = self._pos
@@ -426,7 +469,7 @@ class FrozenLakeEnv(TextEnv):
             best = oracle.value(start, moves_left)
             got = oracle.sequence_value(start, moves, moves_left - self.actions_per_turn)
             self._last_regret = max(best - got, 0.0)
-        lines.append(view.grids[pos])
+        lines.append(view.grid(pos))
         return Transition(
             observation="\n".join(lines),
             reward=reward,
@@ -448,6 +491,24 @@ class FrozenLakeEnv(TextEnv):
             "last_action": self._last_action,
             "last_regret": self._last_regret,
         }
+
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        if not isinstance(state, dict) or set(state) != {"rows", "pos", "last_action", "last_regret"}:
+            raise ValueError("a FrozenLake state is a dict with rows, pos, last_action, last_regret")
+        rows = state["rows"]
+        if self._view is None or rows is not self._view.model.rows:
+            if not isinstance(rows, tuple) or tuple(validate_rows(rows)) != self._rows_of(base["task_id"]):
+                raise ValueError(f"the state's map is not the map of task {base['task_id']!r}")
+        pos = state["pos"]
+        if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos < len(rows) * len(rows[0]):
+            raise ValueError(f"pos must be a cell of the map, got {pos!r}")
+        if state["last_action"] is not None and not isinstance(state["last_action"], str):
+            raise ValueError("last_action must be None or a str")
+        regret = state["last_regret"]
+        if isinstance(regret, bool) or not isinstance(regret, float | int) or not math.isfinite(regret):
+            raise ValueError(f"last_regret must be a finite number, got {regret!r}")
+        view = _lake_view(rows, self.is_slippery, self.success_rate)
+        self._check_horizon(view, base["episode_max_turns"])
 
     def _set_state(self, state: dict[str, Any]) -> None:
         rows = state["rows"]
@@ -516,7 +577,7 @@ class FrozenLakeEnv(TextEnv):
         if isinstance(moves, str):
             return view.oracle.value(self._pos, after)
         if len(moves) == 1 and self.actions_per_turn == 1:
-            return float(view.oracle.q_table(budget)[self._pos, moves[0]])
+            return float(view.oracle.q_values(self._pos, budget)[moves[0]])
         return view.oracle.sequence_value(self._pos, moves, after)
 
     def optimal_success_probability(

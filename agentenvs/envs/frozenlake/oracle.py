@@ -15,21 +15,98 @@ move off the grid leaves the player in place; holes and goals are terminal.
 so ``V_t(s)`` is the probability of reaching a goal within ``t`` moves under optimal
 play, and ``Q_t(s, a)`` the same after playing ``a`` first (both 0 on terminal cells).
 ``infinite_values()`` is the limit t -> inf (value iteration to convergence).
+
+The backup is monotone, so ``V_0 <= V_1 <= ...`` holds in floating point too and the
+sequence reaches a fixed point ``V_H = V_{H+1}`` after finitely many backups (a few
+thousand on the bundled maps); from there every ``V_t`` and ``Q_t`` equals the ones at
+``H``, so no table grows past ``H`` and any budget costs what ``H`` costs. The tables
+of one oracle take at most ``MAX_TABLE_BYTES``: a horizon beyond that on a map whose
+values have not converged by then raises ``HorizonError`` (FrozenLake refuses such a
+budget at reset).
+
 Models and oracles are cached per (map, slipperiness, success rate), so each is
-computed once per process; horizons are extended on demand.
+computed once per process, in caches bounded by entries and by bytes
+(``ORACLE_CACHE_BYTES``; least recently used first out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from agentenvs.envs.frozenlake.maps import Rows
 
 LEFT, DOWN, RIGHT, UP = 0, 1, 2, 3
+#: the most bytes one oracle's value tables may take
+MAX_TABLE_BYTES = 64 << 20
+#: the most bytes all cached models and oracles of a process may take (plus one oracle)
+ORACLE_CACHE_BYTES = 256 << 20
+#: the most maps each cache keeps
+CACHE_ENTRIES = 1024
+
+T = TypeVar("T")
+
+
+class HorizonError(ValueError):
+    """A horizon an oracle cannot reach within its memory bound (values not converged)."""
+
+
+class BoundedCache(Generic[T]):
+    """A least-recently-used cache bounded by entries and by the bytes its values report.
+
+    ``sizeof(value)`` is asked again at every trim, so values that grow (an oracle's
+    tables) are counted at their current size.
+    """
+
+    def __init__(self, sizeof: Callable[[T], int], max_bytes: Callable[[], int], max_entries: int) -> None:
+        self._sizeof = sizeof
+        self._max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._items: OrderedDict[Hashable, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+                return value
+        value = build()
+        with self._lock:
+            value = self._items.setdefault(key, value)
+            self._items.move_to_end(key)
+        self.trim()
+        return value
+
+    def trim(self) -> None:
+        """Drop the least recently used entries until both bounds hold (the newest stays)."""
+        with self._lock:
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+            total = sum(self._sizeof(v) for v in self._items.values())
+            while len(self._items) > 1 and total > self._max_bytes():
+                _, dropped = self._items.popitem(last=False)
+                total -= self._sizeof(dropped)
+
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(self._sizeof(v) for v in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._items
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 #: (row, col) change of each direction, in Gymnasium's action order
 DELTAS: tuple[tuple[int, int], ...] = ((0, -1), (1, 0), (0, 1), (-1, 0))
 
@@ -69,9 +146,17 @@ def slip_dirs(action: int) -> tuple[int, int, int]:
     return ((action - 1) % 4, action, (action + 1) % 4)
 
 
-@lru_cache(maxsize=1024)
 def lake_model(rows: Rows, is_slippery: bool = True, success_rate: float = 1.0 / 3.0) -> LakeModel:
     """The transition model of ``rows`` (cached: one per map and dynamics per process)."""
+    key = (tuple(rows), bool(is_slippery), float(success_rate))
+    return _MODELS.get(key, lambda: _build_model(*key))
+
+
+def _model_bytes(model: LakeModel) -> int:
+    return sum(a.nbytes for a in (model.is_goal, model.is_hole, model.is_terminal, model.next_state, model.prob))
+
+
+def _build_model(rows: Rows, is_slippery: bool, success_rate: float) -> LakeModel:
     if not 0.0 <= success_rate <= 1.0:
         raise ValueError(f"success_rate must be in [0, 1], got {success_rate!r}")
     nrow, ncol = len(rows), len(rows[0])
@@ -116,21 +201,32 @@ def lake_model(rows: Rows, is_slippery: bool = True, success_rate: float = 1.0 /
 class FrozenLakeOracle:
     """Exact finite- and infinite-horizon values of one ``LakeModel`` (see module doc).
 
-    Horizons count *moves*. Tables grow on demand, doubling, so asking for horizon ``t``
-    costs O(t) vectorized backups once.
+    Horizons count *moves*. Tables grow on demand, doubling, up to the horizon where
+    the values converge (``converged_at``) or the memory bound, so asking for horizon
+    ``t`` costs at most ``min(t, H)`` vectorized backups once.
     """
 
-    def __init__(self, model: LakeModel) -> None:
+    def __init__(self, model: LakeModel, max_table_bytes: int | None = None) -> None:
         self.model = model
         n = model.n_states
         self._q = np.zeros((1, n, 4))  # _q[t] = Q_t; Q_0 = 0
         self._v = np.zeros((1, n))  # _v[t] = V_t
         self._v_inf: np.ndarray | None = None
+        #: H such that V_t = V_H for every t >= H (None until found)
+        self.converged_at: int | None = None
+        limit = MAX_TABLE_BYTES if max_table_bytes is None else int(max_table_bytes)
+        #: the largest horizon whose table fits the memory bound
+        self.max_horizon = max(limit // (40 * n) - 1, 1)  # 5 floats a cell: V and 4 Q
+        self._lock = threading.Lock()
 
     @property
     def horizon(self) -> int:
         """The largest horizon computed so far."""
         return self._v.shape[0] - 1
+
+    @property
+    def nbytes(self) -> int:
+        return self._v.nbytes + self._q.nbytes
 
     def _backup(self, v_prev: np.ndarray) -> np.ndarray:
         m = self.model
@@ -140,21 +236,56 @@ class FrozenLakeOracle:
         q[m.is_terminal] = 0.0
         return q
 
+    def _index(self, t: int) -> int:
+        """The table row that holds horizon ``t`` (extending the table if needed)."""
+        if t <= self.horizon:
+            return t
+        if self.converged_at is not None:
+            return self.horizon  # V and Q stay what they are from here on
+        self._extend(t)
+        return min(t, self.horizon)
+
     def _extend(self, horizon: int) -> None:
-        if horizon <= self.horizon:
-            return
-        target = max(horizon, 2 * self.horizon, 16)
-        old = self.horizon
-        q = np.empty((target + 1, *self._q.shape[1:]))
-        v = np.empty((target + 1, self._v.shape[1]))
-        q[: old + 1] = self._q
-        v[: old + 1] = self._v
-        for t in range(old + 1, target + 1):
-            q[t] = self._backup(v[t - 1])
-            v[t] = q[t].max(axis=1)
-        q.flags.writeable = False
-        v.flags.writeable = False
-        self._q, self._v = q, v
+        with self._lock:
+            if horizon <= self.horizon or self.converged_at is not None:
+                return
+            old = self.horizon
+            if horizon > self.max_horizon and old >= self.max_horizon:
+                raise self._too_long(horizon)
+            target = min(max(horizon, 2 * old, 16), self.max_horizon)
+            q = np.empty((target + 1, *self._q.shape[1:]))
+            v = np.empty((target + 1, self._v.shape[1]))
+            q[: old + 1] = self._q
+            v[: old + 1] = self._v
+            end = target
+            for t in range(old + 1, target + 1):
+                q[t] = self._backup(v[t - 1])
+                v[t] = q[t].max(axis=1)
+                if np.array_equal(v[t], v[t - 1]):
+                    # a fixed point: V_t = V_{t-1} for every later t, and Q_t too
+                    end = t
+                    self.converged_at = t - 1
+                    break
+            if end < target:
+                q, v = q[: end + 1].copy(), v[: end + 1].copy()
+            q.flags.writeable = False
+            v.flags.writeable = False
+            self._q, self._v = q, v
+        _ORACLES.trim()
+        if horizon > self.horizon and self.converged_at is None:
+            raise self._too_long(horizon)
+
+    def _too_long(self, horizon: int) -> HorizonError:
+        m = self.model
+        return HorizonError(
+            f"a horizon of {horizon} moves is out of reach on this {m.nrow}x{m.ncol} map: "
+            f"its values have not converged within {self.max_horizon} moves, the most its "
+            f"tables hold in {MAX_TABLE_BYTES >> 20} MiB"
+        )
+
+    def ensure_horizon(self, t: int) -> None:
+        """Compute what horizon ``t`` needs now; ``HorizonError`` if it cannot be reached."""
+        self._index(self._check_horizon(t))
 
     @staticmethod
     def _check_horizon(t: int) -> int:
@@ -164,15 +295,13 @@ class FrozenLakeOracle:
 
     def q_table(self, t: int) -> np.ndarray:
         """``Q_t`` for every cell, shape ``(n_states, 4)`` (read-only)."""
-        t = self._check_horizon(t)
-        self._extend(t)
-        return self._q[t]
+        i = self._index(self._check_horizon(t))
+        return self._q[i]
 
     def v_table(self, t: int) -> np.ndarray:
         """``V_t`` for every cell, shape ``(n_states,)`` (read-only)."""
-        t = self._check_horizon(t)
-        self._extend(t)
-        return self._v[t]
+        i = self._index(self._check_horizon(t))
+        return self._v[i]
 
     def q_values(self, state: int, t: int) -> np.ndarray:
         """``Q_t(state, a)`` for the four actions (a copy)."""
@@ -186,9 +315,8 @@ class FrozenLakeOracle:
 
         Called on every env step, so it skips the horizon checks of the table getters.
         """
-        if t > self._v.shape[0] - 1:
-            self._extend(self._check_horizon(t))
-        return float(self._v[t, state] - self._q[t, state, action])
+        i = t if t < self._v.shape[0] else self._index(t)
+        return float(self._v[i, state] - self._q[i, state, action])
 
     def infinite_values(self, tol: float = 1e-15, max_iter: int = 1_000_000) -> np.ndarray:
         """``lim V_t`` as t -> inf: the best probability of ever reaching a goal.
@@ -196,6 +324,8 @@ class FrozenLakeOracle:
         Value iteration from 0 increases monotonically to the limit; it stops when no
         cell changes by more than ``tol``.
         """
+        if self._v_inf is None and self.converged_at is not None:
+            self._v_inf = self._v[self.horizon]  # the exact fixed point, already found
         if self._v_inf is None:
             v = np.zeros(self.model.n_states)
             for _ in range(max_iter):
@@ -233,9 +363,22 @@ class FrozenLakeOracle:
         return reached + float(dist @ self.v_table(t_after))
 
 
-@lru_cache(maxsize=1024)
 def oracle_for(
     rows: Rows, is_slippery: bool = True, success_rate: float = 1.0 / 3.0
 ) -> FrozenLakeOracle:
     """The (cached) oracle of a map under given dynamics."""
-    return FrozenLakeOracle(lake_model(rows, bool(is_slippery), float(success_rate)))
+    key = (tuple(rows), bool(is_slippery), float(success_rate))
+    return _ORACLES.get(key, lambda: FrozenLakeOracle(lake_model(*key)))
+
+
+def cache_bytes() -> int:
+    """What the cached models and oracles of this process take, in bytes."""
+    return _MODELS.nbytes() + _ORACLES.nbytes()
+
+
+_MODELS: BoundedCache[LakeModel] = BoundedCache(
+    _model_bytes, lambda: ORACLE_CACHE_BYTES // 4, CACHE_ENTRIES
+)
+_ORACLES: BoundedCache[FrozenLakeOracle] = BoundedCache(
+    lambda o: o.nbytes, lambda: ORACLE_CACHE_BYTES - ORACLE_CACHE_BYTES // 4, CACHE_ENTRIES
+)
