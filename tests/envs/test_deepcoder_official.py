@@ -387,3 +387,43 @@ def test_no_code_block_costs_a_turn_with_the_official_message() -> None:
     assert obs == official.NO_CODE_MESSAGE == "No code found in model response"
     assert (reward, terminated, info["action_valid"]) == (0.0, False, False)
     env.close()
+
+
+# ------------------------------------------------------------- what a program can reach
+SNOOP = (
+    "import gc, os\n"
+    "seen = set()\n"
+    "for o in gc.get_objects():\n"
+    "    try:\n"
+    "        seen.add(repr(o)[:100000])\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "blob = ' '.join(seen)\n"
+    "for fd in os.listdir('/proc/self/fd'):\n"
+    "    try:\n"
+    "        blob += os.readlink('/proc/self/fd/' + fd)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "text = input()\n"
+    "print('{answer}' if '{secret}' in blob else 'not found')\n"
+)
+
+
+@pytest.mark.bwrap
+def test_expected_outputs_never_enter_the_sandbox(box: Sandbox) -> None:
+    """Official rules compare on the host: a program that searches its whole process for
+    the expected output cannot find it (and so cannot print it)."""
+    secret = "EXPECTED-7f3a9c"
+    task = lcb_stdin([("1\n", secret + "\n")])
+    code = SNOOP.format(answer=secret, secret=secret)
+    assert official.execute(box, task, code)[0].verdict == "Wrong Answer"
+
+
+@pytest.mark.bwrap
+def test_later_inputs_are_not_sent_before_their_turn(box: Sandbox) -> None:
+    """The runner gets a test's input only after the previous test finished: the first
+    test cannot see the second's input (officially one process reads all tests)."""
+    later = "LATER-INPUT-51c2"
+    task = lcb_stdin([("1\n", "not found\n"), (later + "\n", "x\n")])
+    code = SNOOP.format(answer="seen it", secret=later)
+    assert verdicts(official.execute(box, task, code))[0] == "Passed"
