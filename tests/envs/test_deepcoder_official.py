@@ -427,3 +427,51 @@ def test_later_inputs_are_not_sent_before_their_turn(box: Sandbox) -> None:
     task = lcb_stdin([("1\n", "not found\n"), (later + "\n", "x\n")])
     code = SNOOP.format(answer="seen it", secret=later)
     assert verdicts(official.execute(box, task, code))[0] == "Passed"
+
+
+# ------------------------------------------------------------- the contract, both backends
+@pytest.mark.bwrap
+def test_contract_under_official_rules(box: Sandbox) -> None:
+    from agentenvs.testing import check_env_contract
+
+    check_env_contract(
+        "agentenvs/DeepCoderMT-v0",
+        options={"task_id": "dc-035"},
+        env_kwargs={"rules": "official"},
+        steps=8,
+        check_processes=False,
+    )
+
+
+def docker_with_numpy_or_skip() -> None:
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        pytest.skip(f"the docker backend cannot be imported: {exc}")
+    ok, why = docker_available()
+    if not ok:
+        pytest.skip(f"docker sandbox unavailable: {why}")
+
+
+@pytest.mark.docker
+def test_official_rules_on_docker() -> None:
+    """The same verdicts in the Docker sandbox (its image carries numpy and pandas)."""
+    docker_with_numpy_or_skip()
+    from agentenvs.sandbox import make_sandbox
+
+    with make_sandbox("docker") as docker_box:
+        probe = docker_box.run(["python3", "-c", "import numpy, pandas"], timeout=60)
+        assert probe.returncode == 0, (
+            "the sandbox image lacks numpy/pandas: rebuild it (bash .ci/services/docker.sh)\n"
+            + probe.stderr[-500:]
+        )
+        cases = [
+            (SUM, SUM_OK + "import sys\nsys.exit(1)\n", True),
+            (SUM, STRICT_VS_OFFICIAL["global in a helper"][0], False),
+            (PAIR, "def pair(a, b):\n    return (a, b)\n", True),
+            (PAIR, "# class Solution\ndef pair(a, b):\n    return [a, b]\n", False),
+            (PARITY, "print('NO')\n", True),
+            (taco([[1, 2]], [[3]], fn_name="add"), "def add(a, b):\n    return a + b\n", True),
+        ]
+        for task, code, want in cases:
+            assert passes(docker_box, task, code) is want, code
