@@ -8,6 +8,7 @@
     agentenvs error-states --env agentenvs/FrozenLake-v0 --reference frozenlake/oracle \\
         --a frozenlake/noisy:recover=0.9 --b frozenlake/noisy:recover=0.3 --out out/es
     agentenvs likelihood runs/base runs/rl --model-a rl-model --model-b base-model --out out/lk
+    agentenvs serve-model --model hf:model=PATH --port 8000
 
 Subcommands import what they need when they run, so ``agentenvs --help`` stays quick.
 """
@@ -286,6 +287,15 @@ def _add_analysis_parsers(sub: Any) -> None:
     lk.add_argument("--n-boot", type=int, default=1000)
     lk.add_argument("--no-plots", action="store_true")
     lk.add_argument("--no-progress", action="store_true")
+    sm = sub.add_parser(
+        "serve-model",
+        help="serve a local model over an OpenAI-compatible HTTP API (chat, completions, logprobs)",
+    )
+    sm.add_argument("--model", required=True,
+                    help="an hf policy spec, e.g. hf:model=PATH,device=cuda,dtype=bfloat16")
+    sm.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    sm.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
+    sm.add_argument("--name", default=None, help="model name the API reports (default: the spec)")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -501,6 +511,28 @@ def cmd_data(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_serve_model(args: argparse.Namespace) -> int:
+    """Serve a model policy until interrupted; prints the base URL for ``openai:`` specs."""
+    import threading
+
+    from agentenvs.policy.registry import make_policy, parse_policy_spec
+    from agentenvs.policy.serve import serve
+
+    if parse_policy_spec(args.model)[0] != "hf":
+        raise ValueError(f"--model must be an hf:model=PATH spec (the server runs it), got {args.model!r}")
+    policy = make_policy(args.model)
+    server = serve(policy, args.host, args.port, model_name=args.name or args.model)
+    print(f"serving {args.model} at {server.url}", flush=True)
+    print(f"use it as: openai:base_url={server.url},model={args.name or args.model}", flush=True)
+    try:
+        threading.Event().wait()  # until Ctrl-C or a signal
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.close()
+    return 0
+
+
 COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
@@ -509,6 +541,7 @@ COMMANDS = {
     "step-quality": cmd_step_quality,
     "error-states": cmd_error_states,
     "likelihood": cmd_likelihood,
+    "serve-model": cmd_serve_model,
     "serve": cmd_serve,
     "data": cmd_data,
 }

@@ -190,9 +190,28 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="agentenvs-parent-watch", daemon=True).start()
 
 
-def _pool_init(setup: Callable[[], Any], parent: int | None = None) -> None:
+#: the environment variable through which a pool tells its workers their share of the
+#: CPUs; model policies set their intra-op threads from it (``HFPolicy``)
+THREADS_ENV = "AGENTENVS_WORKER_THREADS"
+
+
+def worker_threads(workers: int) -> int:
+    """Threads for each of ``workers`` processes sharing this machine's CPUs (at least 1):
+    more threads than cores only make the workers wait on each other."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // max(1, workers))
+
+
+def _pool_init(
+    setup: Callable[[], Any], parent: int | None = None, threads: int | None = None
+) -> None:
     if parent is not None:
         _die_with_parent(parent)
+    if threads is not None:
+        os.environ[THREADS_ENV] = str(threads)
     state = setup()
     _POOL_STATE[:] = [state]
     # a pool worker leaves through os._exit (no atexit); its finalizers still run
@@ -233,7 +252,7 @@ class LocalPoolExecutor(Executor):
             min(self.workers, len(chunks)),
             mp_context=mp.get_context(self.start_method),
             initializer=_pool_init,
-            initargs=(setup, os.getpid()),
+            initargs=(setup, os.getpid(), worker_threads(self.workers)),
         )
         registered = _register_pool(pool)
         finished = False

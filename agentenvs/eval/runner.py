@@ -15,6 +15,9 @@ on an env, in one of two modes:
     (``success_checked_at_budget_end``, e.g. Terminal-Bench runs the tests then), so
     success within T is not "first success at a turn <= T" of a longer episode.
 
+A trajectory whose history the policy cannot format (``ChatTemplateError``) ends there,
+unsuccessful, with the message in its record's ``error`` field; the run goes on.
+
 Every trajectory has a seed derived with a stable hash from (run seed, task id, sample
 index[, budget in rerun mode]); it seeds ``env.reset`` and, mixed with the turn number,
 every ``policy.sample`` call. A trajectory therefore depends on nothing but its seed:
@@ -57,6 +60,7 @@ from agentenvs.eval.records import (
     stable_seed,
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
+from agentenvs.policy.chat import ChatTemplateError
 from agentenvs.policy.registry import is_model_policy, make_policy, policy_factory
 
 MODES = ("derive", "rerun")
@@ -234,9 +238,17 @@ def run_episode(
     reward_sum = 0.0
     terminated = truncated = False
     turn = 0
+    error: str | None = None
     while not (terminated or truncated):
         turn += 1
-        action = policy.sample([conversation], 1, seed=stable_seed(item.seed, "turn", turn))[0][0]
+        try:
+            action = policy.sample([conversation], 1, seed=stable_seed(item.seed, "turn", turn))[0][0]
+        except ChatTemplateError as exc:
+            # the history cannot be put to the model (e.g. a template that refuses a
+            # role order): this trajectory ends here, unsuccessful, and the run goes on
+            error = f"{type(exc).__name__}: {exc}"
+            turn -= 1
+            break
         observation, reward, terminated, truncated, info = env.step(action)
         reward_sum += float(reward)
         if first_success is None and info.get(keys.SUCCESS):
@@ -252,12 +264,12 @@ def run_episode(
             }
         )
         conversation.add_turn(action, observation)
-    return {
+    record = {
         "task_id": item.task_id,
         "sample": item.sample,
         "budget": item.budget,
         "seed": item.seed,
-        "success": bool(info.get(keys.SUCCESS, False)),
+        "success": bool(info.get(keys.SUCCESS, False)) and error is None,
         "first_success_turn": first_success,
         "turns": turn,
         "score": float(info.get(keys.SCORE, 0.0)),
@@ -267,6 +279,9 @@ def run_episode(
         "initial_observation": first_observation,
         "steps": steps,
     }
+    if error is not None:
+        record["error"] = error
+    return record
 
 
 # ---------------------------------------------------------------- workers

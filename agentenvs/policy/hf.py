@@ -6,9 +6,12 @@
   index, sample index)``, so a seeded call is reproducible and a conversation's samples do
   not depend on the batch size or on the other conversations in the call (up to the
   float rounding that padding can change). The global torch RNG is never touched.
-  Sampling (temperature, top-p) happens in a logits processor; generation then runs
-  greedily over the one token it left, so no library default (``top_k=50``, a model's
-  ``generation_config``) changes the distribution.
+  Decoding is this module's own loop over the model's forward pass (with its KV cache),
+  not ``generate``: each token is drawn from ``softmax(logits / temperature)`` in
+  float32, cut to the top-p nucleus, the very distribution that ``score`` computes
+  (at temperature 1 and top-p 1). No library default (``top_k=50``) and nothing in the
+  model's ``generation_config`` (repetition penalty, ``no_repeat_ngram_size``, bad
+  words, forced tokens) can change it.
 - Stop strings end a sequence early and are cut from the text (not kept), as in the
   OpenAI API; the end-of-turn token of the chat template ends it too.
 - ``score``: one forward pass per batch over history+action, ``log_softmax`` in float32,
@@ -82,7 +85,8 @@ class HFPolicy:
     cuda when available, else cpu, for a loaded path; a model object passed in stays
     where it is unless ``device`` is given. ``batch_size`` counts sequences per forward
     pass (samples when sampling, (history, action) pairs or actions after one shared
-    history when scoring).
+    history when scoring). ``threads`` sets torch's CPU threads (default: the share of
+    the CPUs a worker pool gives each worker, see ``set_cpu_threads``).
     """
 
     name = "hf"
@@ -104,9 +108,11 @@ class HFPolicy:
         chat_template: str | None = None,
         trust_remote_code: bool = False,
         share_prefix: bool = True,
+        threads: int | None = None,
     ) -> None:
         torch = require("torch", "hf")
         transformers = require("transformers", "hf")
+        set_cpu_threads(threads)
         _check_sampling(temperature, top_p, max_new_tokens)
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -221,43 +227,74 @@ class HFPolicy:
         max_new: int,
         stops: tuple[str, ...],
     ) -> list[Generation]:
-        torch, tf = self._torch, self._transformers
-        config = tf.GenerationConfig(
-            max_new_tokens=max_new,
-            do_sample=False,
-            eos_token_id=self.eos_ids or None,
-            pad_token_id=self.pad_id,
-        )
-        processors = tf.LogitsProcessorList([_RowSampler(generators, temperature, top_p)])
-        criteria = tf.StoppingCriteriaList()
-        prompt_len = ids.shape[1]
-        if stops:
-            criteria.append(_StopOnStrings(self.tokenizer, stops, prompt_len))
+        """Decode a left-padded batch token by token (see the module docstring)."""
+        torch = self._torch
+        rows = ids.shape[0]
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        reasons: list[str | None] = [None] * rows
+        cache_arg = self._cache_arg()
+        cache = None
+        step_ids, step_mask = ids, mask
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        window = max((len(stop.encode()) for stop in stops), default=0) + 2
         with torch.inference_mode():
-            out = self.model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                generation_config=config,
-                logits_processor=processors,
-                stopping_criteria=criteria,
-            )
-        generations = []
-        for row in out[:, prompt_len:].tolist():
-            tokens: list[int] = []
-            ended = False
-            for token in row:
-                if token in self.eos_ids:
-                    ended = True
+            for _ in range(max_new):
+                inputs: dict[str, Any] = {
+                    "input_ids": step_ids, "attention_mask": step_mask,
+                    "position_ids": positions, "use_cache": True,
+                }
+                if cache is not None:
+                    inputs[cache_arg] = cache
+                out = self._forward_last(inputs)
+                cache = getattr(out, cache_arg, None)
+                chosen = sample_next_tokens(out.logits[:, -1, :], generators, temperature, top_p)
+                for row, token in enumerate(chosen.tolist()):
+                    if reasons[row] is not None:
+                        continue
+                    if token in self.eos_ids:
+                        reasons[row] = "stop"
+                        continue
+                    tokens[row].append(token)
+                    if stops:
+                        tail = self.tokenizer.decode(tokens[row][-window:], skip_special_tokens=True)
+                        if any(stop in tail for stop in stops):
+                            reasons[row] = "stop"
+                if all(reason is not None for reason in reasons):
                     break
-                tokens.append(token)
-            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+                # finished rows keep feeding padding; their output is no longer read
+                step_ids = torch.where(
+                    torch.tensor([r is None for r in reasons], device=chosen.device),
+                    chosen, torch.full_like(chosen, self.pad_id),
+                ).unsqueeze(-1)
+                step_mask = torch.cat([step_mask, torch.ones_like(step_mask[:, :1])], dim=-1)
+                positions = positions[:, -1:] + 1
+        generations = []
+        for row in range(rows):
+            row_tokens = tokens[row]
+            text = self.tokenizer.decode(row_tokens, skip_special_tokens=True)
             text, stopped = apply_stop(text, stops)
             if stopped:
                 # keep only the tokens of the text that is returned, as far as they go
-                tokens = tokens[: _tokens_covering(self.tokenizer, tokens, text)]
-            reason = "stop" if ended or stopped else "length"
-            generations.append(Generation(text, tuple(tokens), reason))
+                row_tokens = row_tokens[: _tokens_covering(self.tokenizer, row_tokens, text)]
+            generations.append(Generation(text, tuple(row_tokens), reasons[row] or "length"))
         return generations
+
+    def _cache_arg(self) -> str:
+        """The forward argument (and output field) of the KV cache: ``cache`` in recent
+        transformers, ``past_key_values`` before."""
+        params = inspect.signature(self.model.forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
+
+    def _forward_last(self, inputs: dict[str, Any]) -> Any:
+        """A forward pass keeping only the last position's logits where the model can."""
+        if self._keeps_logits:
+            try:
+                return self.model(**inputs, logits_to_keep=1)
+            except TypeError as exc:
+                if "logits_to_keep" not in str(exc):
+                    raise
+                self._keeps_logits = False
+        return self.model(**inputs)
 
     def _left_pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         torch = self._torch
@@ -411,6 +448,26 @@ class HFPolicy:
             return self.model(**inputs, use_cache=False).logits[:, -keep:]
 
 
+def set_cpu_threads(threads: int | None = None) -> int:
+    """Set torch's intra-op threads: ``threads`` if given, else the share of the CPUs that
+    a worker pool gave this process (``AGENTENVS_WORKER_THREADS``), else torch's default.
+
+    Several worker processes each using every core slow each other down (on 2 cores, a
+    tiny model's actions/s drops 10x with 2 threads per worker instead of 1). Returns the
+    number of threads in use."""
+    torch = require("torch", "hf")
+    from agentenvs.eval.executors import THREADS_ENV
+
+    wanted = threads if threads is not None else os.environ.get(THREADS_ENV)
+    if wanted is not None:
+        count = int(wanted)
+        if count < 1:
+            raise ValueError(f"threads must be >= 1, got {wanted}")
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+    return torch.get_num_threads()
+
+
 def _check_sampling(temperature: float, top_p: float, max_new_tokens: int) -> None:
     if float(temperature) < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
@@ -436,50 +493,23 @@ def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> int:
     return len(tokens)
 
 
-class _RowSampler:
-    """Samples each row's next token with that row's own generator (temperature, top-p)
-    and leaves only that token allowed, so greedy ``generate`` emits it."""
-
-    def __init__(self, generators: list[Any], temperature: float, top_p: float) -> None:
-        self.generators = generators
-        self.temperature = temperature
-        self.top_p = top_p
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        torch = require("torch", "hf")
-        if self.temperature == 0:
-            chosen = scores.argmax(-1)
-        else:
-            probs = (scores.float() / self.temperature).softmax(-1)
-            if self.top_p < 1:
-                sorted_probs, index = probs.sort(-1, descending=True)
-                # drop a token once the mass before it already reaches top_p
-                drop = sorted_probs.cumsum(-1) - sorted_probs >= self.top_p
-                sorted_probs = sorted_probs.masked_fill(drop, 0.0)
-                probs = torch.zeros_like(probs).scatter(-1, index, sorted_probs)
-            chosen = torch.stack(
-                [
-                    torch.multinomial(probs[i], 1, generator=g).squeeze(0)
-                    for i, g in enumerate(self.generators)
-                ]
-            )
-        only = torch.full_like(scores, float("-inf"))
-        return only.scatter(-1, chosen.unsqueeze(-1), 0.0)
-
-
-class _StopOnStrings:
-    """Ends a row once its generated text contains a stop string."""
-
-    def __init__(self, tokenizer: Any, stops: tuple[str, ...], prompt_len: int) -> None:
-        self.tokenizer = tokenizer
-        self.stops = stops
-        self.prompt_len = prompt_len
-        # a stop string spans at most this many tokens (a token is at least one byte)
-        self.window = max(len(s.encode()) for s in stops) + 2
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        torch = require("torch", "hf")
-        tails = input_ids[:, max(self.prompt_len, input_ids.shape[1] - self.window) :].tolist()
-        texts = self.tokenizer.batch_decode(tails, skip_special_tokens=True)
-        done = [any(s in text for s in self.stops) for text in texts]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+def sample_next_tokens(
+    logits: Any, generators: Sequence[Any], temperature: float, top_p: float
+) -> Any:
+    """One token per row from ``softmax(logits / temperature)`` (float32), cut to the
+    smallest set of most likely tokens whose mass reaches ``top_p`` and renormalized,
+    each row drawn with its own generator; ``temperature=0`` takes the argmax. At
+    temperature 1 and top-p 1 this is exactly the distribution ``score`` evaluates."""
+    torch = require("torch", "hf")
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = (logits.float() / temperature).softmax(-1)
+    if top_p < 1:
+        sorted_probs, index = probs.sort(-1, descending=True)
+        # drop a token once the mass before it already reaches top_p
+        drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p
+        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, index, sorted_probs)
+    return torch.stack(
+        [torch.multinomial(probs[i], 1, generator=g).squeeze(0) for i, g in enumerate(generators)]
+    )

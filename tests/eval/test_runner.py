@@ -601,3 +601,38 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_would_die(tmp_pat
                        + "\n".join("    " + line for line in body[3:]) + "\n")
     out = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+class TemplateTrouble(RandomGuesser):
+    """Cannot format the history of the "medium" task after its first turn, as a chat
+    template that refuses a message order would."""
+
+    def sample(self, conversations: Any, n: int = 1, *, seed: int | None = None) -> Any:
+        from agentenvs.policy.chat import ChatTemplateError
+
+        for conversation in conversations:
+            if conversation.env.size == 10 and len(conversation.messages) > 1:
+                raise ChatTemplateError("the template cannot render this history")
+        return super().sample(conversations, n, seed=seed)
+
+
+register_policy("test/template-trouble", f"{__name__}:TemplateTrouble")
+
+
+def test_a_chat_template_error_ends_its_trajectory_not_the_run(tmp_path: Path) -> None:
+    cfg = config(policy="test/template-trouble", mode="rerun", n=3, budgets=[4])
+    summary = run_pass_at_k_t(cfg, tmp_path, workers=0, progress=False)
+    assert summary.ran == 9
+    records = read_records(tmp_path / TRAJECTORIES_NAME)
+    medium = [r for r in records if r["task_id"] == "medium"]
+    others = [r for r in records if r["task_id"] != "medium"]
+    for r in medium:
+        if r["turns"] == 1 and r["success"]:
+            continue  # guessed right at once: the template was never asked again
+        assert r["error"].startswith("ChatTemplateError: the template cannot render")
+        assert not r["success"] and r["turns"] == len(r["steps"]) == 1
+    assert any("error" in r for r in medium)
+    assert not any("error" in r for r in others)
+    from agentenvs.eval.report import load_run, run_surface
+
+    assert run_surface(load_run(tmp_path), ks=[1], n_boot=0).n_tasks == 3

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -276,6 +279,7 @@ def test_pass_at_k_t_runner_drives_a_model_spec(tiny_model_dir: Path, tmp_path: 
         task_ids=["4x4"],
         n=2,
         budgets=[1, 3],
+        mode="derive",  # a model policy declares that it does not read the budget
         seed=0,
     )
     runs = []
@@ -301,3 +305,86 @@ def test_modules_import_without_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- sampling follows scoring
+def _first_token_draws(policy: Any, prompt: list[int], n: int, **options: Any) -> Counter:
+    (gens,) = policy.generate([prompt], n, seed=3, max_new_tokens=1, **options)
+    return Counter(g.token_ids[0] if g.token_ids else "end" for g in gens)
+
+
+def test_the_models_generation_config_does_not_change_sampling(
+    tiny_model: Any, tiny_tokenizer: Any, hf_policy: Any
+) -> None:
+    """Repetition penalties and n-gram bans in a model's generation_config must not reach
+    sampling: samples then follow the distribution that scoring computes."""
+    import copy
+
+    from agentenvs.policy.hf import HFPolicy
+
+    model = copy.deepcopy(tiny_model)
+    model.generation_config.repetition_penalty = 1.8
+    model.generation_config.no_repeat_ngram_size = 1
+    model.generation_config.top_k = 3
+    model.generation_config.bad_words_ids = [[5], [6]]
+    configured = HFPolicy(model, tiny_tokenizer, max_new_tokens=12, batch_size=4)
+    conv = Conversation(messages=[{"role": "user", "content": "Go <answer>Left</answer>"}])
+    for seed in range(4):
+        assert configured.sample([conv], 4, seed=seed) == hf_policy.sample([conv], 4, seed=seed)
+
+
+@pytest.mark.parametrize("temperature, top_p", [(1.0, 1.0), (0.7, 0.9)])
+def test_sampled_tokens_follow_the_scored_distribution(
+    tiny_model: Any, tiny_tokenizer: Any, temperature: float, top_p: float
+) -> None:
+    """Thousands of first tokens, drawn with a seed, against the probabilities that
+    ``token_logprobs`` (the scoring path) gives, tempered and cut to the nucleus."""
+    import math
+
+    from agentenvs.policy.hf import HFPolicy
+
+    policy = HFPolicy(tiny_model, tiny_tokenizer, batch_size=500)
+    conv = Conversation(messages=[{"role": "user", "content": "Which move? <answer>"}])
+    prompt = policy.formatter.prompt_ids(conv)
+    n = 4000
+    draws = _first_token_draws(policy, prompt, n, temperature=temperature, top_p=top_p)
+    vocab = len(tiny_tokenizer)
+    logprobs = policy.token_logprobs([[*prompt, t] for t in range(vocab)], [len(prompt)] * vocab)
+    scored = np.array([lp[0] for lp in logprobs])
+    p = np.exp(scored / temperature)
+    p /= p.sum()
+    order = np.argsort(-p)
+    keep = np.cumsum(p[order]) - p[order] < top_p
+    nucleus = np.zeros_like(p)
+    nucleus[order[keep]] = p[order[keep]]
+    nucleus /= nucleus.sum()
+    expected: Counter = Counter()
+    for token, prob in enumerate(nucleus):
+        expected["end" if token in policy.eos_ids else token] += prob
+    for token in draws:
+        assert expected[token] > 0, f"token {token} is outside the distribution"
+    for token, prob in expected.most_common(6):
+        sigma = math.sqrt(prob * (1 - prob) / n)
+        assert abs(draws[token] / n - prob) < 5 * sigma + 1e-3, (token, draws[token] / n, prob)
+
+
+def _threads(state: Any, payload: Any) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_pool_workers_share_the_cpus_between_them(tiny_model_dir: Path) -> None:
+    """Each of w pool workers runs torch on cpus // w threads (at least one), not on every
+    core: workers that each use all cores only wait on each other."""
+    import functools
+
+    from agentenvs.eval.executors import Job, LocalPoolExecutor, worker_threads
+    from agentenvs.policy.hf import HFPolicy
+
+    setup = functools.partial(HFPolicy, str(tiny_model_dir), device="cpu")
+    with LocalPoolExecutor(2) as executor:
+        seen = dict(executor.run(setup, [Job(i, _threads, None) for i in range(4)], chunk_size=1))
+    assert set(seen.values()) == {worker_threads(2)}
+    assert worker_threads(2) == max(1, len(os.sched_getaffinity(0)) // 2)
+    assert worker_threads(10_000) == 1

@@ -223,3 +223,31 @@ def test_a_server_without_prompt_logprobs_cannot_score(scripted: Any, tiny_token
     _, _, body = silent.requests[0]
     assert (body["echo"], body["logprobs"], body["max_tokens"]) == (True, 1, 0)
     assert isinstance(body["prompt"][0][0], int)  # token ids, not text
+
+
+def test_serve_model_command_serves_a_model_until_interrupted(tiny_model_dir: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentenvs.cli", "serve-model", "--model",
+         f"hf:model={tiny_model_dir},device=cpu,threads=1", "--port", "0", "--name", "tiny"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # blocks until the server is up (or the command failed)
+        assert line.startswith("serving "), (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = line.split(" at ", 1)[1].strip()
+        assert "openai:base_url=" in proc.stdout.readline()
+        with urllib.request.urlopen(f"{url}/models", timeout=30) as response:
+            assert json.loads(response.read())["data"][0]["id"] == "tiny"
+        client = make_policy(f"openai:base_url={url},model=tiny,max_new_tokens=4")
+        (samples,) = client.sample([Conversation(messages=[{"role": "user", "content": "hi"}])], 2,
+                                   seed=1)
+        assert len(samples) == 2
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "stopped" in out
