@@ -67,8 +67,12 @@ def test_report_compare_writes_plots(guess_env: str, tmp_path: Path, capsys: pyt
                      "--budgets", "2,4", "--workers", "0", "--seed", seed,
                      "--out", str(tmp_path / name), "--no-progress"]) == 0
     out_dir = tmp_path / "cmp"
+    # the runs differ in their seed, not only in the policy: refused unless allowed
     assert main(["report", str(tmp_path / "a"), "--compare", str(tmp_path / "b"),
-                 "--out", str(out_dir), "--n-boot", "50"]) == 0
+                 "--out", str(out_dir), "--n-boot", "50"]) == 2
+    assert "seed: 1 vs 2" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "a"), "--compare", str(tmp_path / "b"),
+                 "--out", str(out_dir), "--n-boot", "50", "--allow-differences"]) == 0
     assert "second run minus first" in capsys.readouterr().out
     assert (out_dir / "comparison.png").stat().st_size > 10_000
     assert (out_dir / "passk.png").exists()
