@@ -170,8 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--mode", choices=("rerun", "derive"), default="rerun",
                     help="rerun (default, always valid): one run per budget; derive: one run "
                     "at the largest budget, refused where the policy or env depends on it")
-    ev.add_argument("--workers", type=int, default=_default_workers(),
-                    help="worker processes (0 runs in this process)")
+    ev.add_argument("--workers", type=int, default=None,
+                    help="worker processes (0 runs in this process; default: one per CPU, "
+                    "or 1 for a model policy: each worker loads its own copy of the model)")
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--out", required=True, type=Path, help="run directory (resumed if it exists)")
     ev.add_argument("--env-kwargs", type=_json_object, default={}, help="JSON object for gym.make")
@@ -226,8 +227,9 @@ def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--states", type=int, default=200, help="states per kind")
     sp.add_argument("--actions", type=int, default=16, help="actions sampled per policy and state")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--workers", type=int, default=_default_workers(),
-                    help="worker processes (0 runs in this process)")
+    sp.add_argument("--workers", type=int, default=None,
+                    help="worker processes (0 runs in this process; default: one per CPU, "
+                    "or 1 when A or B is a model policy: each worker loads its own models)")
     _add_backend_args(sp)
     sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
     sp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
@@ -362,10 +364,22 @@ def _run(
     return summary
 
 
+def _workers_for(requested: int | None, *policies: str) -> int:
+    """``--workers`` as given, else one per CPU, or 1 where a model policy runs: every
+    worker loads its own copy of the model (two vLLM engines at their default memory
+    share would not even fit on one GPU)."""
+    if requested is not None:
+        return requested
+    from agentenvs.policy.registry import is_model_policy
+
+    return 1 if any(is_model_policy(p) for p in policies) else _default_workers()
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     _run(
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
-        args.env_kwargs, args.workers, not args.no_progress, args.chunk_size, args.backend,
+        args.env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
+        args.chunk_size, args.backend,
         args.address,
     )
     print(f"report: agentenvs report {args.out}")
@@ -458,7 +472,9 @@ def _finish_state_analysis(config: Any, args: argparse.Namespace) -> int:
     from agentenvs.eval.step_quality import run_step_quality, summary_markdown
 
     result = run_step_quality(
-        config, args.out, workers=args.workers, backend=args.backend, address=args.address,
+        config, args.out,
+        workers=_workers_for(args.workers, config.policy_a, config.policy_b, config.reference or ""),
+        backend=args.backend, address=args.address,
         progress=not args.no_progress,
         plots=not args.no_plots, n_boot=args.n_boot,
     )

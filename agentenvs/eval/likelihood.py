@@ -55,7 +55,7 @@ from agentenvs.eval.states import (
 )
 from agentenvs.eval.step_quality import AnalysisConfigError, bootstrap_mean
 from agentenvs.policy.base import ActionScore, Conversation, ScoringPolicy
-from agentenvs.policy.registry import make_policy
+from agentenvs.policy.registry import make_policies
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -173,9 +173,11 @@ class ScoringWorker:
     def __init__(self, config_data: dict[str, Any]) -> None:
         self.config = LikelihoodConfig.from_dict(config_data)
         import_modules(self.config.imports)
-        self.models = {"a": make_policy(self.config.model_a, **self.config.model_kwargs)}
+        specs = {"a": self.config.model_a}
         if self.config.model_b is not None:
-            self.models["b"] = make_policy(self.config.model_b, **self.config.model_kwargs)
+            specs["b"] = self.config.model_b
+        # one engine each, sized to fit together (or one shared where the specs allow)
+        self.models = make_policies(specs, **self.config.model_kwargs)
         for model in self.models.values():
             if not callable(getattr(model, "score", None)):
                 raise AnalysisConfigError(f"policy {model.name!r} cannot score actions (no score())")

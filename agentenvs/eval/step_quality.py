@@ -75,7 +75,7 @@ from agentenvs.eval.states import (
     write_states,
 )
 from agentenvs.policy.base import Policy
-from agentenvs.policy.registry import make_policy
+from agentenvs.policy.registry import make_policies
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -252,7 +252,8 @@ class StateWorker:
         self.config = StepQualityConfig.from_dict(config_data)
         import_modules(self.config.imports)
         self.env = gym.make(self.config.env_id, **self.config.env_kwargs)
-        self.policies = {"a": make_policy(self.config.policy_a), "b": make_policy(self.config.policy_b)}
+        # one model in memory when A and B differ only in how they sample from it
+        self.policies = make_policies({"a": self.config.policy_a, "b": self.config.policy_b})
 
     def close(self) -> None:
         self.env.close()

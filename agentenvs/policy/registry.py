@@ -71,6 +71,63 @@ def is_model_policy(spec: str) -> bool:
     return parse_policy_spec(spec)[0] in MODEL_POLICIES
 
 
+#: options of a model spec that decide the loaded model (the rest only decide sampling):
+#: two specs equal on these can share one model in memory
+ENGINE_OPTIONS = {
+    "hf": ("model", "tokenizer", "device", "dtype", "trust_remote_code", "chat_template"),
+    "vllm": ("model", "tokenizer", "dtype", "gpu_memory_utilization", "engine_kwargs",
+             "chat_template"),
+}
+
+
+def make_policies(specs: dict[str, str], **overrides: Any) -> dict[str, Policy]:
+    """Build several policies for one process, sharing what can be shared.
+
+    Model specs that name the same model with the same loading options (they may differ
+    in temperature, top-p, tokens, stop strings) share one loaded model or engine. vLLM
+    engines that cannot be shared split the GPU memory between them (each takes
+    ``0.9 / count`` unless its spec sets ``gpu_memory_utilization``), where two engines
+    at vLLM's default would not both fit.
+    """
+    parsed = {slot: parse_policy_spec(spec) for slot, spec in specs.items()}
+    engines: dict[tuple[Any, ...], Policy] = {}
+    vllm_keys = {
+        _engine_key(name, {**kwargs, **overrides})
+        for name, kwargs in parsed.values() if name == "vllm"
+    }
+    built: dict[str, Policy] = {}
+    for slot, spec in specs.items():
+        name, kwargs = parsed[slot]
+        kwargs = {**kwargs, **overrides}
+        if name not in ENGINE_OPTIONS:
+            built[slot] = make_policy(spec, **overrides)
+            continue
+        key = _engine_key(name, kwargs)
+        shared = engines.get(key)
+        if shared is not None:
+            extra = {k: v for k, v in kwargs.items() if k not in ENGINE_OPTIONS[name]}
+            if name == "hf":
+                extra.update(model=shared.model, tokenizer=shared.tokenizer)  # type: ignore[attr-defined]
+            else:
+                extra.update(llm=shared.llm)  # type: ignore[attr-defined]
+            policy = policy_factory(spec)(**extra)
+            policy.name = spec
+            built[slot] = policy
+            continue
+        extra = dict(overrides)
+        if name == "vllm" and len(vllm_keys) > 1 and "gpu_memory_utilization" not in kwargs:
+            extra["gpu_memory_utilization"] = round(0.9 / len(vllm_keys), 3)
+        policy = make_policy(spec, **extra)
+        engines[key] = policy
+        built[slot] = policy
+    return built
+
+
+def _engine_key(name: str, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    return (name, *(json.dumps(kwargs.get(k), sort_keys=True, default=str)
+                    for k in ENGINE_OPTIONS[name]))
+
+
 def make_policy(spec: str, **overrides: Any) -> Policy:
     """Build a registered policy from its spec string."""
     _, kwargs = parse_policy_spec(spec)

@@ -7,6 +7,10 @@
   per conversation (``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``, and
   ``seed=derive_seed(seed, c)`` for conversation ``c``), so a seeded call is
   reproducible and a conversation's samples do not depend on the others in the batch.
+  Penalties and ``min_p`` are set to off explicitly, and the engine is built with
+  ``generation_config="vllm"`` so the model's own generation defaults never apply:
+  samples follow the distribution that ``score`` evaluates (temperature, top-p only).
+  Two engines in one process must split the GPU: ``registry.make_policies`` does.
 - ``score``: ``SamplingParams(max_tokens=1, prompt_logprobs=1)`` over history+action;
   the engine returns, for every prompt position after the first, a mapping from token
   id to ``Logprob`` that always includes the prompt's own token; the action positions'
@@ -29,6 +33,15 @@ from agentenvs.core.errors import require
 from agentenvs.policy.base import ActionScore, Conversation
 from agentenvs.policy.chat import ChatFormatter, ScoredSequence, apply_stop
 from agentenvs.policy.hf import derive_seed
+
+#: sampling options set explicitly to "off", so that only temperature and top-p shape the
+#: distribution: what ``score``'s prompt log-probs (raw logits) describe
+NEUTRAL_SAMPLING: dict[str, float] = {
+    "repetition_penalty": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "min_p": 0.0,
+}
 
 
 class VLLMPolicy:
@@ -67,12 +80,18 @@ class VLLMPolicy:
         if llm is None:
             if model is None:
                 raise ValueError("pass model (a name or path) or a built llm")
+            options = {
+                # vLLM's own defaults, not the model's generation_config (a repetition
+                # penalty there would bend samples away from the scored distribution)
+                "generation_config": "vllm",
+                **dict(engine_kwargs or {}),
+            }
             llm = vllm.LLM(
                 model=model,
                 tokenizer=tokenizer,
                 dtype=dtype,
                 gpu_memory_utilization=gpu_memory_utilization,
-                **dict(engine_kwargs or {}),
+                **options,
             )
         self._vllm = vllm
         self.llm = llm
@@ -97,6 +116,7 @@ class VLLMPolicy:
                 max_tokens=self.max_new_tokens,
                 stop=list(self.stop) or None,
                 seed=None if seed is None else derive_seed(int(seed), c),
+                **NEUTRAL_SAMPLING,
             )
             for c in range(len(prompts))
         ]

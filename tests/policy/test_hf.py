@@ -388,3 +388,21 @@ def test_pool_workers_share_the_cpus_between_them(tiny_model_dir: Path) -> None:
     assert set(seen.values()) == {worker_threads(2)}
     assert worker_threads(2) == max(1, len(os.sched_getaffinity(0)) // 2)
     assert worker_threads(10_000) == 1
+
+
+def test_two_specs_of_one_model_share_it(tiny_model_dir: Path) -> None:
+    from agentenvs.cli import _default_workers, _workers_for
+    from agentenvs.policy.registry import make_policies
+
+    base = f"hf:model={tiny_model_dir},device=cpu,max_new_tokens=6"
+    policies = make_policies({"a": base, "b": base + ",temperature=0.5", "s": "frozenlake/random"})
+    assert policies["a"].model is policies["b"].model  # one copy in memory
+    assert policies["b"].temperature == 0.5 and policies["b"].name.endswith("temperature=0.5")
+    alone = make_policy(base + ",temperature=0.5")
+    conv = Conversation(messages=[{"role": "user", "content": "Go"}])
+    assert policies["b"].sample([conv], 3, seed=2) == alone.sample([conv], 3, seed=2)
+    other = make_policies({"a": base, "b": base.replace("device=cpu", "device=cpu,dtype=float32")})
+    assert other["a"].model is not other["b"].model
+    # the CLI runs one worker per model policy unless told otherwise
+    assert _workers_for(None, base) == 1 and _workers_for(3, base) == 3
+    assert _workers_for(None, "frozenlake/random") == _default_workers()

@@ -143,3 +143,35 @@ def test_adapter_calls_on_a_stand_in_engine(fake_vllm: Any, hf_policy: Any) -> N
         assert got.token_logprobs == pytest.approx(want.token_logprobs, abs=1e-5)
         assert got.tokens == want.tokens  # decoded by the tokenizer where vLLM gave none
     assert llm.calls[-1][1].kwargs["prompt_logprobs"] == 1
+
+
+def test_engines_ignore_the_models_generation_config_and_share_the_gpu(
+    fake_vllm: Any, hf_policy: Any
+) -> None:
+    """The engine is built with vLLM's defaults, not the model's generation_config;
+    penalties are off in every request; two engines in one process split the memory,
+    and specs that differ only in sampling share one engine."""
+    from agentenvs.policy.registry import make_policies
+    from agentenvs.policy.vllm import NEUTRAL_SAMPLING
+
+    built: list[dict[str, Any]] = []
+
+    class LLM(FakeLLM):
+        def __init__(self, **kwargs: Any) -> None:
+            built.append(kwargs)
+            super().__init__(hf_policy)
+
+    fake_vllm.LLM = LLM  # type: ignore[attr-defined]
+    policies = make_policies({"a": "vllm:model=/m/rl", "b": "vllm:model=/m/base"})
+    assert [b["model"] for b in built] == ["/m/rl", "/m/base"]
+    assert all(b["generation_config"] == "vllm" for b in built)
+    assert [b["gpu_memory_utilization"] for b in built] == [0.45, 0.45]
+    conv = Conversation.start("Map:\nP_\n_G", {})
+    policies["a"].sample([conv], 2, seed=1)
+    (params,) = policies["a"].llm.calls[-1][1]
+    assert {k: params.kwargs[k] for k in NEUTRAL_SAMPLING} == NEUTRAL_SAMPLING
+    built.clear()
+    same = make_policies({"a": "vllm:model=/m/x,temperature=1.0", "b": "vllm:model=/m/x,temperature=0.5"})
+    assert len(built) == 1 and built[0]["gpu_memory_utilization"] == 0.9
+    assert same["a"].llm is same["b"].llm and same["b"].temperature == 0.5
+    assert same["b"].name == "vllm:model=/m/x,temperature=0.5"
