@@ -365,8 +365,11 @@ def test_noisy_policy_errs_at_any_turn_and_recovers(env) -> None:
     # erring at every turn it never gets to submit; erring at half of them it recovers
     for task_id in env.task_ids[:10]:
         assert run_policy("intercode_sql/noisy:error_rate=1.0", env, task_id)[0] is False
-    outcomes = [run_policy("intercode_sql/noisy:error_rate=0.5", env, t, seed)
-                for t in env.task_ids[:10] for seed in range(3)]
+    outcomes = [
+        run_policy("intercode_sql/noisy:error_rate=0.5", env, t, seed)
+        for t in env.task_ids[:10]
+        for seed in range(3)
+    ]
     assert any(success and turns > 2 for success, turns in outcomes)  # recovered
     assert any(success and turns > 3 for success, turns in outcomes)  # a later error too
     assert run_policy("intercode_sql/noisy:error_rate=0", env, ORDERED) == (True, 2)

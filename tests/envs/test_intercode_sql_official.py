@@ -205,3 +205,252 @@ def test_values_compare_as_the_driver_gives_them() -> None:
     agent, gold = [(Decimal("2.50"),)], [(2.5,)]
     assert official_reward(agent, gold) == 0.0 == ours(agent, gold)
     assert ours(agent, gold, "normalized") == 1.0
+
+
+# ---------------------------------------------------------------------- the package's own data
+DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
+
+
+def mysql_url() -> str:
+    """The shared server's URL, or a skip (a failure in CI) when none answers."""
+    import os
+
+    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
+    pymysql = pytest.importorskip("pymysql")
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+    try:
+        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
+    except Exception as exc:
+        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
+    return url
+
+
+def package_dump():
+    from agentenvs.envs.intercode_sql.data import intercode_package_files
+    from agentenvs.envs.intercode_sql.mysql_dump import read_dump
+
+    return read_dump(intercode_package_files()[1])
+
+
+def test_the_dump_holds_twenty_databases_and_no_account_statement_runs() -> None:
+    dump = package_dump()
+    assert len(dump.databases) == 20
+    assert any(s.upper().startswith("CREATE USER") for s in dump.skipped)
+    assert any(s.upper().startswith("GRANT") for s in dump.skipped)
+    statements = [s for db in dump.databases.values() for s in db.statements()]
+    assert not any(s.upper().startswith(("CREATE USER", "GRANT", "FLUSH")) for s in statements)
+
+
+def _sqlite_tables(source) -> dict[str, tuple[list[str], list[tuple], list[str], list[str]]]:
+    """table → (columns, rows, primary key columns, NOT NULL columns)."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    source.build_sqlite(conn)
+    out = {}
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall():
+        info = conn.execute("SELECT * FROM pragma_table_info(?)", (name,)).fetchall()
+        rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
+        pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+        out[name] = ([r[1] for r in info], rows, pk, [r[1] for r in info if r[3]])
+    conn.close()
+    return out
+
+
+def test_every_dump_database_loads_on_sqlite_with_its_rows_and_keys() -> None:
+    from agentenvs.envs.intercode_sql.data import DatabaseSource
+    from agentenvs.envs.intercode_sql.mysql_dump import insert_rows
+
+    dump = package_dump()
+    for name, db in dump.databases.items():
+        tables = _sqlite_tables(DatabaseSource(name, dump.path, dump_db=name))
+        assert sorted(tables) == sorted(t.name for t in db.tables), name
+        for table in db.tables:
+            columns, rows, pk, not_null = tables[table.name]
+            written = [row for insert in table.inserts for row in insert_rows(insert)[1]]
+            assert len(rows) == len(written), (name, table.name)
+            # text exactly as written (escapes included), NULLs as NULLs
+            for got, want in zip(rows, written, strict=True):
+                for g, w in zip(got, want, strict=True):
+                    assert (g is None) == (w is None), (name, table.name, got, want)
+                    if isinstance(w, str):
+                        assert g == w, (name, table.name, got, want)
+            assert "PRIMARY KEY" not in table.create or pk, (name, table.name)
+            for column in not_null:
+                assert f"`{column}`" in table.create, (name, table.name, column)
+    # a string the dump escapes (\') comes back exactly
+    assert any(
+        "Do They Know It's Christmas" in str(r)
+        for r in _sqlite_tables(DatabaseSource("singer", dump.path, dump_db="singer"))["song"][1]
+    )
+
+
+@pytest.mark.mysql
+def test_every_dump_database_loads_the_same_on_mysql_and_sqlite() -> None:
+    """20/20: the MySQL import (the dump's own statements) and the SQLite conversion hold
+    the same tables, columns, primary keys and rows (values compared canonically)."""
+    from agentenvs.envs.intercode_sql.backends.base import Limits, normalize_rows
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.data import DatabaseSource
+
+    backend = MySQLBackend(mysql_url(), Limits())
+    dump = package_dump()
+    try:
+        for name in dump.databases:
+            source = DatabaseSource(name, dump.path, dump_db=name)
+            lite = _sqlite_tables(source)
+            template, _ = backend.template(source)
+            assert sorted(backend.schema(source)) == sorted(lite), name
+            for table, (columns, rows, pk, _) in lite.items():
+                assert backend.schema(source)[table] == columns, (name, table)
+                got = backend.server.run(f"SELECT * FROM `{template}`.`{table}`")
+                assert sorted(map(repr, normalize_rows(got))) == sorted(
+                    map(repr, normalize_rows(rows))
+                ), (name, table)
+                keys = backend.server.run(
+                    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                    "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' "
+                    "ORDER BY ORDINAL_POSITION",
+                    (template, table),
+                )
+                assert [k[0] for k in keys] == pk, (name, table)
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_every_gold_query_of_the_package_scores_one(backend) -> None:
+    from agentenvs.envs.intercode_sql.check_gold import check_gold
+
+    url = mysql_url() if backend == "mysql" else None
+    report = check_gold("intercode-bench", backend=backend, mysql_url=url)
+    assert report.tasks == 23 and report.ok, report.text()
+    assert report.scored_one == report.tasks and not report.invalid
+
+
+def _agent_queries(env, rng) -> list[str]:
+    """Right, wrong, partial and reordered answers for the current task."""
+    tables = env.tables_of(env.task)
+    table, columns = next(iter(tables.items()))
+    gold = env.gold_query.rstrip().rstrip(";")
+    queries = [
+        gold,
+        f"SELECT * FROM {table.upper()}",
+        f"SELECT count(*) FROM {table}",
+        f"SELECT avg({columns[0]}), sum({columns[-1]}) FROM {table}",
+        f"SELECT {columns[0]} FROM {table} ORDER BY {columns[0]} DESC",
+        f"SELECT * FROM ({gold}) AS answer LIMIT 1",
+        "SELECT 1 FROM nowhere_at_all",
+    ]
+    queries += [env.error_action(rng) for _ in range(3)]
+    return queries
+
+
+@pytest.mark.mysql
+def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
+    """On MySQL, ``rules="official"`` gives the reward InterCode's ``get_reward`` gives when
+    its own driver (mysql-connector) runs the same queries on the same database."""
+    import numpy as np
+
+    connector = pytest.importorskip("mysql.connector")
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+    from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+    from agentenvs.envs.intercode_sql.statements import match_table_case
+
+    url = mysql_url()
+    env = InterCodeSQLEnv(tasks_path="intercode-bench", backend="mysql", mysql_url=url)
+    cnx = connector.connect(**parse_mysql_url(url), autocommit=True, use_pure=True)
+    cur = cnx.cursor(buffered=True)
+    # the episode's session settings, so both sides run each query the same way
+    for statement in env.backend.server.session_settings(
+        env.limits.statement_timeout_s, env.limits.max_result_rows
+    ):
+        cur.execute(statement)
+    rng = np.random.default_rng(0)
+    compared, kinds = 0, set()
+    try:
+        for task_id in env.task_ids:
+            env.reset(seed=0, options={"task_id": task_id})
+            # the very database the episode runs on (a query with ties may order rows
+            # differently on another copy)
+            database = env.episode.name
+            case = env.backend.table_case(database)
+            for query in _agent_queries(env, rng):
+                ours = env.score_action(f"```sql\n{query}\n```")  # as if submitted after it
+                cur.execute(f"USE `{database}`")
+                official = sql_env.SqlEnv.__new__(sql_env.SqlEnv)
+                official.logger = logging.getLogger("intercode-official")
+                official.logger.disabled = True
+                official.cur, official.info = cur, {}
+                official.exec_action(match_table_case(query, case))
+                official.gold = match_table_case(env.gold_query, case)
+                theirs, _ = official.get_reward()
+                assert ours == theirs, (task_id, query, ours, theirs)
+                compared += 1
+                kinds.add("1" if theirs == 1 else "0" if theirs == 0 else "partial")
+    finally:
+        cur.close()
+        cnx.close()
+        env.close()
+    assert compared == 23 * 10 and kinds == {"1", "0", "partial"}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_intercode_json_layout_and_table_names_in_any_case(tmp_path, backend) -> None:
+    """InterCode's ``ic_spider_dev.json`` layout over the package's dump: gold queries that
+    spell tables and aliases in another case than the dump (InterCode's server folds case,
+    lower_case_table_names=1) work on a server that does not, and the schema shown names
+    tables as they can be queried."""
+    import json
+    import shutil
+
+    from agentenvs.envs.intercode_sql.data import intercode_package_files
+    from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+
+    dump = tmp_path / "spider_dev.sql"  # a dump beside the question file is found
+    shutil.copy(intercode_package_files()[1], dump)
+    records = [
+        {
+            "db": "network_1",
+            "query": "How many high schoolers are there?",
+            "gold": "SELECT count(*) FROM highschooler;",
+            "hardness": "easy",
+            "db_tables": {"highschooler": ["id", "name", "grade"]},
+        },
+        {
+            "db": "network_1",
+            "query": "Names of the friends of Kyle.",
+            "gold": "SELECT t3.name FROM FRIEND AS T1 JOIN Highschooler AS t2 ON T1.student_id = "
+            'T2.id JOIN HIGHSCHOOLER AS T3 ON t1.friend_id = T3.id WHERE T2.name = "Kyle"',
+            "hardness": "medium",
+        },
+        {
+            "db": "pets_1",
+            "query": "How many pets are older than 1?",
+            "gold": "SELECT count(*) FROM Pets AS P JOIN Has_Pet AS h ON p.PetID = H.PetID",
+            "hardness": "easy",
+        },
+    ]
+    questions = tmp_path / "ic_spider_dev.json"
+    questions.write_text(json.dumps(records))
+    url = mysql_url() if backend == "mysql" else None
+    env = InterCodeSQLEnv(tasks_path=questions, backend=backend, mysql_url=url, show_schema=True)
+    try:
+        assert list(env.task_ids) == ["network_1-001", "network_1-002", "pets_1-001"]
+        for task_id in env.task_ids:
+            obs, _ = env.reset(seed=0, options={"task_id": task_id})
+            shown = env.tables_of(env.task)
+            # the dump's own spelling (network_1 has Highschooler, pets_1 has pets)
+            assert {"network_1": "Highschooler", "pets_1": "pets"}[env.task.db] in shown, shown
+            assert all(f"- {t}:" in obs for t in shown)
+            result, *_ = env.step(f"```sql\n{env.gold_query}\n```")
+            assert "Error" not in result, result
+            assert env.step("submit")[1] == 1.0, task_id
+        env.reset(seed=0, options={"task_id": "network_1-001"})
+        for spelling in ("Highschooler", "highschooler", "HIGHSCHOOLER", "`hIgHsChOoLeR`"):
+            assert "(16,)" in env.step(f"SELECT count(*) FROM {spelling}")[0], spelling
+    finally:
+        env.close()

@@ -4,9 +4,14 @@
   ``{"id", "db", "query", "gold", "hardness", "db_tables"}``, and
   ``databases/<db>.sql``, each database's schema and data as an SQLite-dialect script.
 - **InterCode** (``ic_spider_dev.json``): a JSON list (or JSONL) of records
-  ``{"db", "query", "gold", "hardness", "db_tables"}`` without ids; ids are made as
-  ``<db>-NNN`` (numbered per database in file order). Databases are looked up beside the
-  file as ``databases/<db>.sql`` or Spider's ``database/<db>/<db>.sqlite``.
+  ``{"db", "query", "gold", "hardness", "db_tables"}`` without ids, or a CSV/TSV with
+  columns ``query,gold,db`` (the ``intercode-bench`` package's ``sql_queries.csv``); ids
+  are made as ``<db>-NNN`` (numbered per database in file order). Databases are looked up
+  in ``databases_path`` and beside the file: ``databases/<db>.sql``, Spider's
+  ``database/<db>/<db>.sqlite``, or a database of a MySQL dump (InterCode's
+  ``spider_dev.sql``, see ``mysql_dump``): a dump given as ``databases_path`` or lying
+  beside the task file. ``tasks_path="intercode-bench"`` is the installed package's own
+  question file with its own dump (extra ``intercode``).
 - **Spider** (a folder with ``dev.json``, ``tables.json`` and
   ``database/<db>/<db>.sqlite``): records ``{"db_id", "question", "query"}``; table
   columns come from ``tables.json``; ids are ``<db>-NNN``.
@@ -25,32 +30,70 @@ from typing import Any
 
 from agentenvs.core.errors import TaskError
 from agentenvs.core.tasks import task_path
+from agentenvs.envs.intercode_sql.mysql_dump import (
+    Dump,
+    DumpDatabase,
+    build_sqlite,
+    is_mysql_dump,
+    read_dump,
+)
 
 HARDNESS_LEVELS = ("easy", "medium", "hard", "extra")
 
 
 @dataclass(frozen=True)
 class DatabaseSource:
-    """Where one task database comes from: an SQLite-dialect script or an SQLite file."""
+    """Where one task database comes from: an SQLite-dialect script, an SQLite file, or
+    one database of a MySQL dump (``dump_db`` names it; ``path`` is the dump)."""
 
     name: str
     path: Path
+    dump_db: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"mysql_dump"``, ``"sqlite_script"`` or ``"sqlite_file"``."""
+        if self.dump_db is not None:
+            return "mysql_dump"
+        return "sqlite_script" if self.path.suffix == ".sql" else "sqlite_file"
 
     @property
     def is_script(self) -> bool:
-        return self.path.suffix == ".sql"
+        return self.kind == "sqlite_script"
 
-    def cache_key(self) -> tuple[str, int, int]:
+    def cache_key(self) -> tuple[str, int, int, str]:
         """Changes whenever the file does, so process-wide caches never go stale."""
         stat = self.path.stat()
-        return (str(self.path.resolve()), stat.st_mtime_ns, stat.st_size)
+        return (str(self.path.resolve()), stat.st_mtime_ns, stat.st_size, self.dump_db or "")
+
+    def dump_database(self) -> DumpDatabase:
+        """This database's part of its MySQL dump."""
+        if self.dump_db is None:
+            raise ValueError(f"database {self.name!r} does not come from a MySQL dump")
+        return read_dump(self.path).databases[self.dump_db]
+
+    def build_sqlite(self, conn: sqlite3.Connection) -> None:
+        """Create the database in an empty SQLite connection."""
+        kind = self.kind
+        if kind == "sqlite_script":
+            conn.executescript(self.path.read_text(encoding="utf-8"))
+        elif kind == "mysql_dump":
+            build_sqlite(conn, self.dump_database(), str(self.path))
+        else:
+            disk = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                disk.backup(conn)
+            finally:
+                disk.close()
+        conn.commit()
 
     def sqlite_script(self) -> str:
         """The database as an SQLite-dialect SQL script (schema, then data)."""
         if self.is_script:
             return self.path.read_text(encoding="utf-8")
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        conn = sqlite3.connect(":memory:")
         try:
+            self.build_sqlite(conn)
             return "\n".join(conn.iterdump())
         finally:
             conn.close()
@@ -147,7 +190,9 @@ def _read_jsonl(path: Path) -> list[tuple[str, Any]]:
     return records
 
 
-def _find_database(db: str, roots: Sequence[Path], source: str) -> DatabaseSource:
+def _find_database(
+    db: str, roots: Sequence[Path], source: str, dumps: Sequence[Dump] = ()
+) -> DatabaseSource:
     tried = []
     for root in roots:
         for candidate in (
@@ -157,7 +202,41 @@ def _find_database(db: str, roots: Sequence[Path], source: str) -> DatabaseSourc
             if candidate.is_file():
                 return DatabaseSource(db, candidate)
             tried.append(str(candidate))
+    for dump in dumps:
+        if db in dump.databases:
+            return DatabaseSource(db, dump.path, dump_db=db)
+        # a server with lower_case_table_names=1 stores database names lower-cased
+        folded = [name for name in dump.databases if name.lower() == db.lower()]
+        if folded:
+            return DatabaseSource(db, dump.path, dump_db=folded[0])
+        tried.append(f"database {db!r} in the MySQL dump {dump.path}")
     raise TaskError(source, "db", f"database {db!r} not found (looked for {', '.join(tried)})")
+
+
+def _database_places(
+    task_file: Path, databases_path: str | Path | None
+) -> tuple[list[Path], list[Dump]]:
+    """Folders to look in and MySQL dumps to read: ``databases_path`` first, then the
+    task file's folder (and any MySQL dump lying there)."""
+    roots: list[Path] = []
+    dumps: list[Dump] = []
+    if databases_path is not None:
+        given = Path(databases_path)
+        if given.is_dir():
+            roots.append(given)
+        elif given.is_file():
+            if not is_mysql_dump(given):
+                raise TaskError(
+                    str(given), "databases_path", "not a MySQL dump (no CREATE DATABASE/USE)"
+                )
+            dumps.append(read_dump(given))
+        else:
+            raise TaskError(str(given), "databases_path", "no such file or folder")
+    roots.append(task_file.parent)
+    for candidate in sorted(task_file.parent.glob("*.sql")):
+        if is_mysql_dump(candidate) and all(d.path != candidate for d in dumps):
+            dumps.append(read_dump(candidate))
+    return roots, dumps
 
 
 def _numbered_id(db: str, counters: dict[str, int]) -> str:
@@ -198,9 +277,33 @@ def load_bundled_format(path: Path) -> TaskSet:
     return TaskSet(tasks, databases, str(path))
 
 
-def load_intercode_format(path: Path, database_roots: Sequence[Path] = ()) -> TaskSet:
-    """InterCode's ``ic_spider_dev.json`` records (a JSON list, or JSONL)."""
-    if path.suffix == ".jsonl":
+def _read_table_file(path: Path) -> list[tuple[str, Any]]:
+    """CSV/TSV rows as records (InterCode's loader reads these with pandas)."""
+    import csv
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise TaskError(str(path), "path", "file not found") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskError(str(path), "encoding", f"not UTF-8 text: {exc}") from exc
+    reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ",")
+    missing = [c for c in ("query", "gold", "db") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise TaskError(str(path), missing[0], f"missing column (has {reader.fieldnames})")
+    # line numbers count the header as line 1
+    return [(f"{path}:{i}", dict(row)) for i, row in enumerate(reader, start=2)]
+
+
+def load_intercode_format(
+    path: Path,
+    database_roots: Sequence[Path] = (),
+    databases_path: str | Path | None = None,
+) -> TaskSet:
+    """InterCode's records: ``ic_spider_dev.json`` (a JSON list, or JSONL), or a CSV/TSV."""
+    if path.suffix in (".csv", ".tsv"):
+        pairs = _read_table_file(path)
+    elif path.suffix == ".jsonl":
         pairs = _read_jsonl(path)
     else:
         data = _read_json(path)
@@ -209,7 +312,8 @@ def load_intercode_format(path: Path, database_roots: Sequence[Path] = ()) -> Ta
                 str(path), "records", f"expected a JSON list, got {type(data).__name__}"
             )
         pairs = [(f"{path}[{i}]", record) for i, record in enumerate(data)]
-    roots = [*database_roots, path.parent]
+    more_roots, dumps = _database_places(path, databases_path)
+    roots = [*database_roots, *more_roots]
     tasks: dict[str, SqlTask] = {}
     databases: dict[str, DatabaseSource] = {}
     counters: dict[str, int] = {}
@@ -233,7 +337,7 @@ def load_intercode_format(path: Path, database_roots: Sequence[Path] = ()) -> Ta
             db_tables=_tables(record, source, required=False),
         )
         if db not in databases:
-            databases[db] = _find_database(db, roots, source)
+            databases[db] = _find_database(db, roots, source, dumps)
         _add(tasks, task, source)
     if not tasks:
         raise TaskError(str(path), "records", "no tasks in file")
@@ -311,16 +415,47 @@ def load_spider_format(root: Path, split: str = "dev") -> TaskSet:
     return TaskSet(tasks, databases, str(records_path))
 
 
-def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
+INTERCODE_PACKAGE = "intercode-bench"
+
+
+def intercode_package_files() -> tuple[Path, Path]:
+    """(question file, MySQL dump) shipped in the installed ``intercode-bench`` package.
+
+    Found without importing the package (its import pulls in Docker and a MySQL driver).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("intercode")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "tasks_path='intercode-bench' needs InterCode's package: "
+            "pip install 'agentenvs[intercode]'"
+        )
+    datasets = Path(next(iter(spec.submodule_search_locations))) / "assets" / "datasets"
+    questions, dump = datasets / "sql_queries.csv", datasets / "spider_dev.sql"
+    for needed in (questions, dump):
+        if not needed.is_file():
+            raise TaskError(str(needed), "path", "not in the installed intercode-bench package")
+    return questions, dump
+
+
+def load_tasks(
+    tasks_path: str | Path | None = None, databases_path: str | Path | None = None
+) -> TaskSet:
     """Load tasks from ``tasks_path`` (any of the three formats), or the bundled set.
 
     A folder holding ``tasks.jsonl`` is the bundled format; a folder holding
-    ``dev.json`` and ``tables.json`` is Spider; a ``.json``/``.jsonl`` file of records
-    without ids is InterCode's format (a ``.jsonl`` whose records have ids is read as
-    the bundled format).
+    ``dev.json`` and ``tables.json`` is Spider; a ``.json``/``.jsonl``/``.csv``/``.tsv``
+    file of records without ids is InterCode's format (a ``.jsonl`` whose records have
+    ids is read as the bundled format). ``"intercode-bench"`` is the installed package's
+    question file and dump. ``databases_path`` (a folder, or a MySQL dump file) is where
+    InterCode-format tasks find their databases first.
     """
     if tasks_path is None:
         return load_bundled_format(task_path("intercode_sql", "tasks.jsonl"))
+    if str(tasks_path) == INTERCODE_PACKAGE:
+        questions, dump = intercode_package_files()
+        return load_intercode_format(questions, databases_path=databases_path or dump)
     path = Path(tasks_path)
     if path.is_dir():
         if (path / "tasks.jsonl").is_file():
@@ -338,4 +473,4 @@ def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
         first = next((r for _, r in _read_jsonl(path)), None)
         if isinstance(first, dict) and "id" in first:
             return load_bundled_format(path)
-    return load_intercode_format(path)
+    return load_intercode_format(path, databases_path=databases_path)

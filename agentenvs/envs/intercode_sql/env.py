@@ -183,8 +183,14 @@ class InterCodeSQLEnv(TextEnv):
     ``info["system_prompt"]`` holds the instructions on reset.
 
     ## Arguments
-    - ``tasks_path``: a folder or file in the bundled, InterCode or Spider format (see
-      ``agentenvs.envs.intercode_sql.data``); default: the bundled tasks.
+    - ``tasks_path``: a folder or file in the bundled, InterCode (``ic_spider_dev.json``,
+      or a CSV) or Spider format (see ``agentenvs.envs.intercode_sql.data``), or
+      ``"intercode-bench"`` (the installed package's questions and its MySQL dump of the
+      Spider dev databases); default: the bundled tasks.
+    - ``databases_path``: where InterCode-format tasks find their databases: a folder, or
+      a MySQL dump such as InterCode's ``spider_dev.sql`` (imported as it is on MySQL,
+      converted with sqlglot on SQLite). Table names work in any letter case on any
+      server (``lower_case_table_names`` 0 or 1).
     - ``backend``: ``"sqlite"`` (embedded, default) or ``"mysql"``; ``mysql_url``
       (else ``$AGENTENVS_MYSQL_URL``), e.g.
       ``mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock``.
@@ -211,6 +217,7 @@ class InterCodeSQLEnv(TextEnv):
         self,
         *,
         tasks_path: str | Path | None = None,
+        databases_path: str | Path | None = None,
         backend: str = "sqlite",
         mysql_url: str | None = None,
         show_schema: bool = False,
@@ -241,7 +248,7 @@ class InterCodeSQLEnv(TextEnv):
             raise ValueError(
                 "statement_timeout_s, max_result_rows, max_rows and max_observation_chars must be positive"
             )
-        self.task_set: TaskSet = load_tasks(tasks_path)
+        self.task_set: TaskSet = load_tasks(tasks_path, databases_path)
         levels = [hardness] if isinstance(hardness, str) else hardness
         if levels is not None:
             unknown = set(levels) - set(HARDNESS_LEVELS)
@@ -270,6 +277,7 @@ class InterCodeSQLEnv(TextEnv):
         self._episode: Episode | None = None
         self._episode_db: str | None = None
         self._gold: dict[str, QueryResult] = {}
+        self._schemas: dict[str, Mapping[str, Sequence[str]]] = {}
         # the gold result on this episode's own database, while the agent has not written
         self._episode_gold: QueryResult | None = None
         self._wrote = False
@@ -311,10 +319,17 @@ class InterCodeSQLEnv(TextEnv):
     def action_format(self) -> str:
         return "Send one SQL statement (in a ```sql block or as plain SQL), or `submit`."
 
+    def tables_of(self, task: SqlTask) -> Mapping[str, Sequence[str]]:
+        """The task database's tables and columns, named as the database itself names them
+        (the task file's ``db_tables`` may spell them otherwise, or be absent)."""
+        if task.db not in self._schemas:
+            self._schemas[task.db] = self.backend.schema(self.task_set.databases[task.db])
+        return self._schemas[task.db]
+
     def _schema_text(self, task: SqlTask) -> str:
         name = _DIALECT_NAMES[self.backend.dialect]
         lines = [f"{name} tables, with their columns:"]
-        lines += [f"- {table}: {', '.join(cols)}" for table, cols in task.db_tables.items()]
+        lines += [f"- {table}: {', '.join(cols)}" for table, cols in self.tables_of(task).items()]
         return "\n".join(lines)
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
@@ -464,12 +479,14 @@ class InterCodeSQLEnv(TextEnv):
         """
         task = self.task
         for _ in range(8):
-            kind, sql = wrong_query(task.gold, task.db_tables, rng, dialect=self.backend.dialect)
+            kind, sql = wrong_query(
+                task.gold, self.tables_of(task), rng, dialect=self.backend.dialect
+            )
             if kind not in SEMANTIC_KINDS or self.reward_of(self.episode.probe(sql)) < 1:
                 return sql
         kind, sql = wrong_query(
             task.gold,
-            task.db_tables,
+            self.tables_of(task),
             rng,
             dialect=self.backend.dialect,
             kinds=("unknown_column", "unknown_table", "syntax"),

@@ -15,6 +15,7 @@ when any writing keyword appears in it outside strings and identifiers (``WITH .
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -141,3 +142,48 @@ def _mysql_problem(sql: str, kind: str, words: list[str]) -> str | None:
         if "TEMPORARY" in words:
             return "temporary tables are not supported; create a regular table"
     return None
+
+
+def match_table_case(sql: str, tables: Mapping[str, str], dialect: str = "mysql") -> str:
+    """``sql`` with table names spelt as the server stores them, and aliases as defined.
+
+    ``tables`` maps each table's lower-cased name to its stored name. On a MySQL server
+    with ``lower_case_table_names=0`` table names and aliases are case-sensitive, so a
+    query written for a case-insensitive server (``FROM Highschooler AS T1 ... t1.id``)
+    fails there; only the letter case of identifiers changes (columns are
+    case-insensitive on every server), never strings, comments or anything else.
+    """
+    from sqlglot.tokens import TokenType
+
+    tokens = _tokens(sql, dialect)
+    if not tokens:
+        return sql
+    names = (TokenType.VAR, TokenType.IDENTIFIER)
+    aliases: dict[str, str] = {}
+    for i, token in enumerate(tokens[:-1]):
+        nxt = tokens[i + 1]
+        if token.token_type == TokenType.ALIAS and nxt.token_type in names:
+            aliases.setdefault(nxt.text.lower(), nxt.text)
+        elif (
+            token.token_type in names
+            and token.text.lower() in tables
+            and nxt.token_type == TokenType.VAR
+        ):
+            aliases.setdefault(nxt.text.lower(), nxt.text)
+    edits = []
+    for i, token in enumerate(tokens):
+        if token.token_type not in names:
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
+            continue  # a function
+        lower = token.text.lower()
+        wanted = tables.get(lower) or aliases.get(lower)
+        if wanted is None or wanted == token.text:
+            continue
+        quoted = token.token_type == TokenType.IDENTIFIER
+        start, end = (token.start + 1, token.end) if quoted else (token.start, token.end + 1)
+        if sql[start:end] == token.text:  # only where the text is the name itself
+            edits.append((start, end, wanted))
+    for start, end, wanted in reversed(edits):
+        sql = sql[:start] + wanted + sql[end:]
+    return sql

@@ -145,6 +145,10 @@ class Backend(ABC):
     def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
         """Run ``sql`` against a pristine copy of the task database (for gold results)."""
 
+    @abstractmethod
+    def schema(self, source: DatabaseSource) -> dict[str, list[str]]:
+        """The task database's tables and their columns, named as they can be queried."""
+
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
         """The gold query (SQLite dialect) as this backend runs it."""
         return gold

@@ -44,7 +44,7 @@ from agentenvs.envs.intercode_sql.backends.base import (
 )
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
-from agentenvs.envs.intercode_sql.statements import classify
+from agentenvs.envs.intercode_sql.statements import classify, match_table_case
 
 EPISODE_PREFIX = "ae_ep_"
 TEMPLATE_PREFIX = "ae_tpl_"
@@ -273,6 +273,7 @@ class MySQLEpisode(Episode):
         self._digest: str | None = template_digest
         self.conn: Any = None
         self.thread_id = 0
+        self._case: dict[str, str] | None = None
         server = self.server
         password = secrets.token_urlsafe(18)
         try:
@@ -307,14 +308,22 @@ class MySQLEpisode(Episode):
             raise
         backend.episodes.add(self)
 
+    def _spelt(self, sql: str) -> str:
+        """``sql`` with tables spelt as stored (whatever the server's lower_case_table_names)."""
+        if self._case is None:
+            self._case = self.backend.table_case(self.name)
+        return match_table_case(sql, self._case)
+
     def execute(self, sql: str) -> QueryResult:
         statement = classify(sql, "mysql")
         if statement.problem is not None:
             return QueryResult(error=statement.problem)
+        sql = self._spelt(sql)
         if statement.writes:
             self._digest = None
         result = self._run(sql)
         if statement.writes:
+            self._case = None  # tables may have come or gone
             result = dataclasses.replace(result, wrote=True)
         return result
 
@@ -370,6 +379,7 @@ class MySQLEpisode(Episode):
         statement = classify(sql, "mysql")
         if statement.problem is not None:
             return QueryResult(error=statement.problem)
+        sql = self._spelt(sql)
         if not statement.writes:
             return self._run(sql)
         saved = self.dump()
@@ -377,6 +387,7 @@ class MySQLEpisode(Episode):
             return self._run(sql)
         finally:
             self.load(saved)
+            self._case = None
 
     def dump(self) -> list[tuple[str, str, tuple[tuple, ...]]]:
         return self.backend.dump_tables(self.name)
@@ -384,6 +395,7 @@ class MySQLEpisode(Episode):
     def load(self, state: Any) -> None:
         self.backend.load_tables(self.name, state)
         self._digest = None
+        self._case = None
 
     def fingerprint(self) -> str:
         if self._digest is None:
@@ -420,6 +432,7 @@ class MySQLBackend(Backend):
         self._templates: dict[str, tuple[str, str]] = {}
         self._gold_conn: Any = None
         self._gold_sql: dict[tuple[str, str], str] = {}
+        self._case: dict[str, dict[str, str]] = {}
         key = repr(sorted(self.server.args.items()))
         if key not in MySQLBackend._swept:
             MySQLBackend._swept.add(key)
@@ -429,7 +442,11 @@ class MySQLBackend(Backend):
     # templates -----------------------------------------------------------------
     def template(self, source: DatabaseSource) -> tuple[str, str]:
         """(template database name, content digest), creating the template if needed."""
-        data = template_bytes(source)
+        if source.kind == "mysql_dump":
+            dump = source.dump_database()
+            data = "\n;\n".join(["mysql dump", *dump.statements()]).encode()
+        else:
+            data = template_bytes(source)
         key = hashlib.blake2b(data, digest_size=6).hexdigest()
         if key in self._templates:
             return self._templates[key]
@@ -444,7 +461,10 @@ class MySQLBackend(Backend):
                 (name,),
             )
             if not ready:
-                self._build_template(name, data)
+                if source.kind == "mysql_dump":
+                    self._import_dump(name, source.dump_database().statements())
+                else:
+                    self._build_template(name, data)
         finally:
             server.scalar("SELECT RELEASE_LOCK(%s)", (name,))
         digest = self.digest(name)
@@ -470,6 +490,53 @@ class MySQLBackend(Backend):
                     cur.executemany(f"INSERT INTO {_q(name)}.{_q(table)} VALUES ({marks})", rows)
             # written last: a template without it is incomplete and gets rebuilt
             cur.execute(f"CREATE TABLE {_q(name)}._ae_ready (ok INT)")
+
+    def _import_dump(self, name: str, statements: Sequence[str]) -> None:
+        """A template from a MySQL dump's own CREATE TABLE and INSERT statements, as
+        InterCode's server imports them (its collations, keys and values)."""
+        server = self.server
+        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+        server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
+        with server.lock, server.admin.cursor() as cur:
+            cur.execute("SELECT @@SESSION.sql_mode")
+            (mode,) = cur.fetchone()
+            cur.execute(f"USE {_q(name)}")
+            # as the dump's own header sets them: tables refer to each other in any order
+            cur.execute("SET SESSION foreign_key_checks = 0")
+            cur.execute("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+            try:
+                for statement in statements:
+                    cur.execute(statement)
+                # written last: a template without it is incomplete and gets rebuilt
+                cur.execute("CREATE TABLE _ae_ready (ok INT)")
+            finally:
+                cur.execute("SET SESSION foreign_key_checks = 1")
+                cur.execute("SET SESSION sql_mode = %s", (mode,))
+                cur.execute("USE information_schema")
+
+    def table_case(self, db: str) -> dict[str, str]:
+        """Lower-cased name → stored name of every table and view of ``db``."""
+        rows = self.server.run(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_NAME <> '_ae_ready'",
+            (db,),
+        )
+        return {r[0].lower(): r[0] for r in rows}
+
+    def schema(self, source: DatabaseSource) -> dict[str, list[str]]:
+        template, _ = self.template(source)
+        rows = self.server.run(
+            "SELECT c.TABLE_NAME, c.COLUMN_NAME FROM information_schema.COLUMNS c "
+            "JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA "
+            "AND t.TABLE_NAME = c.TABLE_NAME WHERE c.TABLE_SCHEMA = %s "
+            "AND t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_NAME <> '_ae_ready' "
+            "ORDER BY c.TABLE_NAME, c.ORDINAL_POSITION",
+            (template,),
+        )
+        tables: dict[str, list[str]] = {}
+        for table, column in rows:
+            tables.setdefault(table, []).append(column)
+        return tables
 
     def _tables(self, db: str) -> list[str]:
         rows = self.server.run(
@@ -501,6 +568,7 @@ class MySQLBackend(Backend):
             raise TypeError(f"a MySQL episode loads a table dump, not {type(state).__name__}")
         server = self.server
         with server.lock, server.admin.cursor() as cur:
+            cur.execute("SET SESSION foreign_key_checks = 0")  # tables come back in any order
             for table in self._tables(db):
                 cur.execute(f"DROP TABLE {_q(db)}.{_q(table)}")
             views = server.run(
@@ -516,6 +584,7 @@ class MySQLBackend(Backend):
                         marks = ", ".join(["%s"] * len(rows[0]))
                         cur.executemany(f"INSERT INTO {_q(table)} VALUES ({marks})", list(rows))
             finally:
+                cur.execute("SET SESSION foreign_key_checks = 1")
                 cur.execute("USE information_schema")
 
     def digest(self, db: str) -> str:
@@ -562,6 +631,9 @@ class MySQLBackend(Backend):
 
     def _run_gold(self, template: str, sql: str) -> QueryResult:
         pymysql = self.server.pymysql
+        if template not in self._case:
+            self._case[template] = self.table_case(template)
+        sql = match_table_case(sql, self._case[template])
         cur = self._gold_cursor(template)
         try:
             cur.execute(sql)

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any
 
+from agentenvs.core.errors import TaskError
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -108,15 +109,14 @@ def _mysql_inspection(sql: str) -> str | None:
 def _build_template(source: DatabaseSource) -> bytes:
     conn = sqlite3.connect(":memory:")
     try:
-        if source.is_script:
-            conn.executescript(source.path.read_text(encoding="utf-8"))
-        else:
-            disk = sqlite3.connect(f"file:{source.path}?mode=ro", uri=True)
-            try:
-                disk.backup(conn)
-            finally:
-                disk.close()
-        conn.commit()
+        try:
+            source.build_sqlite(conn)
+        except sqlite3.Error as exc:  # a script SQLite cannot run names its file
+            raise TaskError(
+                f"{source.path}" + (f" (database {source.dump_db})" if source.dump_db else ""),
+                "database",
+                f"SQLite cannot build database {source.name!r}: {exc}",
+            ) from exc
         return conn.serialize()
     finally:
         conn.close()
@@ -303,6 +303,24 @@ class SqliteBackend(Backend):
     def open_episode(self, source: DatabaseSource) -> SqliteEpisode:
         data = template_bytes(source)
         return SqliteEpisode(data, self.limits, self._template_digest(source, data))
+
+    def schema(self, source: DatabaseSource) -> dict[str, list[str]]:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.deserialize(template_bytes(source))
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+                )
+            ]
+            return {
+                name: [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
+                for name in names
+            }
+        finally:
+            conn.close()
 
     def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
         episode = SqliteEpisode(template_bytes(source), self.limits)
