@@ -475,3 +475,10 @@ def test_official_rules_on_docker() -> None:
         ]
         for task, code, want in cases:
             assert passes(docker_box, task, code) is want, code
+
+
+@pytest.mark.bwrap
+def test_an_endless_answer_is_cut_off(box: Sandbox) -> None:
+    task = lcb_stdin([("1\n", "1\n")])
+    outcomes = official.execute(box, task, "print('x' * (17 << 20))\n")
+    assert outcomes[0].verdict == "Runtime Error"

@@ -75,6 +75,7 @@ NOT_SELECTED = TestOutcome(False, "Not Selected", None, "Not run: not among the 
 #: swallows the alarm's exception)
 _GRACE_S = 5.0
 _START_S = 60.0
+_MAX_FRAME_BYTES = 128 << 20
 
 _FENCE = re.compile(r"```(?:\w+)?\n(.*?)```", re.S)
 _RUNNER_SOURCE: str | None = None
@@ -302,6 +303,9 @@ class _Runner:
             chunk = self.proc.read(min(left, 1.0))
             if chunk:
                 self.buffer += chunk
+                if len(self.buffer) > _MAX_FRAME_BYTES:  # no answer is this large
+                    self.close()
+                    return None
             elif self.proc.eof:
                 return None
 

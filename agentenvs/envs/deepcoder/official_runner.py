@@ -47,6 +47,8 @@ from typing import Any
 from unittest import mock
 
 FRAME_PREFIX = "\x1eAGENTENVS-OFFICIAL "
+#: captured stdout beyond this is an "output limit" error (the official checker has no cap)
+MAX_OUTPUT_CHARS = 16 << 20
 
 #: the preamble rLLM's checkers put before every program (its BASE_IMPORTS): the same
 #: names, numpy and pandas included; no recursion limit is set
@@ -346,7 +348,10 @@ class Program:
             finally:
                 _alarm(0)
                 sys.stdout = saved
-        return {"stdout": captured.getvalue(), "error": error}
+        text = captured.getvalue()
+        if len(text) > MAX_OUTPUT_CHARS:
+            return {"stdout": "", "error": "output limit"}
+        return {"stdout": text, "error": error}
 
     def run_call(self, args: list[Any]) -> dict[str, Any]:
         _alarm(self.timeout)
