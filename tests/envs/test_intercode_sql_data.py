@@ -155,3 +155,123 @@ def test_malformed_spider_tables(tmp_path: Path) -> None:
     with pytest.raises(TaskError) as err:
         load_tasks(tmp_path)
     assert err.value.field == "column_names_original" and "tables.json[0]" in err.value.source
+
+
+# ---------------------------------------------------------------------- MySQL dumps
+DUMP = r"""-- a dump in mysqldump's layout, two databases
+CREATE USER 'admin'@'%' IDENTIFIED BY 'admin';
+GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%';
+FLUSH PRIVILEGES;
+
+CREATE DATABASE  IF NOT EXISTS `school` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */;
+USE `school`;
+/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;
+DROP TABLE IF EXISTS `Student`;
+CREATE TABLE `Student` (
+  `StuID` int NOT NULL AUTO_INCREMENT,
+  `Name` text COLLATE utf8mb4_general_ci,
+  `Born` date DEFAULT NULL,
+  `Score` double DEFAULT NULL,
+  `Code` varchar(4) COLLATE utf8mb4_general_ci NOT NULL,
+  PRIMARY KEY (`StuID`),
+  UNIQUE KEY `code_u` (`Code`),
+  KEY `name_k` (`Name`(20))
+) ENGINE=InnoDB AUTO_INCREMENT=4 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;
+LOCK TABLES `Student` WRITE;
+INSERT INTO `Student` VALUES (1,'O\'Brien; \"Jr\"','2001-02-03',-1.5,'A1'),(2,'back\\slash\nnewline',NULL,3,'B2'),(3,NULL,NULL,NULL,'C;3');
+UNLOCK TABLES;
+CREATE TABLE `enrol` (
+  `StuID` int NOT NULL,
+  `Course` text COLLATE utf8mb4_general_ci NOT NULL,
+  PRIMARY KEY (`StuID`,`Course`(255)),
+  CONSTRAINT `enrol_fk` FOREIGN KEY (`StuID`) REFERENCES `Student` (`StuID`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci;
+INSERT INTO `enrol` VALUES (1,'math'),(1,'art'),(3,'math');
+
+CREATE DATABASE IF NOT EXISTS `empty_one`;
+USE `empty_one`;
+CREATE TABLE `t` (`x` int DEFAULT NULL) ENGINE=InnoDB;
+"""
+
+
+def write_dump_tasks(tmp_path: Path, records: list[dict]) -> Path:
+    (tmp_path / "dbs.sql").write_text(DUMP)
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_a_mysql_dump_loads_on_sqlite_with_text_exact(tmp_path: Path) -> None:
+    from agentenvs.envs.intercode_sql.mysql_dump import read_dump
+
+    dump = read_dump(_dump_file(tmp_path))
+    assert sorted(dump.databases) == ["empty_one", "school"]
+    assert [s.split()[0] for s in dump.skipped] == ["CREATE", "GRANT", "FLUSH"]
+    questions = write_dump_tasks(
+        tmp_path,
+        [
+            {
+                "db": "school",
+                "query": "Names by id?",
+                "gold": "SELECT Name FROM student ORDER BY StuID",
+            },
+            {"db": "school", "query": "Courses?", "gold": "SELECT count(*) FROM ENROL"},
+            {"db": "empty_one", "query": "Rows?", "gold": "SELECT * FROM t"},
+        ],
+    )
+    env = InterCodeSQLEnv(tasks_path=questions)
+    env.reset(seed=0, options={"task_id": "school-001"})
+    obs, *_ = env.step("SELECT Name, Born, Score, Code FROM Student ORDER BY StuID")
+    assert "('O\\'Brien; \"Jr\"', '2001-02-03', -1.5, 'A1')" in obs, obs
+    assert repr("back\\slash\nnewline") in obs and "(None, None, None, 'C;3')" in obs
+    assert env.step("submit")[1] == 0.0  # four columns are not the gold's one
+    for task_id in env.task_ids:
+        env.reset(seed=0, options={"task_id": task_id})
+        env.step(env.gold_query)
+        assert env.step("submit")[1] == 1.0, task_id
+    # keys survive the conversion: the primary key and the unique key refuse duplicates
+    env.reset(seed=0, options={"task_id": "school-001"})
+    assert "UNIQUE constraint failed" in env.step("INSERT INTO Student (Code) VALUES ('A1')")[0]
+    assert "NOT NULL" in env.step("INSERT INTO Student (Name) VALUES ('x')")[0]
+    assert "UNIQUE" in env.step("INSERT INTO enrol VALUES (1, 'math')")[0]
+    env.close()
+
+
+def _dump_file(tmp_path: Path) -> Path:
+    path = tmp_path / "dbs.sql"
+    path.write_text(DUMP)
+    return path
+
+
+def test_databases_path_names_the_dump(tmp_path: Path) -> None:
+    dump = _dump_file(tmp_path)
+    elsewhere = tmp_path / "q"
+    elsewhere.mkdir()
+    questions = elsewhere / "q.csv"
+    questions.write_text('query,gold,db\n"How many, in all?",SELECT count(*) FROM Student,school\n')
+    tasks = load_tasks(questions, databases_path=dump)
+    (task,) = tasks.tasks.values()
+    assert task.question == "How many, in all?" and task.db == "school"
+    assert tasks.databases["school"].kind == "mysql_dump"
+    with pytest.raises(TaskError, match="database 'school' not found"):
+        load_tasks(questions)  # no dump beside it, none given
+
+
+def test_malformed_dumps_and_csv_name_file_and_field(tmp_path: Path) -> None:
+    from agentenvs.envs.intercode_sql.mysql_dump import read_dump
+
+    bad = tmp_path / "bad.sql"
+    bad.write_text("CREATE DATABASE a;\nUSE a;\nINSERT INTO `nope` VALUES (1);\n")
+    with pytest.raises(TaskError, match=r"bad\.sql.*INSERT.*unknown table"):
+        read_dump(bad)
+    none = tmp_path / "none.sql"
+    none.write_text("SELECT 1;\n")
+    with pytest.raises(TaskError, match=r"none\.sql.*CREATE DATABASE"):
+        read_dump(none)
+    questions = tmp_path / "q.csv"
+    questions.write_text("query,gold\nq,SELECT 1\n")
+    with pytest.raises(TaskError, match=r"q\.csv.*db.*missing column"):
+        load_tasks(questions)
+    questions.write_text("query,gold,db\nq,SELECT 1,x\n")
+    with pytest.raises(TaskError, match=r"databases_path.*not a MySQL dump"):
+        load_tasks(questions, databases_path=questions)

@@ -454,3 +454,38 @@ def test_intercode_json_layout_and_table_names_in_any_case(tmp_path, backend) ->
             assert "(16,)" in env.step(f"SELECT count(*) FROM {spelling}")[0], spelling
     finally:
         env.close()
+
+
+@pytest.mark.docker
+@pytest.mark.mysql
+def test_gold_queries_score_one_on_a_case_folding_server_too() -> None:
+    """InterCode's own server setting (lower_case_table_names=1), in a MariaDB container:
+    the same gold queries score 1.0 there as on the shared server (setting 0)."""
+    pytest.importorskip("pymysql")
+    from agentenvs.core.errors import ServiceUnavailable
+    from agentenvs.envs.intercode_sql.check_gold import check_gold
+    from agentenvs.envs.intercode_sql.container import (
+        DEFAULT_MARIADB_IMAGE,
+        start_mariadb_container,
+    )
+    from agentenvs.sandbox.docker import docker_available
+
+    ok, reason = docker_available(DEFAULT_MARIADB_IMAGE)
+    if not ok:
+        pytest.skip(reason)
+    try:
+        box = start_mariadb_container(server_args=["--lower-case-table-names=1"])
+    except ServiceUnavailable as exc:
+        pytest.skip(f"no MariaDB container: {exc}")
+    with box:
+        import pymysql
+
+        from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+        conn = pymysql.connect(**parse_mysql_url(box.url))
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@lower_case_table_names")
+            assert cur.fetchone()[0] == 1
+        conn.close()
+        report = check_gold("intercode-bench", backend="mysql", mysql_url=box.url)
+        assert report.ok and report.scored_one == report.tasks == 23, report.text()

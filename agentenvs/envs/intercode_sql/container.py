@@ -17,6 +17,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -84,9 +85,11 @@ def start_mariadb_container(
     timeout: float = 60.0,
     memory_mb: int = 1024,
     socket_parent: str | None = None,
+    server_args: Sequence[str] = (),
 ) -> MariaDBContainer:
     """Start a MariaDB container and wait until it answers; raises ``ServiceUnavailable``
-    when there is no engine or image, or the server does not come up within ``timeout``."""
+    when there is no engine or image, or the server does not come up within ``timeout``.
+    ``server_args`` go to the server (e.g. ``["--lower-case-table-names=1"]``)."""
     from agentenvs.core.errors import ServiceUnavailable
     from agentenvs.sandbox.docker import HOST_LABEL, POOL_LABEL, _client
 
@@ -107,6 +110,7 @@ def start_mariadb_container(
         created = client.api.create_container(
             image=image,
             labels=labels,
+            command=list(server_args) or None,
             # network_mode none only: NetworkDisabled makes this image exit at once
             host_config=client.api.create_host_config(
                 network_mode="none",
