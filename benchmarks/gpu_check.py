@@ -1,34 +1,47 @@
-"""GPU check of HFPolicy: sample 16 actions for each of 64 FrozenLake states and score them,
-on cuda when there is one, and on the CPU, with throughputs and the cuda/CPU ratio.
+"""The GPU check of the model policies: one model, loaded once, from a local path.
 
-    python benchmarks/gpu_check.py [--model PATH] [--states 64] [--samples 16]
+    python benchmarks/gpu_check.py --model /path/to/model [--engine hf|vllm] [--device cuda]
 
-Without ``--model`` the tiny random Llama of the tests is built from its config (no
-download). The states are those met by rolling out ``frozenlake/oracle`` over seeded
-maps (first states and later ones, so histories have different lengths). Without a GPU
-it says so and runs the CPU path only. With both, it also reports how far the cuda
-scores are from the CPU ones (bf16 on cuda by default, so not bit-equal). Exit status
-1 if any check fails (wrong counts, non-finite scores, a seeded call not reproduced).
+On FrozenLake states met by oracle rollouts (histories of different lengths) it:
+
+1. samples ``--samples`` actions for each of ``--states`` states and reports
+   generated tokens/s and actions/s;
+2. scores every sampled action (log-probabilities of its tokens, end of turn included)
+   and reports scored actions/s and tokens/s;
+3. checks that sampling follows the distribution that scoring computes: ``--draws``
+   first tokens drawn for one prompt against the probabilities that the scoring path
+   gives the 20 most likely tokens (each within 5 standard errors, plus 0.01);
+4. checks that a seeded call, repeated with the same batch, gives the same actions, and
+   that every score is finite and at most 0.
+
+It runs the one engine asked for (``hf``: transformers, bf16 on cuda; ``vllm``: one
+offline engine) on one device, and stops each phase early when the ``--time-limit``
+(default 240 s) would be passed, saying so, so a 0.5B-parameter model fits a 5-minute
+slot on one GPU. It fails clearly, with exit status 2 and the reason, when it cannot run:
+no CUDA device (``--device cpu`` runs the HF path on the CPU), no model at the path, or
+the engine's package missing. Exit status 1 if a check fails, 0 when all pass.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
-from pathlib import Path
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-import torch
 
 import agentenvs  # noqa: F401 - registers the env ids and policies
 from agentenvs.policy.base import Conversation
-from agentenvs.policy.hf import HFPolicy
 from agentenvs.policy.registry import make_policy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "policy"))
+
+class CannotRun(Exception):
+    """The check cannot run here (exit status 2, with the reason)."""
 
 
 def oracle_states(count: int) -> list[Conversation]:
@@ -53,104 +66,230 @@ def oracle_states(count: int) -> list[Conversation]:
     return states
 
 
-def build(model_path: str | None, device: str, batch_size: int, max_new: int) -> HFPolicy:
-    if model_path:
-        return HFPolicy(model_path, device=device, max_new_tokens=max_new, batch_size=batch_size)
-    from tiny_lm import build_model, build_tokenizer
+def build(args: argparse.Namespace) -> Any:
+    """The one policy of the check, or ``CannotRun`` saying why not."""
+    if not os.path.isdir(args.model):
+        raise CannotRun(f"no model directory at {args.model!r}: pass a local path (--model)")
+    try:
+        import torch
+    except ImportError as exc:
+        raise CannotRun(f"torch is not installed ({exc}): pip install 'agentenvs[hf]'") from exc
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise CannotRun(
+            "no CUDA device (torch.cuda.is_available() is False); this is a GPU check "
+            "(--device cpu runs the HF path on the CPU)"
+        )
+    if args.engine == "vllm":
+        if args.device != "cuda":
+            raise CannotRun("the vllm engine runs on CUDA only")
+        try:
+            import vllm  # noqa: F401
+        except ImportError as exc:
+            raise CannotRun(f"vllm is not installed ({exc}): pip install 'agentenvs[vllm]'") from exc
+        return make_policy(
+            f"vllm:model={args.model},max_new_tokens={args.max_new_tokens}",
+            engine_kwargs={"max_model_len": args.max_model_len, "seed": 0},
+        )
+    dtype = "bfloat16" if args.device == "cuda" else "float32"
+    spec = (f"hf:model={args.model},device={args.device},dtype={dtype},"
+            f"max_new_tokens={args.max_new_tokens},batch_size={args.batch_size}")
+    return make_policy(spec, **({"threads": args.cpu_threads} if args.cpu_threads else {}))
 
-    tokenizer = build_tokenizer()
-    model = build_model(tokenizer)
-    dtype = "bfloat16" if device == "cuda" else "float32"
-    return HFPolicy(
-        model, tokenizer, device=device, dtype=dtype, max_new_tokens=max_new, batch_size=batch_size
-    )
+
+class Clock:
+    """The time left of ``--time-limit``, for phases that stop early rather than overrun."""
+
+    def __init__(self, limit: float) -> None:
+        self.deadline = time.perf_counter() + limit
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
 
 
-def run(policy: HFPolicy, states: list[Conversation], samples: int) -> dict[str, Any]:
-    policy.sample(states[:2], 2, seed=0)  # warm-up (kernels, allocator)
-    sync = torch.cuda.synchronize if policy.device.startswith("cuda") else (lambda: None)
-    sync()
-    start = time.perf_counter()
-    actions = policy.sample(states, samples, seed=1)
-    sync()
-    sample_s = time.perf_counter() - start
-    pairs = [(c, a) for c, acts in zip(states, actions, strict=True) for a in acts]
-    start = time.perf_counter()
-    scores = policy.score([c for c, _ in pairs], [a for _, a in pairs])
-    sync()
-    score_s = time.perf_counter() - start
-    problems = []
-    if [len(a) for a in actions] != [samples] * len(states):
-        problems.append("wrong number of samples")
-    if not all(math.isfinite(s.total) and s.total <= 0 for s in scores):
-        problems.append("non-finite or positive log-probs")
-    if policy.sample(states[:4], samples, seed=1) != actions[:4]:
-        problems.append("a seeded call was not reproduced")
+def _sync(policy: Any) -> None:
+    device = str(getattr(policy, "device", ""))
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _token_count(policy: Any, texts: list[str]) -> int:
+    return sum(len(policy.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+
+
+def throughput(policy: Any, states: list[Conversation], samples: int, clock: Clock) -> dict[str, Any]:
+    """Sample then score, in batches of states, until done or out of time."""
+    policy.sample(states[:1], 1, seed=0)  # warm-up: kernels, allocator, engine graphs
+    _sync(policy)
+    actions: list[list[str]] = []
+    sample_s = 0.0
+    step = max(1, min(len(states), 16))
+    for start in range(0, len(states), step):
+        if clock.left() < 60:  # keep time for scoring and the checks
+            print(f"  time limit: sampled {len(actions)} of {len(states)} states")
+            break
+        began = time.perf_counter()
+        actions += policy.sample(states[start : start + step], samples, seed=1 + start)
+        _sync(policy)
+        sample_s += time.perf_counter() - began
+    done = states[: len(actions)]
+    pairs = [(c, a) for c, acts in zip(done, actions, strict=True) for a in acts]
+    scores = []
+    score_s = 0.0
+    chunk = max(1, samples * 4)
+    for start in range(0, len(pairs), chunk):
+        if clock.left() < 30:
+            print(f"  time limit: scored {len(scores)} of {len(pairs)} actions")
+            break
+        part = pairs[start : start + chunk]
+        began = time.perf_counter()
+        scores += policy.score([c for c, _ in part], [a for _, a in part])
+        _sync(policy)
+        score_s += time.perf_counter() - began
+    texts = [a for _, a in pairs]
+    sampled_tokens = _token_count(policy, texts)
+    scored_tokens = sum(len(s.token_logprobs) for s in scores)
     return {
         "actions": actions,
         "scores": scores,
-        "sampled_per_s": len(pairs) / sample_s,
-        "scored_per_s": len(pairs) / score_s,
-        "problems": problems,
+        "actions_per_s": len(pairs) / sample_s if sample_s else float("nan"),
+        "tokens_per_s": sampled_tokens / sample_s if sample_s else float("nan"),
+        "scored_actions_per_s": len(scores) / score_s if score_s else float("nan"),
+        "scored_tokens_per_s": scored_tokens / score_s if score_s else float("nan"),
     }
 
 
-def main() -> int:
+def first_token_sampler(policy: Any) -> tuple[Callable[[list[int], int, int], list[Any]], Callable]:
+    """(draw n first tokens for a prompt, log-probs of given next tokens by the scoring path)."""
+    if hasattr(policy, "llm"):  # vLLM
+        from vllm import SamplingParams
+
+        from agentenvs.policy.vllm import NEUTRAL_SAMPLING
+
+        def draw(prompt: list[int], n: int, seed: int) -> list[Any]:
+            params = SamplingParams(n=n, max_tokens=1, temperature=1.0, top_p=1.0, seed=seed,
+                                    **NEUTRAL_SAMPLING)
+            (out,) = policy.llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
+            return [c.token_ids[0] if c.token_ids else "end" for c in out.outputs]
+
+        def scored(prompt: list[int], tokens: list[int]) -> list[float]:
+            params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
+            outs = policy.llm.generate([{"prompt_token_ids": [*prompt, t]} for t in tokens],
+                                       params, use_tqdm=False)
+            return [float(o.prompt_logprobs[len(prompt)][t].logprob) for o, t in zip(outs, tokens, strict=True)]
+
+        return draw, scored
+
+    def draw_hf(prompt: list[int], n: int, seed: int) -> list[Any]:
+        (gens,) = policy.generate([prompt], n, seed=seed, max_new_tokens=1, temperature=1.0, top_p=1.0)
+        return [g.token_ids[0] if g.token_ids else "end" for g in gens]
+
+    def scored_hf(prompt: list[int], tokens: list[int]) -> list[float]:
+        values = policy.token_logprobs([[*prompt, t] for t in tokens], [len(prompt)] * len(tokens))
+        return [v[0] for v in values]
+
+    return draw_hf, scored_hf
+
+
+def top_candidates(policy: Any, prompt: list[int], count: int) -> list[int]:
+    """The ``count`` most likely next tokens (raw logits), to check draws against."""
+    if hasattr(policy, "llm"):
+        from vllm import SamplingParams
+
+        params = SamplingParams(max_tokens=1, temperature=0.0, logprobs=count)
+        (out,) = policy.llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
+        return list(out.outputs[0].logprobs[0])[:count]
+    import torch
+
+    ids = torch.tensor([prompt], device=policy.device)
+    with torch.inference_mode():
+        logits = policy.model(input_ids=ids).logits[0, -1].float()
+    return [int(t) for t in logits.topk(count).indices.tolist()]
+
+
+def sampling_matches_scoring(policy: Any, state: Conversation, draws: int) -> list[str]:
+    """Problems found when comparing ``draws`` first tokens with the scored probabilities."""
+    draw, scored = first_token_sampler(policy)
+    prompt = policy.formatter.prompt_ids(state)
+    candidates = top_candidates(policy, prompt, 20)
+    probs = dict(zip(candidates, (math.exp(v) for v in scored(prompt, candidates)), strict=True))
+    counts = Counter(draw(prompt, draws, 7))
+    problems = []
+    for token in sorted(probs, key=probs.get, reverse=True)[:5]:
+        p = probs[token]
+        seen = counts.get(token, 0) / draws
+        allowed = 5 * math.sqrt(p * (1 - p) / draws) + 0.01
+        print(f"  token {token!r:>8}: drawn {seen:.4f}, scored {p:.4f}")
+        if abs(seen - p) > allowed:
+            problems.append(f"token {token}: drawn {seen:.4f} vs scored {p:.4f} (allowed ±{allowed:.4f})")
+    outside = 1 - sum(probs.values())
+    seen_outside = sum(c for t, c in counts.items() if t not in probs) / draws
+    if seen_outside > outside + 5 * math.sqrt(max(outside, 1e-6) / draws) + 0.01:
+        problems.append(f"{seen_outside:.4f} of draws outside the 20 most likely tokens "
+                        f"(scored mass there {outside:.4f})")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="model path or name (default: tiny, random)")
+    parser.add_argument("--model", required=True, help="a local model directory (weights, tokenizer)")
+    parser.add_argument("--engine", choices=("hf", "vllm"), default="hf")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--states", type=int, default=64)
     parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--draws", type=int, default=2000, help="first tokens drawn for the check")
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument(
-        "--cpu-threads",
-        type=int,
-        default=None,
-        help="torch CPU threads (default: 1 for the tiny model, whose matmuls are too small "
-        "to share; torch's own default for a real model)",
-    )
-    args = parser.parse_args()
-    threads = args.cpu_threads or (torch.get_num_threads() if args.model else 1)
-    torch.set_num_threads(threads)
+    parser.add_argument("--batch-size", type=int, default=64, help="HF sequences per forward pass")
+    parser.add_argument("--max-model-len", type=int, default=4096, help="vLLM context length")
+    parser.add_argument("--cpu-threads", type=int, default=None, help="torch threads on the CPU")
+    parser.add_argument("--time-limit", type=float, default=240.0, help="seconds for the whole check")
+    args = parser.parse_args(argv)
+    clock = Clock(args.time_limit)
+    try:
+        started = time.perf_counter()
+        policy = build(args)
+        load_s = time.perf_counter() - started
+    except CannotRun as exc:
+        print(f"gpu_check: cannot run: {exc}", file=sys.stderr)
+        return 2
+    where = args.device
+    if args.device == "cuda":
+        import torch
 
+        where = f"cuda ({torch.cuda.get_device_name(0)})"
+    print(f"{args.engine} engine on {where}: {args.model} loaded in {load_s:.1f} s")
     states = oracle_states(args.states)
     lengths = sorted(len(s.messages) for s in states)
     print(f"{len(states)} FrozenLake states from oracle rollouts, {lengths[0]}-{lengths[-1]} messages")
-    devices = ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
-    if devices == ["cpu"]:
-        print("no GPU (torch.cuda.is_available() is False): running the CPU path only")
+
+    problems: list[str] = []
+    out = throughput(policy, states, args.samples, clock)
+    print(f"sampling: {out['actions_per_s']:.1f} actions/s, {out['tokens_per_s']:.0f} tokens/s "
+          f"({args.samples} samples per state, at most {args.max_new_tokens} tokens each)")
+    print(f"scoring:  {out['scored_actions_per_s']:.1f} actions/s, "
+          f"{out['scored_tokens_per_s']:.0f} tokens/s")
+    counts = [len(a) for a in out["actions"]]
+    if any(c != args.samples for c in counts):
+        problems.append("wrong number of samples")
+    if not all(math.isfinite(s.total) and s.total <= 0 for s in out["scores"]):
+        problems.append("non-finite or positive log-probs")
+    if out["actions"]:
+        # the same seeded call with the same batch: kernels see the same shapes
+        again = policy.sample(states[: min(16, len(states))], args.samples, seed=1)
+        if again != out["actions"][: len(again)]:
+            problems.append("a seeded call, repeated with the same batch, gave other actions")
+    if clock.left() > 10:
+        print(f"sampling against scoring ({args.draws} first tokens of one prompt):")
+        problems += sampling_matches_scoring(policy, states[-1], args.draws)
     else:
-        print(f"GPU: {torch.cuda.get_device_name(0)}")
-    results = {}
-    for device in devices:
-        batch = 256 if device == "cuda" else 16
-        policy = build(args.model, device, batch, args.max_new_tokens)
-        results[device] = out = run(policy, states, args.samples)
-        print(
-            f"{device:>4} ({policy.model.dtype}, batch {batch}"
-            + (f", {threads} threads" if device == "cpu" else "")
-            + f"): {args.states} states x "
-            f"{args.samples} samples: {out['sampled_per_s']:9.1f} actions sampled/s, "
-            f"{out['scored_per_s']:9.1f} actions scored/s"
-            + (f"  PROBLEMS: {out['problems']}" if out["problems"] else "")
-        )
-        del policy
-    if "cuda" in results:
-        gpu, cpu = results["cuda"], results["cpu"]
-        print(
-            f"cuda/cpu: sampling {gpu['sampled_per_s'] / cpu['sampled_per_s']:.1f}x, "
-            f"scoring {gpu['scored_per_s'] / cpu['scored_per_s']:.1f}x"
-        )
-        # the CPU's own actions scored on both devices: same tokens, different precision
-        pairs = [(c, a) for c, acts in zip(states, cpu["actions"], strict=True) for a in acts][:64]
-        on_gpu = build(args.model, "cuda", 64, args.max_new_tokens).score(
-            [c for c, _ in pairs], [a for _, a in pairs]
-        )
-        diffs = [
-            abs(g.total - c.total) / max(len(c.token_logprobs), 1)
-            for g, c in zip(on_gpu, cpu["scores"][:64], strict=True)
-        ]
-        print(f"per-token |log p| difference cuda vs cpu: max {max(diffs):.4f}, mean {sum(diffs) / len(diffs):.4f}")
-    return 1 if any(r["problems"] for r in results.values()) else 0
+        problems.append("no time left for the sampling-against-scoring check")
+    total = args.time_limit - clock.left()
+    print(f"checks done in {total:.1f} s")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    print("all checks passed" if not problems else f"{len(problems)} check(s) failed")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
