@@ -174,3 +174,22 @@ def test_cli_error_states(tmp_path: Path, capsys: Any) -> None:
                  BASE_LIKE, "--out", str(tmp_path / "x"), "--workers", "0"]) == 2
     assert main(["error-states", "--a", RL_LIKE, "--b", BASE_LIKE, "--out",
                  str(tmp_path / "x"), "--workers", "0"]) == 2
+
+
+def test_error_states_are_informative_on_intercode_sql(tmp_path: Path) -> None:
+    """The SQL noisy policies err at any turn, so after an injected wrong statement the
+    one that errs less is the better one, rather than every pair being a tie."""
+    sql = "agentenvs/InterCodeSQL-v0"
+    tasks = list(gym.make(sql).unwrapped.task_ids)[:8]
+    config = error_states_config(
+        sql, "intercode_sql/noisy:error_rate=0.1", "intercode_sql/noisy:error_rate=0.7",
+        reference="intercode_sql/gold", task_ids=tasks, episodes=1, budget=4, n_states=12,
+        n_actions=8, continuations=2, seed=0,
+    )
+    result = run_error_states(config, tmp_path / "sql", workers=0, progress=False, plots=False,
+                              n_boot=500)
+    error = result.summary["kinds"]["error"]["all"]
+    assert error["n_states"] >= 8
+    assert error["ties"]["mean"] < 0.8  # not all ties, as when errors came only at turn 0
+    assert error["a_better"]["mean"] > error["b_better"]["mean"] + 0.2
+    assert error["verdict"] == "A better"
