@@ -4,7 +4,11 @@ Prints, from one run:
 - SQLite reset: per-episode in-memory copy of the template vs rebuilding from the script;
 - MySQL reset (when a server answers at $AGENTENVS_MYSQL_URL or the default socket):
   cloning the template database vs re-running the script into a new database;
-- steps per second of the gold policy on each backend.
+- steps per second of the gold policy on each backend;
+- the MySQL statement guard (statement kind from sqlglot tokens, table names spelt as
+  stored) per statement, beside one statement's round trip to the server;
+- InterCode's MySQL dump (extra ``intercode``) as SQLite databases: rows read from the
+  INSERT tokens vs from sqlglot's full parse of each INSERT.
 
 Usage: python benchmarks/bench_intercode_sql.py [--tasks PATH] [--episodes N]
 """
@@ -84,6 +88,79 @@ def bench_mysql_reset(tasks, url: str, n: int) -> None:
     print(f"  re-run the script  {t_rerun * 1e3:9.1f} ms   ratio {t_rerun / t_clone:.1f}x")
 
 
+def bench_guard(url: str, n: int) -> None:
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.statements import classify, match_table_case
+
+    gold = (
+        "SELECT T3.name FROM Friend AS T1 JOIN Highschooler AS T2 ON T1.student_id = T2.id "
+        "JOIN Highschooler AS T3 ON T1.friend_id = T3.id WHERE T2.name = 'Kyle'"
+    )
+    tables = {"friend": "Friend", "highschooler": "Highschooler", "likes": "Likes"}
+    queries = [f"{gold} AND T3.grade > {i}" for i in range(n * 4)]  # no cache hits
+    it = iter(queries)
+
+    def guard() -> None:
+        sql = next(it)
+        classify(sql, "mysql")
+        match_table_case(sql, tables)
+
+    backend = MySQLBackend(url)
+    conn = backend.server.connect()
+
+    def round_trip() -> None:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchall()
+
+    try:
+        t_guard, t_trip = per_call(guard, n), per_call(round_trip, n)
+    finally:
+        conn.close()
+        backend.close()
+    print("MySQL statement guard (kind + table-name case), a 3-table join:")
+    print(f"  guard              {t_guard * 1e6:9.1f} us")
+    print(
+        f"  SELECT 1 round trip{t_trip * 1e6:9.1f} us   guard / round trip {t_guard / t_trip:.2f}"
+    )
+
+
+def bench_dump_to_sqlite() -> None:
+    import sqlglot
+
+    from agentenvs.envs.intercode_sql import mysql_dump
+    from agentenvs.envs.intercode_sql.data import intercode_package_files
+
+    try:
+        dump = mysql_dump.read_dump(intercode_package_files()[1])
+    except ImportError as exc:
+        print(f"InterCode dump: skipped ({exc})")
+        return
+    inserts = [i for db in dump.databases.values() for t in db.tables for i in t.inserts]
+
+    def tokens() -> None:
+        for insert in inserts:
+            mysql_dump.insert_rows(insert)
+
+    def parser() -> None:
+        for insert in inserts:
+            tree = sqlglot.parse_one(insert, read="mysql")
+            [tuple(mysql_dump._literal(v) for v in row.expressions) for row in tree.expression]
+
+    def build_all() -> None:
+        for db in dump.databases.values():
+            conn = sqlite3.connect(":memory:")
+            mysql_dump.build_sqlite(conn, db, "bench")
+            conn.close()
+
+    t_tokens, t_parser = per_call(tokens, 1), per_call(parser, 1)
+    t_build = per_call(build_all, 1)
+    print(f"InterCode dump -> SQLite ({len(dump.databases)} databases, {len(inserts)} INSERTs):")
+    print(f"  rows from tokens   {t_tokens * 1e3:9.1f} ms")
+    print(f"  rows from parse    {t_parser * 1e3:9.1f} ms   ratio {t_parser / t_tokens:.1f}x")
+    print(f"  all 20 databases built {t_build * 1e3:9.1f} ms (once per process)")
+
+
 def steps_per_second(env: InterCodeSQLEnv, episodes: int) -> tuple[float, float]:
     """(steps/s, resets/s share of time) for the gold policy over ``episodes`` episodes."""
     policy = make_policy("intercode_sql/gold")
@@ -136,6 +213,8 @@ def main() -> None:
         print(f"MySQL: skipped (no server at {url}: {exc})")
     if mysql_ok:
         bench_mysql_reset(tasks, url, max(3, args.repeats // 4))
+        bench_guard(url, args.repeats * 10)
+    bench_dump_to_sqlite()
 
     env = InterCodeSQLEnv(tasks_path=tasks_path)
     sps_sqlite, n = steps_per_second(env, args.episodes)

@@ -61,7 +61,9 @@ class Statement:
     problem: str | None = None
 
 
+@lru_cache(maxsize=256)
 def _tokens(sql: str, dialect: str) -> list[Any] | None:
+    """sqlglot's tokens (cached: the guard and the table-name pass read the same text)."""
     import sqlglot
 
     try:
