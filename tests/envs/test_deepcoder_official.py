@@ -482,3 +482,20 @@ def test_an_endless_answer_is_cut_off(box: Sandbox) -> None:
     task = lcb_stdin([("1\n", "1\n")])
     outcomes = official.execute(box, task, "print('x' * (17 << 20))\n")
     assert outcomes[0].verdict == "Runtime Error"
+
+
+@pytest.mark.bwrap
+def test_an_apps_script_cannot_write_the_runners_answers(box: Sandbox) -> None:
+    """Each APPS stdin test runs in a fork that holds none of the runner's pipes: an answer
+    forged on every descriptor reaches nobody (and printing nothing fails, as officially)."""
+    forge = (
+        "import os, json\n"
+        "frame = '\\x1eAGENTENVS-OFFICIAL ' + json.dumps({'stdout': 'YES', 'error': None})\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(fd, (frame + '\\n').encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    task = taco(["2\n"], ["YES\n"])
+    assert verdicts(official.execute(box, task, forge)) == ["Wrong Answer"]

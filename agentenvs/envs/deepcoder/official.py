@@ -12,10 +12,11 @@ feedback.
   ``Decimal`` numbers; a call's result compared with ``==`` after only an outer tuple
   becomes a list.
 - TACO and PrimeIntellect rows (the APPS-style checker): only the 15 tests with the
-  longest inputs (longest first), 12 s each; a stdin program runs as a fresh script
-  (exit code ignored, stdout compared even after an exception) and its output is compared
-  by the APPS rules (``apps_stdout_equal``); a call's result equals the expected value or
-  its first element.
+  longest inputs (longest first), 12 s each; a stdin program runs as a script, one
+  fresh process per test (a fork of the runner, which has the preamble's modules loaded),
+  exit code ignored, stdout compared even after an exception, by the APPS rules
+  (``apps_stdout_equal``); a call's result equals the expected value or its first
+  element.
 - Feedback: the public tests are those, among the tests that ran, whose input lines all
   appear in the problem statement (whitespace removed), else the first two; when none of
   them fails the agent reads "Congratulations!", even when a hidden test failed.
@@ -56,7 +57,7 @@ from agentenvs.envs.deepcoder.official_runner import (
     decode,
     encode,
 )
-from agentenvs.sandbox.base import PyCase, Sandbox
+from agentenvs.sandbox.base import Sandbox
 
 #: rLLM's commit at the DeepCoder release, whose checkers ``rules="official"`` reproduces
 OFFICIAL_REVISION = "aba20b14"
@@ -449,28 +450,34 @@ def _apps_stdin(
     results: dict[int, TestOutcome] = {}
     compiled, script = apps_scripts(code)
     try:  # compile only: nothing of the program runs on the host
-        compile(compiled, "<solution>", "exec")
+        compile(compiled, "<solution>", "exec", dont_inherit=True)
     except Exception:  # noqa: BLE001 - SyntaxError, TabError, MemoryError, RecursionError
         results[order[0]] = _failure(VERDICT_COMPILE, None)
         return results
-    cases = [PyCase("stdin", stdin=_apps_text(_raw_input(task.tests[i]))) for i in order]
-    runs = sandbox.run_python_cases(script, cases, timeout_per_case=timeout)
+    runner = _Runner(sandbox)
     try:
-        for i, run in zip(order, runs, strict=False):
-            if run.error == "timeout":
-                outcome = _failure(VERDICT_TIMEOUT, None)
+        setup = {"mode": "apps_stdin", "code": script, "fn": "", "timeout": timeout}
+        ready = runner.ask(setup, timeout + _START_S)
+        if ready is None or "ready" not in ready:
+            results[order[0]] = _failure(VERDICT_RUNTIME, None)
+            return results
+        for i in order:
+            test = task.tests[i]
+            answer = runner.ask({"stdin": _apps_text(_raw_input(test))}, timeout + _GRACE_S)
+            error = None if answer is None else answer.get("error")
+            if answer is None or error in ("timeout", "output limit"):
+                verdict = VERDICT_TIMEOUT if error == "timeout" else VERDICT_RUNTIME
+                outcome = _failure(verdict, None)
             else:  # the exit code is ignored: an exception after the answer still passes
-                ok = apps_stdout_equal(
-                    run.stdout.rstrip("\n"), _apps_text(_raw_output(task.tests[i]))
-                )
+                stdout = answer.get("stdout")
+                stdout = stdout if isinstance(stdout, str) else ""
+                ok = apps_stdout_equal(stdout.rstrip("\n"), _apps_text(_raw_output(test)))
                 outcome = TestOutcome(ok, VERDICT_PASSED if ok else VERDICT_WRONG, None, None)
             results[i] = outcome
             if not outcome.passed:
                 break
     finally:
-        close = getattr(runs, "close", None)
-        if close is not None:
-            close()
+        runner.close()
     return results
 
 

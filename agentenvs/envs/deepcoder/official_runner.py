@@ -18,6 +18,11 @@ evaluator's own process:
 - ``taco_call`` (TACO and PrimeIntellect call-based tests): as ``lcb_call`` but with the
   APPS preamble and the module's globals in a plain dict (``__name__`` is not
   ``"__main__"``), and the destructive-function guard applied after loading.
+- ``apps_stdin`` (TACO and PrimeIntellect stdin tests): the APPS checker runs the
+  program as a fresh ``python3`` script per test; here each test runs in a fork of this
+  runner (the preamble's modules already imported, the random generators reseeded) as
+  ``__main__`` with the test's stdin, its stdout collected whatever its exit status,
+  stderr discarded; the fork holds none of the runner's pipes.
 
 Protocol (one JSON document a line; answers are framed lines on the original stdout):
 the host writes ``{"mode", "code", "fn", "timeout"}`` and reads ``{"ready": true}`` or
@@ -305,6 +310,12 @@ class Program:
         elif mode == "lcb_call":
             guard(exit_too=False, memory_bytes=None)
             self.target = self._load(LCB_IMPORTS + "\n\n" + code, fn, module=True)
+        elif mode == "apps_stdin":
+            try:
+                self.target = compile(code, "<solution>", "exec", dont_inherit=True)
+            except Exception as exc:  # noqa: BLE001 - officially: the script fails to start
+                self.target = None
+                self.compile_error = _error_of(exc)
         elif mode == "taco_call":
             source = APPS_IMPORTS + LCB_IMPORTS + "\n" + code
             self.target = self._load(source, fn, module=False)
@@ -317,7 +328,7 @@ class Program:
         namespace: dict[str, Any] = holder.__dict__ if module else {}
         _alarm(self.timeout)
         try:
-            exec(compile(source, "<solution>", "exec"), namespace)
+            exec(compile(source, "<solution>", "exec", dont_inherit=True), namespace)
             owner: Any = holder if module else types.SimpleNamespace(**namespace)
             if "class Solution" in source:  # the official test: the text, comments included
                 owner = owner.Solution()
@@ -353,6 +364,88 @@ class Program:
             return {"stdout": "", "error": "output limit"}
         return {"stdout": text, "error": error}
 
+    def run_script(self, text: str, private: tuple[int, ...]) -> dict[str, Any]:
+        """One test of ``apps_stdin``: a fork runs the script; ``private`` are the runner's
+        own descriptors, closed in the fork."""
+        if self.target is None:  # nothing printed, as a script that does not compile
+            return {"stdout": "", "error": self.compile_error}
+        stdin_fd = os.memfd_create("stdin", 0)
+        data = text.encode("utf-8", "surrogateescape")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(stdin_fd, view) :]
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the program's process
+            try:
+                os.setpgid(0, 0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                os.dup2(stdin_fd, 0)
+                os.dup2(out_w, 1)
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 2)
+                for fd in (*private, stdin_fd, out_r, out_w, null):
+                    if fd > 2:
+                        os.close(fd)
+                sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.argv = ["solution.py"]
+                import random
+
+                random.seed()
+                numpy = sys.modules.get("numpy")
+                if numpy is not None:
+                    numpy.random.seed()
+                exec(self.target, {"__name__": "__main__", "__builtins__": __builtins__})
+            except BaseException:  # noqa: BLE001 - like a script's traceback: stdout still counts
+                pass
+            finally:
+                try:
+                    sys.stdout.flush()
+                except BaseException:  # noqa: BLE001
+                    pass
+                os._exit(0)
+        os.close(out_w)
+        os.close(stdin_fd)
+        chunks: list[bytes] = []
+        size = 0
+        deadline = _monotonic() + self.timeout
+        error = None
+        try:
+            import select
+
+            while True:
+                left = deadline - _monotonic()
+                if left <= 0:
+                    error = "timeout"
+                    break
+                ready, _, _ = select.select([out_r], [], [], left)
+                if not ready:
+                    continue
+                chunk = os.read(out_r, 1 << 16)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > MAX_OUTPUT_CHARS:
+                    error = "output limit"
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(out_r)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        stdout = b"".join(chunks).decode("utf-8", "replace")
+        return {"stdout": "" if error else stdout, "error": error}
+
     def run_call(self, args: list[Any]) -> dict[str, Any]:
         _alarm(self.timeout)
         try:
@@ -367,7 +460,24 @@ class Program:
             return {"value": {"__x": type(value).__name__}, "error": None}
 
 
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def _not_dumpable() -> None:
+    """Other processes of the sandbox's user (a test's fork) cannot read this one's memory."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
+    _not_dumpable()
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     answers = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -402,7 +512,9 @@ def main() -> None:
     for line in requests:
         request = json.loads(line)
         try:
-            if "stdin" in request:
+            if "stdin" in request and program.mode == "apps_stdin":
+                answer = program.run_script(request["stdin"], (requests.fileno(), answers))
+            elif "stdin" in request:
                 answer = program.run_stdin(request["stdin"])
             else:
                 answer = program.run_call([decode(a) for a in request["args"]])
