@@ -489,3 +489,22 @@ def test_gold_queries_score_one_on_a_case_folding_server_too() -> None:
         conn.close()
         report = check_gold("intercode-bench", backend="mysql", mysql_url=box.url)
         assert report.ok and report.scored_one == report.tasks == 23, report.text()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_a_database_an_engine_cannot_build_is_a_task_error_naming_it(tmp_path, backend) -> None:
+    from agentenvs.core.errors import TaskError
+    from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+
+    (tmp_path / "broken.sql").write_text(
+        "CREATE DATABASE d;\nUSE d;\nCREATE TABLE `t` (`x` int, `y` NOSUCHTYPE);\n"
+        "INSERT INTO `t` VALUES (1, 2);\n"
+    )
+    (tmp_path / "q.csv").write_text("query,gold,db\nq,SELECT x FROM t,d\n")
+    url = mysql_url() if backend == "mysql" else None
+    env = InterCodeSQLEnv(tasks_path=tmp_path / "q.csv", backend=backend, mysql_url=url)
+    try:
+        with pytest.raises(TaskError, match=r"broken\.sql.*database d"):
+            env.reset(seed=0)
+    finally:
+        env.close()

@@ -175,7 +175,8 @@ def sqlite_create(create: str, table: str) -> list[str]:
     try:
         tree = sqlglot.parse_one(create, read="mysql")
     except sqlglot.errors.ParseError as exc:
-        raise TaskError(table, "CREATE TABLE", f"sqlglot cannot read it: {exc}") from exc
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # sqlglot underlines with ANSI codes
+        raise ValueError(f"sqlglot cannot read it: {plain}") from exc
     schema = tree.this if isinstance(tree.this, exp.Schema) else None
     for prefix in list(tree.find_all(exp.ColumnPrefix)):  # KEY (`col`(255)): the column
         prefix.replace(prefix.this)
@@ -314,12 +315,17 @@ def insert_rows(insert: str) -> tuple[list[str] | None, list[tuple[Any, ...]]]:
 def build_sqlite(conn: sqlite3.Connection, database: DumpDatabase, origin: str) -> None:
     """Create and fill ``database``'s tables in the (empty) SQLite connection."""
     for table in database.tables:
-        for statement in sqlite_create(table.create, table.name):
+        where = f"{origin} (database {database.name}, table {table.name})"
+        try:
+            statements = sqlite_create(table.create, table.name)
+        except ValueError as exc:
+            raise TaskError(where, "CREATE TABLE", str(exc)) from exc
+        for statement in statements:
             try:
                 conn.execute(statement)
             except sqlite3.Error as exc:
                 raise TaskError(
-                    f"{origin}:{database.name}.{table.name}",
+                    where,
                     "CREATE TABLE",
                     f"SQLite refused the converted definition ({exc}): {statement[:200]}",
                 ) from exc
@@ -330,7 +336,7 @@ def build_sqlite(conn: sqlite3.Connection, database: DumpDatabase, origin: str) 
                 columns, rows = insert_rows(insert)
             except Exception as exc:
                 raise TaskError(
-                    f"{origin}:{database.name}.{table.name}", "INSERT", str(exc)
+                    f"{origin} (database {database.name}, table {table.name})", "INSERT", str(exc)
                 ) from exc
             if not rows:
                 continue

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from agentenvs.core.errors import ServiceUnavailable, require
+from agentenvs.core.errors import ServiceUnavailable, TaskError, require
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -462,7 +462,15 @@ class MySQLBackend(Backend):
             )
             if not ready:
                 if source.kind == "mysql_dump":
-                    self._import_dump(name, source.dump_database().statements())
+                    try:
+                        self._import_dump(name, source.dump_database().statements())
+                    except server.pymysql.err.MySQLError as exc:
+                        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
+                        raise TaskError(
+                            f"{source.path} (database {source.dump_db})",
+                            "database",
+                            f"the server refused the dump's statement: {_error_text(exc)}",
+                        ) from exc
                 else:
                     self._build_template(name, data)
         finally:
