@@ -508,3 +508,28 @@ def test_a_database_an_engine_cannot_build_is_a_task_error_naming_it(tmp_path, b
             env.reset(seed=0)
     finally:
         env.close()
+
+
+def test_a_gold_query_that_fails_is_reported_not_silent(tmp_path) -> None:
+    from agentenvs.envs.intercode_sql.check_gold import check_gold
+    from agentenvs.envs.intercode_sql.data import intercode_package_files
+    from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+
+    (tmp_path / "q.csv").write_text(
+        "query,gold,db\nok,SELECT count(*) FROM pets,pets_1\n"
+        "broken,SELECT no_such_column FROM pets,pets_1\n"
+    )
+    dump = intercode_package_files()[1]
+    report = check_gold(tmp_path / "q.csv", databases_path=dump)
+    assert (report.tasks, report.scored_one) == (2, 1) and not report.ok
+    assert report.invalid[0][0] == "pets_1-002" and "no_such_column" in report.invalid[0][2]
+    assert "1/2 gold queries score 1.0" in report.text() and "invalid on sqlite" in report.text()
+    env = InterCodeSQLEnv(tasks_path=tmp_path / "q.csv", databases_path=dump)
+    env.reset(seed=0, options={"task_id": "pets_1-002"})
+    env.step("SELECT * FROM pets WHERE 0")
+    _, reward, _, _, info = env.step("submit")
+    assert reward == 1.0  # InterCode's rule: a failing gold counts as []
+    assert "no_such_column" in info["gold_error"]
+    env.reset(seed=0, options={"task_id": "pets_1-001"})
+    env.step("SELECT count(*) FROM pets")
+    assert "gold_error" not in env.step("submit")[4]

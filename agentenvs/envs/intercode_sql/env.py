@@ -177,6 +177,8 @@ class InterCodeSQLEnv(TextEnv):
 
     ## Information
     The standard keys; ``success`` is reward = 1 (with ``try_again``: best so far = 1);
+    ``gold_error`` (when graded) holds the engine's message when the gold query itself
+    fails there, so such a task is never a silent 0;
     ``score`` is the reward (best so far with ``try_again``) clipped to [0, 1]. Also
     ``db``, ``hardness``, ``backend``; steps add ``executed`` (the statement ran
     without error) and ``reward_so_far``-style keys: ``best_reward`` with ``try_again``.
@@ -393,6 +395,12 @@ class InterCodeSQLEnv(TextEnv):
         reward = intercode_reward(agent_rows, gold.rows if gold.ok else None, rules=self.rules)
         return float(reward)
 
+    def _gold_problem(self) -> dict[str, str]:
+        """``{"gold_error": message}`` when the gold query fails on this engine (the reward
+        then treats the gold as ``[]``, as InterCode does), else nothing."""
+        gold = self.gold_result()
+        return {} if gold.ok else {"gold_error": gold.error or "error"}
+
     # ---------------------------------------------------------------- actions
     @property
     def episode(self) -> Episode:
@@ -420,6 +428,7 @@ class InterCodeSQLEnv(TextEnv):
                 terminated=True,
                 success=reward == 1,
                 score=clip_score(reward),
+                info=self._gold_problem(),
             )
         result = self.episode.execute(payload)
         self._last = result
@@ -435,6 +444,7 @@ class InterCodeSQLEnv(TextEnv):
         reward = self.reward_of(result)
         self._best = max(self._best, reward)
         info["best_reward"] = self._best
+        info.update(self._gold_problem())
         return Transition(
             observation=f"{observation}\nReward: {reward}",
             reward=reward,
