@@ -275,3 +275,34 @@ def test_malformed_dumps_and_csv_name_file_and_field(tmp_path: Path) -> None:
     questions.write_text("query,gold,db\nq,SELECT 1,x\n")
     with pytest.raises(TaskError, match=r"databases_path.*not a MySQL dump"):
         load_tasks(questions, databases_path=questions)
+
+
+@pytest.mark.mysql
+def test_spider_layout_on_mysql_with_gold_in_another_case(tmp_path: Path) -> None:
+    """Spider's own layout on the server: the .sqlite files become a template, and a gold
+    query spelling the tables otherwise (``SINGER``) runs whatever the server's setting."""
+    import os
+
+    pymysql = pytest.importorskip("pymysql")
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+    url = os.environ.get(
+        "AGENTENVS_MYSQL_URL", "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
+    )
+    try:
+        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
+    except Exception as exc:
+        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
+    make_spider(tmp_path)
+    records = json.loads((tmp_path / "dev.json").read_text())
+    records[0]["query"] = "SELECT count(*) FROM SINGER AS S WHERE s.singer_id > 0"
+    (tmp_path / "dev.json").write_text(json.dumps(records))
+    env = InterCodeSQLEnv(tasks_path=tmp_path, backend="mysql", mysql_url=url)
+    try:
+        for task_id in env.task_ids:
+            env.reset(seed=0, options={"task_id": task_id})
+            obs, *_ = env.step(f"```sql\n{env.gold_query}\n```")
+            assert "Error" not in obs, obs
+            assert env.step("submit")[1] == 1.0, task_id
+    finally:
+        env.close()
