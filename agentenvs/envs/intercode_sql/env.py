@@ -209,7 +209,9 @@ class InterCodeSQLEnv(TextEnv):
       ``max_action_chars`` (default 100,000): as in ``TextEnv``.
 
     ## Version History
-    - v0: first version.
+    - v0: first version. Before any release, the reward became InterCode's exactly
+      (``rules="official"``, the default; the earlier value-normalizing reward is
+      ``rules="normalized"``), and every data-changing statement counts as a write.
     """
 
     default_max_turns = 10

@@ -1,18 +1,25 @@
 """The server backend: a real MariaDB/MySQL server through PyMySQL (extra ``mysql``).
 
 - **Templates**: each task database is loaded once per server into ``ae_tpl_<db>_<hash>``
-  (the hash covers the source file, so an edited file gets a new template). The data
-  comes from the same SQLite build the embedded backend uses, so both backends start
-  from identical values; column types follow the stored values (integers → BIGINT,
-  other numbers → DOUBLE, text → TEXT, or VARCHAR(255) where keyed), tables and
-  columns are lower-cased, strings use a binary collation (SQLite compares bytes).
+  (the hash covers the source, so an edited file gets a new template). A database of a
+  MySQL dump (InterCode's ``spider_dev.sql``) is built by the dump's own ``CREATE TABLE``
+  and ``INSERT`` statements, with its collations and keys, as InterCode's server has it.
+  Other sources come from the same SQLite build the embedded backend uses: column types
+  follow the stored values (integers → BIGINT, other numbers → DOUBLE, text → TEXT, or
+  VARCHAR(255) where keyed), tables and columns are lower-cased, strings use a binary
+  collation (SQLite compares bytes).
 - **Episodes**: each episode gets its own database ``ae_ep_<pid>_<host>_<time>_<rand>``
-  cloned from the template, and its own user granted only on that database. It runs
-  with a statement time limit (MariaDB ``max_statement_time``, MySQL
-  ``max_execution_time``), ``sql_select_limit`` capping result sets, and one statement
-  per action (checked before sending; the connection has no multi-statement flag).
-  The database and user are dropped at ``close()`` and at exit; ``sweep_orphans``
-  drops those whose owner process is dead (run at start-up).
+  cloned from the template, and its own user granted only on that database. Before a
+  statement is sent, its kind is read from its sqlglot tokens (``statements.classify``):
+  one statement per action, of an allowed kind, no executable comments; and its table
+  names are spelt as the server stores them (``lower_case_table_names`` 0 or 1 alike).
+  It runs with a statement time limit (MariaDB ``max_statement_time``, MySQL
+  ``max_execution_time``) backed by a watchdog that kills the query from the admin
+  connection, so no statement can lift it, and ``sql_select_limit`` capping result
+  sets. Rows come back as the driver gives them (InterCode compares their text); the
+  env makes them canonical only in its comparable mode. The database and user are
+  dropped at ``close()`` and at exit; ``sweep_orphans`` drops those whose owner process
+  is dead (run at start-up).
 - **Snapshots** dump every table (definition and rows) into a picklable value.
 """
 
