@@ -23,6 +23,7 @@ from agentenvs.envs.bfcl.data import (
     load_tasks,
     task_tools,
 )
+from agentenvs.envs.bfcl.decode import Call
 from agentenvs.envs.bfcl.env import BFCLEnv, reply_text
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import make_policy
@@ -435,3 +436,62 @@ def test_gold_calls_skip_optional_only_parameters() -> None:
     assert [c.args for c in calls] == [{"city": "Paris"}, {"city": "Rome"}]
     assert reply_text(calls) == "[get_weather(city='Paris'), get_weather(city='Rome')]"
     assert task_tools(tasks["parallel_0"])[0]["function"]["name"] == "get_weather"
+
+
+# ---------------------------------------------------------------- hostile replies
+HOSTILE_VALUES = [
+    "1" * 5000,  # beyond Python's int-digit limit
+    "1" * 4200,  # within it, beyond float's range
+    "[" * 5000 + "]" * 5000,
+    "[" * 150 + "]" * 150,
+    "(" * 5000 + "1" + ")" * 5000,
+    "2**100000",
+    "'\ud800'",
+    "{'k': " * 150 + "1" + "}" * 150,
+]
+HOSTILE_REPLIES = [
+    '[{"name": "f", "arguments": {"a": ' + "1" * 5000 + "}}]",
+    '{"name": "f", "arguments": "{\\"a\\": ' + "1" * 5000 + '}"}',
+    '[{"name": "f", "arguments": {"a": ' + "[" * 5000 + "]" * 5000 + "}}]",
+    '[{"name": "f", "arguments": {"a": ' + "[" * 900 + "]" * 900 + "}}]",
+    "[" * 100_000,
+    "[f(**{'a': 1})]",
+]
+
+
+def hostile_replies(env: BFCLEnv) -> list[str]:
+    """Gold replies with one value swapped for a hostile one, and hostile JSON calls."""
+    out = list(HOSTILE_REPLIES)
+    gold = env.gold_calls()
+    for i, call in enumerate(gold):
+        for param in call.args:
+            calls = list(gold)
+            calls[i] = Call(call.name, {**call.args, param: "HOSTILE_VALUE"})
+            text = reply_text(calls, env.task.language)
+            for value in HOSTILE_VALUES:
+                out.append(text.replace("'HOSTILE_VALUE'", value).replace('"HOSTILE_VALUE"', value))
+    return out
+
+
+def _first_of_each_category(n: int) -> list[str]:
+    seen: dict[str, int] = {}
+    chosen = []
+    for task in BUNDLED:
+        seen[task.category] = seen.get(task.category, 0) + 1
+        if seen[task.category] <= n:
+            chosen.append(task.id)
+    return chosen
+
+
+@pytest.mark.parametrize("task_id", _first_of_each_category(2))
+def test_hostile_replies_are_observations_never_exceptions(task_id: str) -> None:
+    env = BFCLEnv(max_turns=2)
+    env.reset(options={"task_id": task_id})
+    for reply in hostile_replies(env):
+        env.reset(options={"task_id": task_id})
+        score = env.score_action(reply)
+        obs, reward, terminated, _, info = env.step(reply)
+        assert isinstance(obs, str) and obs
+        assert score == reward
+        if not info["action_valid"]:
+            assert "Reply with function calls" in obs

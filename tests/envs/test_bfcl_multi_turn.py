@@ -299,3 +299,31 @@ def test_contract_on_pinned_entries(task_id: str) -> None:
 
 def test_contract_with_processes() -> None:
     check_env_contract(ENV_ID)
+
+
+NUMBER = "1" * 5000
+HOSTILE = [
+    "[{name}({param}=" + NUMBER + ")]",
+    '[{{"name": "{name}", "arguments": {{"{param}": ' + NUMBER + "}}}}]",
+    "[{name}({param}=" + "[" * 5000 + "]" * 5000 + ")]",
+    '[{{"name": "{name}", "arguments": {{"{param}": ' + "[" * 5000 + "]" * 5000 + "}}}}]",
+    '[{{"name": "{name}", "arguments": {{"{param}": ' + "[" * 900 + "]" * 900 + "}}}}]",
+    "[{name}({param}=2**100000)]",
+    "[{name}({param}=" + "1" * 4200 + ")]",
+    "[{name}({param}='\ud800')]",
+    "[" * 100_000,
+]
+
+
+def test_hostile_replies_are_observations_never_exceptions() -> None:
+    env = BFCLMultiTurnEnv()
+    for task_id in env.task_ids[:3]:
+        env.reset(options={"task_id": task_id})
+        tool = env.current_tools()[0]["function"]
+        name, param = tool["name"], next(iter(tool["parameters"]["properties"]), "a")
+        for template in HOSTILE:
+            reply = template.format(name=name, param=param)
+            env.reset(options={"task_id": task_id})
+            score = env.score_action(reply)
+            obs, reward, *_ = env.step(reply)
+            assert isinstance(obs, str) and obs and score in (0.0, 1.0)

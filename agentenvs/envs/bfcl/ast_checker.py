@@ -332,7 +332,7 @@ def _check_param(
                 value = convert(value, type_name, item_name)
             else:
                 value = convert(value, type_name)
-        except (ValueError, RecursionError):
+        except (ValueError, OverflowError, RecursionError):
             pass  # the text stays a string and fails the checks below
     else:
         if type_name in _NESTED_PYTHON:
@@ -340,7 +340,10 @@ def _check_param(
         if type_name == "tuple" and type(value) is tuple:
             value = list(value)
         if type_name == "float" and type(value) is int:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an int beyond float's range stays an int (a type error)
+                pass
 
     type_verdict, is_variable = _check_type(param, value, accepted, type_name, expected, item_type)
     if not type_verdict.valid:
