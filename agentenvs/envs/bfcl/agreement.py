@@ -301,7 +301,9 @@ def _print(title: str, report: Agreement, seconds: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="bfcl-eval", help="BFCL data folder (default: bfcl-eval's)")
+    parser.add_argument(
+        "--tasks", default="bfcl-eval", help="BFCL data folder (default: bfcl-eval's)"
+    )
     parser.add_argument("--single-turn", nargs="*", default=list(SINGLE_TURN_CATEGORIES))
     parser.add_argument("--multi-turn", nargs="*", default=None, help="categories (default: all)")
     parser.add_argument("--skip-multi-turn", action="store_true")
