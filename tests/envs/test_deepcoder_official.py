@@ -499,3 +499,95 @@ def test_an_apps_script_cannot_write_the_runners_answers(box: Sandbox) -> None:
     )
     task = taco(["2\n"], ["YES\n"])
     assert verdicts(official.execute(box, task, forge)) == ["Wrong Answer"]
+
+
+# ------------------------------------------------------------- problems as published
+REAL = FIXTURES / "official_problems.jsonl"
+CONTESTANTS = [
+    # (task, program, passes officially, passes strictly)
+    ("abc-pairs", None, True, True),
+    (
+        "abc-pairs",
+        "import sys\ninput = sys.stdin.readline\nn, k = map(int, input().split())\n"
+        "a = list(map(int, input().split()))\n"
+        "print(sum((a[i] + a[j]) % k == 0 for i in range(n) for j in range(i + 1, n)))\n",
+        True,
+        True,
+    ),
+    (
+        "abc-pairs",
+        "import sys\nd = sys.stdin.buffer.read().split()\nn, k = int(d[0]), int(d[1])\n"
+        "a = list(map(int, d[2:]))\n"
+        "print(sum((a[i] + a[j]) % k == 0 for i in range(n) for j in range(i + 1, n)))\n",
+        False,
+        True,
+    ),
+    (
+        "abc-pairs",
+        "n, k = map(int, input().split())\na = list(map(int, input().split()))\n"
+        "import sys\nsys.stdout.write(str(sum((a[i] + a[j]) % k == 0 for i in range(n) "
+        "for j in range(i + 1, n))) + '\\n')\nsys.exit(1)\n",
+        True,
+        False,
+    ),
+    ("lc-two-sum", None, True, True),
+    (
+        "lc-two-sum",
+        "class Solution:\n    def twoSum(self, nums, target):\n"
+        "        for i in range(len(nums)):\n            for j in range(i + 1, len(nums)):\n"
+        "                if nums[i] + nums[j] == target:\n                    return i, j\n",
+        True,
+        True,
+    ),
+    (
+        "lc-two-sum",
+        "def twoSum(nums, target):\n    seen = {}\n    for i, x in enumerate(nums):\n"
+        "        if target - x in seen:\n            return [seen[target - x], i]\n        seen[x] = i\n",
+        True,
+        True,
+    ),
+    ("taco-digitize", None, True, True),
+    (
+        "taco-digitize",
+        "def digitize(n):\n    return (int(c) for c in reversed(str(n)))\n",
+        False,
+        False,
+    ),
+    ("pi-divisible", None, True, True),
+    (
+        "pi-divisible",
+        "for _ in range(int(input())):\n    a, b = map(int, input().split())\n"
+        "    print('yes' if a % b == 0 else 'no')\n    print()\n",
+        True,
+        False,
+    ),
+]
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("case", range(len(CONTESTANTS)))
+def test_published_problems_with_contestants_solutions(box: Sandbox, case: int) -> None:
+    task_id, program, official_ok, strict_ok = CONTESTANTS[case]
+    for rules, want in (("official", official_ok), ("strict", strict_ok)):
+        env = DeepCoderMTEnv(tasks_path=REAL, sandbox=box, rules=rules)
+        env.reset(options={"task_id": task_id})
+        code = program or env.task.reference
+        info = env.step(f"Here is my solution.\n```python\n{code}```")[4]
+        assert info["success"] is want, (rules, task_id)
+        env.close()
+
+
+@pytest.mark.bwrap
+def test_published_problem_feedback_when_only_a_hidden_test_fails(box: Sandbox) -> None:
+    """abc-pairs shows its first test in the statement: that one is public. A program right
+    on it but wrong elsewhere gets "Congratulations!" officially, a warning strictly."""
+    program = "input()\nprint(2)\n"
+    seen = {}
+    for rules in ("official", "strict"):
+        env = DeepCoderMTEnv(tasks_path=REAL, sandbox=box, rules=rules, public_tests=1)
+        env.reset(options={"task_id": "abc-pairs"})
+        obs, reward, *_ = env.step(f"```python\n{program}```")
+        seen[rules] = (obs, reward)
+        env.close()
+    assert seen["official"] == (SUCCESS_MESSAGE, 0.0)
+    assert seen["strict"][0].startswith("Your code passed all the public test cases, but")
