@@ -328,7 +328,8 @@ class Program:
         namespace: dict[str, Any] = holder.__dict__ if module else {}
         _alarm(self.timeout)
         try:
-            exec(compile(source, "<solution>", "exec", dont_inherit=True), namespace)
+            # "<string>": the name exec() gives, as in the official error messages
+            exec(compile(source, "<string>", "exec", dont_inherit=True), namespace)
             owner: Any = holder if module else types.SimpleNamespace(**namespace)
             if "class Solution" in source:  # the official test: the text, comments included
                 owner = owner.Solution()
