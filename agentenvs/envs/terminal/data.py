@@ -7,12 +7,15 @@ TB1 (``terminal-bench`` 0.2): ``<task>/task.yaml`` (instruction, difficulty,
 ``timeout_sec``), ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh`` (writes
 ``/logs/verifier/reward.txt``), ``solution/solve.sh``.
 
-The Dockerfile is read for what the local runtime can reproduce without Docker: ``FROM``
-the terminal base image, ``WORKDIR /app``, ``COPY`` into ``/app``, ``ENV`` and the one
-standard ``RUN`` that runs ``files/setup.sh``. Anything else makes the task
-docker-only, with the reason kept in ``TerminalTask.local_problem``. Test scripts that
-download tools (curl, wget, uv, pip install, apt) are flagged in ``network_problem``:
-the runtimes have no network, so such tasks are refused on both.
+The Dockerfile is read as Docker reads it (``FROM --platform=... image AS name``, ``ARG``
+defaults, ``ENV`` with ``$VAR`` expanded) for the base image and the environment, and for
+what the local runtime can reproduce without Docker: ``FROM`` the terminal base image,
+``WORKDIR /app``, ``COPY`` into ``/app``, ``ENV`` and the one standard ``RUN`` that runs
+``files/setup.sh``. Anything else makes the task docker-only, with the reason kept in
+``TerminalTask.local_problem``. What no runtime here provides (a second container in
+``docker-compose.yaml``, MCP servers, a separate verifier container) is kept in
+``TerminalTask.problems``. Network needs are not guessed from the scripts' text: the
+runtimes serve the standard test bootstraps offline (see ``agentenvs.envs.terminal.offline``).
 """
 
 from __future__ import annotations
@@ -33,12 +36,10 @@ from agentenvs.core.tasks import tasks_root
 BASE_IMAGE = "agentenvs/terminal:latest"
 DEFAULT_AGENT_TIMEOUT = 360.0
 DEFAULT_TEST_TIMEOUT = 60.0
+#: Harbor's ``[verifier] timeout_sec`` default
+HARBOR_TEST_TIMEOUT = 600.0
 #: ``needs:`` tags -> the binary the task needs on the host (local runtime)
 NEEDS_BINARY = {"sqlite3-cli": "sqlite3"}
-_DOWNLOADS = re.compile(
-    r"\b(curl|wget)\b|\buv\s+(add|pip|sync|run|venv|tool|init)\b|\bpip3?\s+install\b"
-    r"|\bapt(-get)?\s+(install|update)\b|\bastral\.sh\b"
-)
 # the standard step of the bundled Dockerfiles: run files/setup.sh once, then delete it
 _SETUP_RUN = re.compile(
     r"^(rm -f /app/\.keep && )?if \[ -f /app/setup\.sh \]; then cd /app && "
@@ -75,8 +76,20 @@ class TerminalTask:
     solution: str | None = None
     #: why the local runtime cannot reproduce the image (None: it can)
     local_problem: str | None = None
-    #: why the task needs the network (None: it runs offline)
-    network_problem: str | None = None
+    #: the Dockerfile's (last stage's) base image and ``--platform``, or a prebuilt image
+    base_image: str = ""
+    platform: str | None = None
+    #: Harbor ``[environment] docker_image``: a prebuilt image instead of a Dockerfile
+    docker_image: str | None = None
+    workdir: str = "/app"
+    #: the official network defaults: TB1's compose network and Harbor's ``public`` mode
+    #: give both phases the internet; Harbor's ``network_mode``/``allow_internet`` can say no
+    agent_network: bool = True
+    verifier_network: bool = True
+    #: the oracle: TB1 ``solution.sh`` (run from /oracle), Harbor ``solution/`` (at /solution)
+    solution_path: Path | None = None
+    #: what no runtime of this project provides (a second container, MCP servers)
+    problems: tuple[str, ...] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -115,84 +128,176 @@ def _number(source: Path, data: Mapping[str, Any], key: str, default: float) -> 
     return float(value)
 
 
+#: the PATH of the official base images (Debian/Ubuntu and python:*), for ``$PATH`` in ENV
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def expand(value: str, env: Mapping[str, str]) -> str:
+    """Docker's substitution in ENV/ARG/FROM: ``$X``, ``${X}``, ``${X:-word}``, ``${X:+word}``."""
+
+    def one(m: re.Match[str]) -> str:
+        have = env.get(m.group(1) or m.group(4) or "", "")
+        op, word = m.group(2) or "", m.group(3) or ""
+        if op.endswith("-"):
+            return have or word
+        if op.endswith("+"):
+            return word if have else ""
+        return have
+
+    return _VAR.sub(one, value.replace("\\$", "\x00")).replace("\x00", "$")
+
+
 def _dockerfile_steps(path: Path) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) per step, continuations joined, comments dropped."""
     steps: list[tuple[str, str]] = []
     pending = ""
-    for raw in path.read_text().splitlines():
+    for raw in path.read_text(errors="replace").splitlines():
         line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
+        if not line or line.startswith("#"):
+            continue  # Docker drops comment lines inside continuations too
         if line.endswith("\\"):
             pending += line[:-1].strip() + " "
             continue
         line = (pending + line).strip()
         pending = ""
         word, _, rest = line.partition(" ")
-        steps.append((word.upper(), " ".join(rest.split())))
+        steps.append((word.upper(), rest.strip()))
+    if pending.strip():
+        word, _, rest = pending.strip().partition(" ")
+        steps.append((word.upper(), rest.strip()))
     return steps
 
 
+def _env_items(args: str) -> list[tuple[str, str]]:
+    """``ENV a=1 b="x y"`` or the legacy ``ENV a 1 2``."""
+    first = args.split(None, 1)
+    if first and "=" not in first[0]:
+        return [(first[0], first[1] if len(first) > 1 else "")]
+    items = []
+    for item in shlex.split(args, posix=True):
+        key, _, value = item.partition("=")
+        items.append((key, value))
+    return items
+
+
+def parse_from(args: str, scope: Mapping[str, str]) -> tuple[str, str | None, str | None]:
+    """(image, platform, stage name) of a ``FROM [--platform=P] image [AS name]``."""
+    words = args.split()
+    platform = None
+    while words and words[0].startswith("--"):
+        flag = words.pop(0)
+        if flag.startswith("--platform="):
+            platform = expand(flag.split("=", 1)[1], scope)
+    image = expand(words[0], scope) if words else ""
+    name = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
+    return image, platform, name
+
+
 def analyse_dockerfile(path: Path) -> dict[str, Any]:
-    """What the local runtime needs from a Dockerfile, and why it cannot, if it cannot."""
+    """What the runtimes need from a Dockerfile, and why the local one cannot, if it cannot.
+
+    The last stage's base image (``FROM --platform=... image AS name`` and ``ARG``
+    defaults understood) and its ``ENV`` with ``$VAR`` expanded as Docker does (the
+    official bases' PATH for ``$PATH``); the local runtime also needs every step to be
+    one it can reproduce (``COPY`` into /app, ``WORKDIR /app``, the standard setup step).
+    """
     copies: list[tuple[str, str]] = []
-    env: list[tuple[str, str]] = []
+    env: dict[str, str] = {}
+    # the runtimes pass BASE_IMAGE as a build argument (it wins over an ARG default)
+    args: dict[str, str] = {"BASE_IMAGE": BASE_IMAGE}
     runs_setup = False
     problem: str | None = None
-    network: str | None = None
-    for word, args in _dockerfile_steps(path):
-        if word == "RUN" and _DOWNLOADS.search(args):
-            network = f"{path.name}: RUN {args[:80]!r} downloads packages"
-        if problem is not None:
-            continue
-        if word in ("ARG", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE"):
+    base_image = ""
+    platform: str | None = None
+    stages: set[str] = set()
+    workdir = "/"
+    for word, rest in _dockerfile_steps(path):
+        if word == "ARG":
+            for item in rest.split():
+                key, eq, value = item.partition("=")
+                args.setdefault(key, expand(value.strip('"'), {**args, **env}) if eq else "")
             continue
         if word == "FROM":
-            image = args.split()[0] if args else ""
+            image, platform, name = parse_from(rest, args)
+            if image not in stages:  # FROM an earlier stage keeps that stage's ENV
+                env = {}
+            base_image = image
+            if name:
+                stages.add(name)
+            copies, runs_setup, workdir = [], False, "/"
             if image not in _BASE_REFS and not image.startswith("agentenvs/terminal:"):
                 problem = (
                     f"{path.name}: base image {image!r} (the local runtime has only {BASE_IMAGE})"
                 )
-        elif word == "WORKDIR":
-            if args.rstrip("/") != "/app":
-                problem = f"{path.name}: WORKDIR {args} (the local runtime works in /app)"
+            else:
+                problem = None
+            continue
+        if word == "ENV":
+            for key, value in _env_items(rest):
+                env[key] = expand(value, {"PATH": DEFAULT_PATH, **args, **env})
+            continue
+        if word == "WORKDIR":
+            workdir = expand(rest, {**args, **env})
+        if problem is not None:
+            continue
+        if word in ("LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "SHELL", "USER"):
+            if word == "USER" and rest.strip() not in ("root", "0", "0:0"):
+                problem = f"{path.name}: USER {rest} (the local runtime runs one user)"
+            continue
+        if word == "WORKDIR":
+            if workdir.rstrip("/") != "/app":
+                problem = f"{path.name}: WORKDIR {rest} (the local runtime works in /app)"
         elif word == "COPY":
-            parts = shlex.split(args)
+            parts = shlex.split(rest)
             if any(p.startswith("--") for p in parts) or len(parts) != 2:
-                problem = f"{path.name}: COPY {args} (only `COPY <src> /app/...` is understood)"
+                problem = f"{path.name}: COPY {rest} (only `COPY <src> /app/...` is understood)"
             elif not (parts[1] == "/app" or parts[1].startswith("/app/")):
                 problem = f"{path.name}: COPY to {parts[1]} (outside /app)"
             else:
                 copies.append((parts[0], parts[1]))
-        elif word == "ENV":
-            for item in shlex.split(args):
-                key, eq, value = item.partition("=")
-                if not eq:
-                    problem = f"{path.name}: ENV {args} (only ENV key=value is understood)"
-                env.append((key, value))
-        elif word == "RUN" and _SETUP_RUN.match(args):
+        elif word == "RUN" and _SETUP_RUN.match(" ".join(rest.split())):
             runs_setup = True
         else:
-            problem = f"{path.name}: {word} {args[:80]!r} (needs the docker runtime)"
+            problem = f"{path.name}: {word} {rest[:80]!r} (needs the docker runtime)"
     return {
         "copies": tuple(copies),
-        "env": tuple(env),
+        "env": tuple(env.items()),
         "runs_setup": runs_setup,
         "local_problem": problem,
-        "network_problem": network,
+        "base_image": base_image,
+        "platform": platform,
+        "workdir": workdir,
     }
 
 
-def _check_tests(task_dir: Path, script: str) -> tuple[Path, str | None]:
+def _check_tests(task_dir: Path, script: str) -> Path:
     path = task_dir / script
     if not path.is_file():
         raise TaskError(str(path), "<file>", "missing test runner")
     tests = task_dir / "tests"
     if not tests.is_dir():
         raise TaskError(str(tests), "<dir>", "missing tests folder")
-    found = _DOWNLOADS.search(path.read_text(errors="replace"))
-    network = f"{script} downloads tools ({found.group(0)!r})" if found else None
-    return tests, network
+    return tests
+
+
+def _compose_problem(path: Path) -> str | None:
+    """A compose file with more than the task's own container (TB1 ``client``)."""
+    if not path.is_file():
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text())
+    except Exception as exc:  # noqa: BLE001 - any unreadable compose file is reported
+        raise TaskError(str(path), "<file>", f"not valid YAML: {exc}") from exc
+    services = data.get("services") if isinstance(data, dict) else None
+    if not isinstance(services, dict):
+        raise TaskError(str(path), "services", "expected a mapping of services")
+    others = sorted(str(name) for name in services if name not in ("client", "main"))
+    if others:
+        return f"{path.name}: a second container ({', '.join(others)}) is not provided"
+    return None
 
 
 def load_tb1(task_dir: Path) -> TerminalTask:
@@ -216,9 +321,10 @@ def load_tb1(task_dir: Path) -> TerminalTask:
     dockerfile = task_dir / "Dockerfile"
     if not dockerfile.is_file():
         raise TaskError(str(dockerfile), "<file>", "missing Dockerfile")
-    tests, network = _check_tests(task_dir, "run-tests.sh")
+    tests = _check_tests(task_dir, "run-tests.sh")
     image = analyse_dockerfile(dockerfile)
     solution = task_dir / "solution.sh"
+    compose = _compose_problem(task_dir / "docker-compose.yaml")
     return TerminalTask(
         id=task_dir.name,
         path=task_dir,
@@ -238,9 +344,32 @@ def load_tb1(task_dir: Path) -> TerminalTask:
         tests_dir=tests,
         test_script="run-tests.sh",
         solution=solution.read_text() if solution.is_file() else None,
+        solution_path=solution if solution.is_file() else None,
         local_problem=image["local_problem"],
-        network_problem=network or image["network_problem"],
+        base_image=image["base_image"],
+        platform=image["platform"],
+        workdir=image["workdir"],
+        problems=(compose,) if compose else (),
     )
+
+
+def _network_mode(source: Path, name: str, table: Mapping[str, Any], default: str) -> str:
+    """Harbor's ``network_mode`` of a phase (``allow_internet``, deprecated, read too)."""
+    mode = table.get("network_mode")
+    legacy = table.get("allow_internet")
+    if mode is None and legacy is not None:
+        if not isinstance(legacy, bool):
+            raise TaskError(str(source), f"{name}.allow_internet", "expected true or false")
+        mode = "public" if legacy else "no-network"
+    if mode is None:
+        return default
+    if mode not in ("public", "no-network", "allowlist"):
+        raise TaskError(
+            str(source),
+            f"{name}.network_mode",
+            f"expected public/no-network/allowlist, got {mode!r}",
+        )
+    return str(mode)
 
 
 def load_harbor(task_dir: Path) -> TerminalTask:
@@ -253,9 +382,28 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     meta = data.get("metadata", {})
     agent = data.get("agent", {})
     verifier = data.get("verifier", {})
-    for name, table in (("metadata", meta), ("agent", agent), ("verifier", verifier)):
+    environment = data.get("environment", {})
+    for name, table in (
+        ("metadata", meta),
+        ("agent", agent),
+        ("verifier", verifier),
+        ("environment", environment),
+    ):
         if not isinstance(table, dict):
             raise TaskError(str(source), name, "expected a table")
+    baseline = _network_mode(source, "environment", environment, "public")
+    agent_mode = _network_mode(source, "agent", agent, baseline)
+    verifier_mode = _network_mode(source, "verifier", verifier, baseline)
+    docker_image = environment.get("docker_image")
+    if docker_image is not None and not isinstance(docker_image, str):
+        raise TaskError(str(source), "environment.docker_image", "expected a string")
+    problems = []
+    if environment.get("mcp_servers"):
+        problems.append("task.toml: MCP servers ([[environment.mcp_servers]]) are not provided")
+    if "environment" in verifier or verifier.get("environment_mode") == "separate":
+        problems.append("task.toml: a separate verifier container is not provided")
+    if data.get("steps"):
+        problems.append("task.toml: multi-step tasks ([[steps]]) are not supported")
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():
         raise TaskError(str(instruction_path), "<file>", "missing instruction")
@@ -263,10 +411,24 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     if not instruction:
         raise TaskError(str(instruction_path), "<file>", "empty instruction")
     dockerfile = task_dir / "environment" / "Dockerfile"
-    if not dockerfile.is_file():
-        raise TaskError(str(dockerfile), "<file>", "missing Dockerfile")
-    tests, network = _check_tests(task_dir, "tests/test.sh")
-    image = analyse_dockerfile(dockerfile)
+    if dockerfile.is_file():
+        image = analyse_dockerfile(dockerfile)
+    elif docker_image:
+        image = {
+            "copies": (),
+            "env": (),
+            "runs_setup": False,
+            "local_problem": f"task.toml: prebuilt image {docker_image!r}",
+            "base_image": docker_image,
+            "platform": None,
+            "workdir": "/",
+        }
+    else:
+        raise TaskError(str(dockerfile), "<file>", "missing Dockerfile (and no docker_image)")
+    tests = _check_tests(task_dir, "tests/test.sh")
+    compose = _compose_problem(task_dir / "environment" / "docker-compose.yaml")
+    if compose:
+        problems.append(compose)
     tags = meta.get("tags", [])
     if not isinstance(tags, list):
         raise TaskError(str(source), "metadata.tags", "expected a list of strings")
@@ -278,7 +440,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         instruction=instruction,
         difficulty=str(meta.get("difficulty", "unknown")),
         max_agent_timeout_sec=_number(source, agent, "timeout_sec", DEFAULT_AGENT_TIMEOUT),
-        max_test_timeout_sec=_number(source, verifier, "timeout_sec", DEFAULT_TEST_TIMEOUT),
+        max_test_timeout_sec=_number(source, verifier, "timeout_sec", HARBOR_TEST_TIMEOUT),
         tags=tuple(str(t) for t in tags),
         context=dockerfile.parent,
         dockerfile=dockerfile,
@@ -288,8 +450,15 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         tests_dir=tests,
         test_script="tests/test.sh",
         solution=solution.read_text() if solution.is_file() else None,
+        solution_path=solution if solution.is_file() else None,
         local_problem=image["local_problem"],
-        network_problem=network or image["network_problem"],
+        base_image=image["base_image"],
+        platform=image["platform"],
+        docker_image=docker_image,
+        workdir=str(environment.get("workdir") or image["workdir"]),
+        agent_network=agent_mode != "no-network",
+        verifier_network=verifier_mode != "no-network",
+        problems=tuple(problems),
     )
 
 
@@ -301,19 +470,52 @@ def load_task(task_dir: Path) -> TerminalTask:
     raise TaskError(str(task_dir), "<dir>", "neither task.yaml nor task.toml")
 
 
-def load_tasks(path: str | Path | None = None) -> dict[str, TerminalTask]:
-    """Every task under ``path`` (a folder of task folders, or one task folder)."""
+def task_dirs(root: Path) -> list[Path]:
+    """Task folders under ``root`` (a folder of task folders, or one task folder)."""
+    if (root / "task.yaml").is_file() or (root / "task.toml").is_file():
+        return [root]
+    return sorted(
+        d
+        for d in root.iterdir()
+        if d.is_dir() and ((d / "task.yaml").is_file() or (d / "task.toml").is_file())
+    )
+
+
+def load_tasks_report(
+    path: str | Path | None = None,
+) -> tuple[dict[str, TerminalTask], dict[str, str]]:
+    """(tasks, invalid): every loadable task under ``path``, and why each other one is not.
+
+    One malformed task folder does not take the rest down; a path with no task folder
+    at all, or none that loads, raises :class:`TaskError`.
+    """
     root = Path(path) if path is not None else tasks_root() / "terminal"
     if not root.is_dir():
         raise TaskError(str(root), "<dir>", "no such tasks folder")
-    if (root / "task.yaml").is_file() or (root / "task.toml").is_file():
-        dirs = [root]
-    else:
-        dirs = sorted(
-            d
-            for d in root.iterdir()
-            if d.is_dir() and ((d / "task.yaml").is_file() or (d / "task.toml").is_file())
-        )
+    dirs = task_dirs(root)
+    if not dirs:
+        raise TaskError(str(root), "<dir>", "no task folders (with task.yaml or task.toml)")
+    tasks: dict[str, TerminalTask] = {}
+    invalid: dict[str, str] = {}
+    for d in dirs:
+        try:
+            tasks[d.name] = load_task(d)
+        except TaskError as exc:
+            invalid[d.name] = str(exc)
+        except (OSError, UnicodeDecodeError) as exc:
+            invalid[d.name] = f"{d}: field '<file>': cannot be read ({exc})"
+    if not tasks:
+        reasons = "; ".join(f"{k}: {v}" for k, v in invalid.items())
+        raise TaskError(str(root), "<dir>", f"no task folder loads: {reasons}")
+    return tasks, invalid
+
+
+def load_tasks(path: str | Path | None = None) -> dict[str, TerminalTask]:
+    """Every task under ``path``; the first malformed one raises (see load_tasks_report)."""
+    root = Path(path) if path is not None else tasks_root() / "terminal"
+    if not root.is_dir():
+        raise TaskError(str(root), "<dir>", "no such tasks folder")
+    dirs = task_dirs(root)
     if not dirs:
         raise TaskError(str(root), "<dir>", "no task folders (with task.yaml or task.toml)")
     return {d.name: load_task(d) for d in dirs}

@@ -90,12 +90,14 @@ class ShellSession:
         *,
         init: str = "",
         max_output_bytes: int = 1 << 20,
+        workdir: str = "/app",
     ) -> None:
         self.nonce = secrets.token_hex(6)
         self._init = init
         self.max_output_bytes = max_output_bytes
         self._buf = bytearray()
-        self.cwd = "/app"
+        self.workdir = workdir
+        self.cwd = workdir
         self.proc = spawn(["sh", "-c", SUPERVISOR, "sh", self.nonce])
         self._done = re.compile(rb"\n__AE_DONE_" + self.nonce.encode() + rb"_(\d+)_([^\n]*)\n")
         self._exit = re.compile(rb"\n__AE_EXIT_" + self.nonce.encode() + rb"_(\d+)\n")
@@ -139,7 +141,7 @@ class ShellSession:
             # children) keeps an interrupted command from ending the shell
             "set -m 2>/dev/null; trap : INT\n"
             f"{self._init}\n"
-            f"cd -- {shlex.quote(self.cwd)} 2>/dev/null || cd /app\n"
+            f"cd -- {shlex.quote(self.cwd)} 2>/dev/null || cd -- {shlex.quote(self.workdir)}\n"
             f"printf '\\n__AE_DONE_{self.nonce}_%d_%s\\n' $$ \"$PWD\"\n"
         )
         self._send("S " + _b64(script))
