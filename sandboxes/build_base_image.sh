@@ -18,7 +18,8 @@ IMAGE=${AGENTENVS_BASE_IMAGE:-agentenvs/base:$SUITE}
 # add the shell tools, git, pytest (run-tests.sh runs offline) and the sqlite3 shell;
 # numpy and pandas are there because DeepCoder's official checker preloads them.
 # Essential packages are listed too so that the list says what the image promises.
-INCLUDE=bash,coreutils,findutils,grep,sed,mawk,tar,gzip,procps,git,python3,python3-pytest,python3-numpy,python3-pandas,sqlite3,ca-certificates
+# AGENTENVS_BASE_PACKAGES replaces the list (the Terminal-Bench images add their tools).
+INCLUDE=${AGENTENVS_BASE_PACKAGES:-bash,coreutils,findutils,grep,sed,mawk,tar,gzip,procps,git,python3,python3-pytest,python3-numpy,python3-pandas,sqlite3,ca-certificates}
 LABEL_KEY=org.agentenvs.base-packages
 WANT_HASH=$(printf '%s\n%s\n' "$SUITE" "$INCLUDE" | sha256sum | cut -c1-16)
 

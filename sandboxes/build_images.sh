@@ -53,6 +53,21 @@ build_on_base() {
 build_on_base "$PYTHON_IMAGE" "$HERE/python"
 build_on_base "$TERMINAL_IMAGE" "$HERE/terminal"
 
+# Terminal-Bench's official bases, offline (agentenvs/envs/terminal/images.py maps their
+# names to these): Debian 13 "trixie" gives Python 3.13, as python:3.13 and the t-bench
+# images have, plus the tools of the official images and test bootstraps. About 2-3 min
+# of debootstrap once; AGENTENVS_SKIP_TB_IMAGES=1 skips them.
+TB_BASE=agentenvs/base:trixie-tb
+TB_PACKAGES=bash,coreutils,findutils,grep,sed,mawk,tar,gzip,xz-utils,bzip2,unzip,procps,git,\
+python3,python3-pytest,python3-venv,python3-pip,python-is-python3,sqlite3,ca-certificates,curl,\
+tmux,patch,diffutils,file,jq,less
+if [ "${AGENTENVS_SKIP_TB_IMAGES:-0}" != 1 ]; then
+  AGENTENVS_BASE_IMAGE=$TB_BASE AGENTENVS_BASE_PACKAGES=$TB_PACKAGES \
+    bash "$HERE/build_base_image.sh" $FORCE trixie
+  build_on_base agentenvs/tb-debian:13 "$HERE/images/tb-debian" "$TB_BASE"
+  build_on_base agentenvs/tb-python:3.13 "$HERE/images/tb-python" "$TB_BASE"
+fi
+
 # the MariaDB server has a root filesystem of its own (mariadb-server cannot be installed
 # in an offline build)
 AGENTENVS_MARIADB_ROOTFS_IMAGE=$MARIADB_ROOTFS bash "$HERE/build_mariadb_image.sh" $FORCE "$SUITE"

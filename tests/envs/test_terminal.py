@@ -74,11 +74,46 @@ def test_unsupported_tasks_are_listed_and_refused(tmp_path: Path) -> None:
     env = TerminalBenchEnv(tasks_path=tmp_path)
     try:
         why = env.unwrapped.unsupported_tasks
-        assert set(why) == {"apt-task", "ubuntu", "net-tests", "needs"}
-        assert "network" in why["apt-task"] and "network" in why["net-tests"]
+        # a test bootstrap that downloads is served offline, not refused
+        assert set(why) == {"apt-task", "ubuntu", "needs"}
+        assert "RUN 'apt-get install -y jq'" in why["apt-task"]
         assert "ubuntu:24.04" in why["ubuntu"] and "no-such-binary-xyz" in why["needs"]
         with pytest.raises(TaskError, match="ubuntu:24.04"):
             env.reset(options={"task_id": "ubuntu"})
+    finally:
+        env.close()
+
+
+def test_bad_folders_are_listed_and_the_rest_load(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(FIXTURES / "tb1-greeting", tmp_path / "good")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "task.yaml").write_text("instruction: [unclosed\n")
+    (tmp_path / "no-image").mkdir()
+    (tmp_path / "no-image" / "task.toml").write_text("[verifier]\ntimeout_sec = 5\n")
+    (tmp_path / "no-image" / "instruction.md").write_text("do it\n")
+    env = gym.make("agentenvs/TerminalBench-v0", tasks_path=tmp_path)
+    try:
+        bad = env.unwrapped.invalid_tasks
+        assert set(bad) == {"broken", "no-image"}
+        assert "task.yaml" in bad["broken"] and "not valid YAML" in bad["broken"]
+        assert "Dockerfile" in bad["no-image"]
+        assert list(env.unwrapped.tasks) == ["good"]
+    finally:
+        env.close()
+
+
+def test_no_runnable_task_says_why(tmp_path: Path) -> None:
+    d = tmp_path / "ubuntu"
+    (d / "tests").mkdir(parents=True)
+    (d / "task.yaml").write_text("instruction: do it\n")
+    (d / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    (d / "run-tests.sh").write_text("pytest\n")
+    env = TerminalBenchEnv(tasks_path=tmp_path)
+    try:
+        with pytest.raises(TaskError, match=r"no task can run on the local runtime.*ubuntu:24\.04"):
+            env.reset()
     finally:
         env.close()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,13 +16,14 @@ from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SandboxError, TaskError
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
-from agentenvs.envs.terminal.data import TerminalTask, load_tasks
+from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
 from agentenvs.sandbox.base import Limits
 
 RUNTIMES = ("local", "docker")
-TEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: where the offline stand-ins note what they could not provide (see offline.LOG)
+OFFLINE_LOG = "/logs/agentenvs-offline.log"
 SYSTEM_PROMPT = (
     "You are an AI assistant solving a task in a Linux terminal. You act only through "
     "shell commands, which run in one persistent bash shell, and you see their output."
@@ -35,10 +38,20 @@ class TerminalBenchEnv(TextEnv):
     ``agentenvs.envs.terminal.data``): an instruction and a starting state in ``/app``.
     The agent works in ONE bash shell per episode: ``cd``, variables and background
     jobs persist between turns. When it says it is done (or the turn budget runs out)
-    the task's own test runner runs beside the shell, in the same isolation (so it sees
-    processes the agent left running), as Terminal-Bench runs it: ``run-tests.sh`` with
-    ``tests/`` copied to ``/tests`` (``TEST_DIR=/tests``), within
-    ``max_test_timeout_sec``; its ``pytest -rA`` output is read by the official parser.
+    the task's own test runner runs beside the shell, in the same container (so it sees
+    processes the agent left running), as the official harnesses run it: TB1's
+    ``bash /tests/run-tests.sh`` with ``tests/`` at ``/tests`` (``TEST_DIR=/tests``), its
+    ``pytest -rA`` output read by the official parser; Harbor's ``bash /tests/test.sh``,
+    its reward read from ``/logs/verifier/reward.json`` (named rewards), else
+    ``reward.txt``. They run in the image's environment (its ``ENV``, working dir), not
+    the agent's shell, within the task's test timeout (TB1 ``max_test_timeout_sec``,
+    default 60 s; Harbor ``[verifier] timeout_sec``, default 600 s). Offline, the
+    standard bootstraps (``curl … uv/install.sh | sh``, ``uv add pytest``, ``pip install``,
+    ``apt-get install curl``) are served by stand-ins from what the image has (see
+    ``agentenvs.envs.terminal.offline``); what they could not provide is reported in
+    ``info["offline_unmet"]`` and the observation, so a failure for that reason is never
+    silent. If the agent wrecked its sandbox (``rm -rf /``, a fork bomb) the episode ends
+    and the tests run in a fresh sandbox of the task's image, which the observation says.
 
     ## Action Space
     ``FreeText``: a ```bash block (several run in order), bare commands, or Terminus JSON
@@ -69,26 +82,41 @@ class TerminalBenchEnv(TextEnv):
     runs out; the tests run in both cases.
 
     ## Information
-    ``success`` (resolved), ``score`` (fraction of tests passed, 0 before the tests ran;
-    Harbor tasks: the reward file's value), ``state_key`` (a hash of /app's files and
-    the shell's directory), ``tests_passed``/``tests_total``, ``test_results`` (name →
-    passed) once they ran, ``exit_status`` (absent before the first command and after
-    one interrupted without a status), ``timed_out``, ``runtime``.
+    ``success`` (resolved; Harbor: every reward ≥ 1), ``score`` (fraction of tests
+    passed, 0 before the tests ran; Harbor: the reward, or the mean of the named
+    rewards of ``reward.json``), ``state_key`` (a hash of the work dir's files and the
+    shell's directory), ``tests_passed``/``tests_total``, ``test_results`` (name →
+    passed) once they ran, ``rewards`` (Harbor's named rewards) once they ran,
+    ``offline_unmet`` (what the offline stand-ins could not provide, when anything),
+    ``exit_status`` (absent before the first command and after one interrupted without a
+    status), ``timed_out``, ``runtime``.
 
-    Snapshots hold /app's files (a tar), the shell's directory and exported variables,
-    and the test results: restore starts a new shell in a new sandbox, unpacks the
-    files and replays ``cd``/exports; background jobs, shell functions, unexported
-    variables and files outside /app are not restored. ``error_action`` deletes or
-    damages a file of /app, or runs a command on a mistyped path. ``score_action`` is the
-    test pass fraction after the command, from a snapshot.
+    Snapshots hold the work dir's files (a tar keeping modes, owners where the runtime
+    can keep them, symlinks, empty dirs and mtimes), the shell's directory and exported
+    variables, and the test results: restore starts a new shell in a new sandbox,
+    unpacks the files and replays ``cd``/exports; background jobs, shell functions,
+    unexported variables and files outside the work dir are not restored. A snapshot of
+    a wrecked sandbox restores as wrecked (the next step ends the episode as above).
+    ``error_action`` deletes or damages a file of the work dir, or runs a command on a
+    mistyped path. ``score_action`` is the test pass fraction after the command, from a
+    snapshot. ``oracle_action()`` is the task's solution as one action: its files put
+    where the official harness puts them (TB1 ``/oracle/solution.sh``, Harbor's
+    ``solution/`` at ``/solution``) and run from the work dir.
 
     ## Arguments
     - ``tasks_path``: a folder of task folders (default: the bundled ``tasks/terminal``).
     - ``runtime``: ``"local"`` (bubblewrap, the default: no daemon) or ``"docker"`` (a
       container per episode from the task's own Dockerfile, so tasks with other
-      Dockerfile steps run too; needs an engine and ``agentenvs/terminal:latest`` from
+      Dockerfile steps run too; needs an engine and the images of
       ``sandboxes/build_images.sh``). Tasks the runtime cannot run faithfully are listed
-      in ``unsupported_tasks`` with the reason and refused at reset.
+      in ``unsupported_tasks`` with the reason and refused at reset (``check_tasks()``
+      finds them all ahead); task folders that do not load are listed in
+      ``invalid_tasks`` (file and field) and the rest load.
+    - Docker only: ``offline`` (None: ``AGENTENVS_OFFLINE``, else whether the engine can
+      pull), ``network`` (``"task"``: the official defaults; ``"tests-only"``: the agent
+      has none, the tests do; ``"none"``), ``image_map`` (more official-name → local
+      image entries, globs allowed), ``wheelhouse`` (a folder of wheels the offline
+      stand-ins install from).
     - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
     - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
 
@@ -114,6 +142,10 @@ class TerminalBenchEnv(TextEnv):
         show_budget: bool = False,
         render_mode: str | None = None,
         max_action_chars: int = 1 << 16,
+        offline: bool | None = None,
+        network: str = "task",
+        image_map: Mapping[str, str] | None = None,
+        wheelhouse: str | Path | None = None,
     ) -> None:
         super().__init__(
             max_turns=max_turns,
@@ -136,11 +168,22 @@ class TerminalBenchEnv(TextEnv):
             max_open_files=1024,
             max_output_bytes=1 << 20,
         )
-        self.tasks: dict[str, TerminalTask] = load_tasks(tasks_path)
+        self.docker_options: dict[str, Any] = {
+            "offline": offline,
+            "network": network,
+            "image_map": dict(image_map or {}),
+            "wheelhouse": wheelhouse,
+        }
         if runtime == "docker":
-            from agentenvs.envs.terminal.runtime_docker import unsupported_reason
+            from agentenvs.envs.terminal.runtime_docker import NETWORKS, unsupported_reason
+
+            if network not in NETWORKS:
+                raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
         else:
             from agentenvs.envs.terminal.runtime_local import unsupported_reason
+        self.tasks_path = tasks_path
+        self.tasks: dict[str, TerminalTask]
+        self.tasks, self.invalid_tasks = load_tasks_report(tasks_path)
 
         self.unsupported_tasks: dict[str, str] = {
             tid: why for tid, task in self.tasks.items() if (why := unsupported_reason(task))
@@ -154,9 +197,13 @@ class TerminalBenchEnv(TextEnv):
         self._tested = False
         self._results: dict[str, bool] = {}
         self._harbor_reward: float | None = None
+        self._rewards: dict[str, float] = {}
+        self._unmet: list[str] = []
         self._test_output = ""
         self._last_exit: int | None = None
         self._last_timed_out = False
+        #: why the sandbox was lost (None: it is fine)
+        self._lost: str | None = None
 
     # ---------------------------------------------------------------- tasks
     @property
@@ -176,9 +223,10 @@ class TerminalBenchEnv(TextEnv):
         return FORMAT
 
     def _prompt(self, task: TerminalTask) -> str:
+        where = self._shell.workdir if self._shell is not None else "/app"
         return (
             f"{task.instruction}\n\n"
-            "You are in a bash shell in /app. Commands run in one persistent shell (cd, "
+            f"You are in a bash shell in {where}. Commands run in one persistent shell (cd, "
             "variables and background jobs persist), with stdin from /dev/null, and are "
             f"interrupted after {self.command_timeout:g} s. {FORMAT}"
         )
@@ -189,7 +237,7 @@ class TerminalBenchEnv(TextEnv):
             if self.runtime_name == "docker":
                 from agentenvs.envs.terminal.runtime_docker import DockerRuntime
 
-                self._runtime = DockerRuntime(self.limits)
+                self._runtime = DockerRuntime(self.limits, **self.docker_options)
             else:
                 from agentenvs.envs.terminal.runtime_local import LocalRuntime
 
@@ -206,9 +254,55 @@ class TerminalBenchEnv(TextEnv):
         if self._shell is not None:
             self._shell.close()
             self._shell = None
-        init = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in task.env)
+        # docker exec gives the image's ENV itself; locally, the Dockerfile's ENV (expanded)
+        init = (
+            "".join(f"export {k}={shlex.quote(v)}\n" for k, v in task.env)
+            if self.runtime_name == "local"
+            else ""
+        )
         self._shell = self.runtime().session(task, init, self.limits.max_output_bytes)
         return self._shell
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        if (options or {}).get("task_id") is None and not self._task_ids:
+            reasons = "; ".join(
+                f"{tid}: {why}"
+                for tid, why in {**self.invalid_tasks, **self.unsupported_tasks}.items()
+            )
+            raise TaskError(
+                str(self.tasks_path or "tasks/terminal"),
+                "runtime",
+                f"no task can run on the {self.runtime_name} runtime: {reasons}",
+            )
+        return super().reset(seed=seed, options=options)
+
+    def _refuse(self, task: TerminalTask, why: str) -> TaskError:
+        self.unsupported_tasks[task.id] = why
+        if task.id in self._task_ids:
+            self._task_ids.remove(task.id)
+        return TaskError(
+            str(task.path),
+            "runtime",
+            f"task {task.id!r} cannot run on the {self.runtime_name} runtime: {why}",
+        )
+
+    def check_tasks(self, *, build: bool = False) -> dict[str, str]:
+        """Find what each task needs that this machine cannot give (Docker: its base
+        images; with ``build``, its whole image, built now). Updates and returns
+        ``unsupported_tasks`` (task id -> reason)."""
+        if self.runtime_name == "docker":
+            from agentenvs.envs.terminal.images import UnprovidableError
+
+            runtime = self.runtime()
+            for task_id in list(self._task_ids):
+                task = self.tasks[task_id]
+                try:
+                    runtime.image(task) if build else runtime.plan(task)
+                except (UnprovidableError, SandboxError) as exc:
+                    self._refuse(task, str(exc))
+        return dict(self.unsupported_tasks)
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         task = self.tasks[task_id]
@@ -219,6 +313,17 @@ class TerminalBenchEnv(TextEnv):
                 f"task {task_id!r} cannot run on the {self.runtime_name} runtime: "
                 f"{self.unsupported_tasks[task_id]}",
             )
+        if self.runtime_name == "docker":
+            from agentenvs.envs.terminal.images import UnprovidableError
+
+            try:
+                self.runtime().image(task)
+            except UnprovidableError as exc:
+                raise self._refuse(task, str(exc)) from exc
+            except SandboxError as exc:
+                if "cannot build the image" not in str(exc):
+                    raise
+                raise self._refuse(task, str(exc)) from exc
         self._reset_episode_state()
         shell = self._new_session(task)
         self.runtime().starting_state(task, shell)
@@ -257,25 +362,19 @@ class TerminalBenchEnv(TextEnv):
                 observation=f"Invalid action: {parsed.problem}. {FORMAT}", action_valid=False
             )
         parts = []
-        if parsed.script.strip():
+        if self._lost is None and parsed.script.strip():
             try:
                 result = self.shell.run(parsed.script, self.command_timeout)
             except SandboxError as exc:
-                # e.g. a fork bomb that left no process slot for the shell's supervisor:
-                # the sandbox is gone, and so is the episode (a failure, nothing leaks)
-                self._shell.close() if self._shell else None
-                self._shell = None
-                self._tested = True
-                self._results, self._harbor_reward = {}, -1.0
-                return Transition(
-                    observation=f"[the sandbox was lost ({exc}); the episode is over]",
-                    terminated=True,
-                    success=False,
-                    score=0.0,
-                )
-            self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
-            parts.append(self._format_result(result))
-        if not parsed.complete:
+                # a fork bomb that left no process slot, `rm -rf /`: the agent's doing;
+                # the episode ends and the tests run in a fresh sandbox
+                self._lose(str(exc))
+            else:
+                self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
+                parts.append(self._format_result(result))
+        if self._lost is not None:
+            parts.append(f"[the sandbox was lost ({self._lost}); the episode is over]")
+        elif not parsed.complete:
             return Transition(observation="\n".join(parts) or "(no output)")
         parts.append(self._run_tests())
         return Transition(
@@ -285,6 +384,12 @@ class TerminalBenchEnv(TextEnv):
             success=self._success_now(),
             score=self._score_now(),
         )
+
+    def _lose(self, why: str) -> None:
+        self._lost = (why.splitlines() or ["unknown"])[0][:200]
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = super().step(action)
@@ -307,39 +412,90 @@ class TerminalBenchEnv(TextEnv):
         pairs = [(task.tests_dir, "/tests")]
         if task.layout == "tb1":
             pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
+        # as Harbor does, stale rewards go first
         rc, out = shell.control(
-            "rm -rf /tests/* /tests/.[!.]* 2>/dev/null; mkdir -p /tests /logs/verifier && "
-            "tar -x -C / --no-same-owner",
+            "rm -rf /tests/* /tests/.[!.]* 2>/dev/null; "
+            "rm -f /logs/verifier/reward.txt /logs/verifier/reward.json; "
+            "mkdir -p /tests /logs/verifier && tar -x -C / --no-same-owner",
             stdin=tar_of(pairs),
         )
         if rc != 0:
             raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
 
-    def run_tests(self) -> tuple[dict[str, bool], float | None, str]:
-        """Run the task's tests in the current state: (results, harbor reward, output)."""
-        task, shell = self.task, self.shell
-        self._upload_tests(shell)
+    def _test_command(self, shell: ShellSession) -> str:
+        task = self.task
         limit = task.max_test_timeout_sec
         script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
-        env = f"PATH={TEST_PATH} HOME=/root TEST_DIR=/tests APP_DIR=/app"
-        if self.runtime_name == "local":
-            env += " PYTHONPATH=/opt/agentenvs/pylib PYTHONDONTWRITEBYTECODE=1"
-        if task.run_tests_in_same_shell:
-            result = shell.run(f"export TEST_DIR=/tests; bash {script}", limit)
+        env = self.runtime().test_environment(task)
+        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+        return (
+            f"rm -f {OFFLINE_LOG}; cd {shlex.quote(shell.workdir)} && env -i {assigns} "
+            f"timeout -s KILL {limit:g} bash {script} 2>&1"
+        )
+
+    def run_tests(self) -> tuple[dict[str, bool], float | None, str]:
+        """Run the task's tests in the current state: (results, harbor reward, output).
+
+        Named Harbor rewards land in ``self._rewards``; what the offline stand-ins could
+        not provide in ``self._unmet``. A sandbox that can no longer run them (wrecked by
+        the agent) is replaced by a fresh one of the task's image, and the output says so.
+        """
+        task = self.task
+        try:
+            if self._shell is None:
+                raise SandboxError(self._lost or "no shell")
+            return self._run_tests_in(self._shell, "")
+        except SandboxError as exc:
+            self._lose(str(exc))
+        note = (
+            f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
+            "sandbox of the task's image, without the agent's changes]\n"
+        )
+        shell = self._new_session(task)
+        try:
+            self.runtime().starting_state(task, shell)
+            return self._run_tests_in(shell, note)
+        finally:
+            shell.close()
+            self._shell = None
+
+    def _run_tests_in(
+        self, shell: ShellSession, note: str
+    ) -> tuple[dict[str, bool], float | None, str]:
+        task = self.task
+        self._upload_tests(shell)
+        hook = getattr(self.runtime(), "before_tests", None)
+        if hook is not None:
+            hook(task)
+        limit = task.max_test_timeout_sec
+        if task.run_tests_in_same_shell and not note:
+            result = shell.run("export TEST_DIR=/tests; bash /tests/run-tests.sh", limit)
             output = result.output
         else:
-            command = f"cd /app && env -i {env} timeout -s KILL {limit:g} bash {script} 2>&1"
-            rc, out = shell.control(command, timeout=limit + 30)
+            rc, out = shell.control(self._test_command(shell), timeout=limit + 30)
             output = out.decode("utf-8", errors="replace")
             if rc is None or rc == 137:
                 output += f"\n[tests timed out after {limit:g} s]"
-        reward = None
+        output = note + output
+        rc, out = shell.control(
+            f"cat {OFFLINE_LOG} 2>/dev/null; echo; echo __AE_JSON__; "
+            "cat /logs/verifier/reward.json 2>/dev/null; echo; echo __AE_TXT__; "
+            "cat /logs/verifier/reward.txt 2>/dev/null; exit 0"
+        )
+        if rc != 0:
+            raise SandboxError("cannot read the test results")
+        text = out.decode("utf-8", errors="replace")
+        unmet, _, rest = text.partition("__AE_JSON__")
+        reward_json, _, reward_txt = rest.partition("__AE_TXT__")
+        self._unmet = sorted({line.strip() for line in unmet.splitlines() if line.strip()})
+        if self._unmet:
+            output += "\n[offline: could not provide " + "; ".join(self._unmet) + "]"
+        reward: float | None = None
+        self._rewards = {}
         if task.layout == "harbor":
-            rc, out = shell.control("cat /logs/verifier/reward.txt 2>/dev/null")
-            try:
-                reward = min(max(float(out.decode().strip()), 0.0), 1.0)
-            except ValueError:
-                reward = 0.0
+            reward, self._rewards, problem = read_rewards(reward_json, reward_txt)
+            if problem:
+                output += f"\n[{problem}: counted as a failure]"
         try:
             results = parse_pytest(output)
         except ParseError:
@@ -355,14 +511,25 @@ class TerminalBenchEnv(TextEnv):
         passed = sum(self._results.values())
         lines = [f"Tests: {passed}/{len(self._results)} passed."]
         lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
-        if self._harbor_reward is not None and self._harbor_reward >= 0:
+        if len(self._rewards) > 1:
+            lines.append("Rewards: " + ", ".join(f"{k}={v:g}" for k, v in self._rewards.items()))
+        elif self._harbor_reward is not None and self._harbor_reward >= 0:
             lines.append(f"Reward: {self._harbor_reward:g}")
+        if self._unmet:
+            lines.append(
+                "Offline, these could not be provided (the verdict may differ from an "
+                "online run): " + "; ".join(self._unmet)
+            )
+        if self._test_output.startswith("[the sandbox could not run the tests"):
+            lines.append(self._test_output.splitlines()[0])
         lines.append("Task resolved." if self._success_now() else "Task not resolved.")
         return "\n".join(lines)
 
     def _success_now(self) -> bool:
         if not self._tested:
             return False
+        if self._rewards:
+            return all(v >= 1.0 for v in self._rewards.values())
         if self._harbor_reward is not None:
             return self._harbor_reward >= 1.0
         return is_resolved(self._results)
@@ -387,6 +554,32 @@ class TerminalBenchEnv(TextEnv):
         finally:
             self.restore(snap)
 
+    def oracle_action(self) -> str:
+        """The task's solution as one action, run as the official oracle runs it: TB1's
+        ``solution.sh`` as ``/oracle/solution.sh``, Harbor's ``solution/`` at
+        ``/solution`` with ``solve.sh`` run from the work dir."""
+        task = self.task
+        if task.solution_path is None:
+            raise TaskError(str(task.path), "solution", "the task has no solution script")
+        from agentenvs.envs.terminal.runtime_local import tar_of
+
+        if task.layout == "tb1":
+            payload = tar_of([(task.solution_path, "/oracle/solution.sh")])
+            run = "bash /oracle/solution.sh"
+        else:
+            payload = tar_of([(task.solution_path.parent, "/solution")])
+            run = "bash /solution/solve.sh"
+        data = base64.b64encode(payload).decode()
+        lines = [data[i : i + 76] for i in range(0, len(data), 76)]
+        return (
+            "```bash\n"
+            "base64 -d > /tmp/.oracle.tar <<'AGENTENVS_ORACLE'\n"
+            + "\n".join(lines)
+            + "\nAGENTENVS_ORACLE\n"
+            "tar -x -C / --no-same-owner -f /tmp/.oracle.tar && rm -f /tmp/.oracle.tar\n"
+            f"{run}\n```"
+        )
+
     # ---------------------------------------------------------------- errors
     def error_action(self, rng: np.random.Generator) -> str:
         rc, out = self.shell.control(
@@ -405,73 +598,109 @@ class TerminalBenchEnv(TextEnv):
         return f"```bash\nsed -i 's/[0-9a-e]/X/g' {target}\n```"
 
     # ---------------------------------------------------------------- state
+    @property
+    def _state_dir(self) -> str:
+        """The work dir whose files a snapshot holds (``/app`` when it is ``/``)."""
+        workdir = self._shell.workdir if self._shell is not None else "/app"
+        return workdir.rstrip("/") or "/app"
+
     def _files_tar(self) -> bytes:
+        where = self._state_dir
+        parent, name = where.rsplit("/", 1)
         rc, out = self.shell.control(
             # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
             "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
-            "--numeric-owner -C / app 2>/dev/null | base64 -w0",
+            f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
+            "2>/dev/null | base64 -w0",
             timeout=120,
         )
         if rc != 0:
-            raise SandboxError("cannot read /app for a snapshot")
+            raise SandboxError(f"cannot read {where} for a snapshot")
         return base64.b64decode(out.strip())
 
     def _state_key(self) -> str:
-        if self._shell is None:
+        if self._shell is None or self._lost is not None:
             return "lost"
+        where = self._state_dir
+        parent, name = where.rsplit("/", 1)
         try:
             # git's index caches stat data (times, inodes) that differ between equal
             # states: hash each repository's staged entries instead of the index file
             rc, out = self._shell.control(
                 "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
-                "--exclude=.git/index --exclude='*/.git/index' -C / app 2>/dev/null; "
-                "find /app -name .git -prune 2>/dev/null | sort | while read -r g; do "
-                "echo \"$g\"; git -C \"${g%/.git}\" ls-files --stage 2>/dev/null; done; } | md5sum"
+                "--exclude=.git/index --exclude='*/.git/index' "
+                f"-C {shlex.quote(parent or '/')} {shlex.quote(name)} 2>/dev/null; "
+                f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
+                'while read -r g; do echo "$g"; '
+                'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; } | md5sum'
             )
         except SandboxError:  # the sandbox died; the next step ends the episode
             return "lost"
         return f"{out.decode(errors='replace').strip()}\x00{self._shell.cwd}\x00{self._tested}"
 
     def _get_state(self) -> dict[str, Any]:
-        cwd, exports = self.shell.shell_state()
-        return {
-            "files": self._files_tar(),
-            "cwd": cwd,
-            "exports": exports,
+        state: dict[str, Any] = {
             "tested": self._tested,
             "results": dict(self._results),
             "harbor_reward": self._harbor_reward,
+            "rewards": dict(self._rewards),
+            "unmet": list(self._unmet),
             "test_output": self._test_output,
             "last_exit": self._last_exit,
             "last_timed_out": self._last_timed_out,
+            "lost": self._lost,
         }
+        if self._lost is None and self._shell is not None:
+            try:
+                cwd, exports = self.shell.shell_state()
+                files = self._files_tar()
+            except SandboxError as exc:
+                # wrecked by the agent, not yet noticed by a step: the snapshot says so
+                state["lost"] = (str(exc).splitlines() or ["unknown"])[0][:200]
+            else:
+                state.update(files=files, cwd=cwd, exports=exports, dir=self._state_dir)
+        elif self._lost is None:
+            state["lost"] = "no shell"
+        return state
 
     def _set_state(self, state: Any) -> None:
         task = self.task
-        shell = self._new_session(task)
-        # the same state: -p keeps modes exactly (no umask), mtimes, symlinks and empty
-        # dirs come with the tar, and as root (docker) owners are kept too
-        owners = "--same-owner" if self.runtime_name == "docker" else "--no-same-owner"
-        rc, out = shell.control(
-            "rm -rf /app/* /app/.[!.]* /app/..?* 2>/dev/null; "
-            f"tar -x -p {owners} --delay-directory-restore -C /",
-            stdin=state["files"],
-            timeout=120,
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot restore /app: {out.decode(errors='replace')}")
-        replay = "\n".join(
-            line
-            for line in state["exports"].splitlines()
-            if not line.startswith(("declare -x PWD=", "declare -x OLDPWD=", "declare -x SHLVL="))
-        )
-        shell.run(f"{replay}\ncd -- {shlex.quote(state['cwd'])}", timeout=30)
+        lost = state.get("lost")
+        if lost is None:
+            shell = self._new_session(task)
+            where = state.get("dir", "/app")
+            parent = where.rsplit("/", 1)[0] or "/"
+            # the same state: -p keeps modes exactly (no umask), mtimes, symlinks and empty
+            # dirs come with the tar, and as root (docker) owners are kept too
+            owners = "--same-owner" if self.runtime_name == "docker" else "--no-same-owner"
+            rc, out = shell.control(
+                f"find {shlex.quote(where)} -mindepth 1 -delete 2>/dev/null; "
+                f"tar -x -p {owners} --delay-directory-restore -C {shlex.quote(parent)}",
+                stdin=state["files"],
+                timeout=120,
+            )
+            if rc != 0:
+                raise SandboxError(f"cannot restore {where}: {out.decode(errors='replace')}")
+            replay = "\n".join(
+                line
+                for line in state["exports"].splitlines()
+                if not line.startswith(
+                    ("declare -x PWD=", "declare -x OLDPWD=", "declare -x SHLVL=")
+                )
+            )
+            shell.run(f"{replay}\ncd -- {shlex.quote(state['cwd'])}", timeout=30)
+        elif self._shell is not None:
+            self._shell.close()
+            self._shell = None
         self._tested = state["tested"]
         self._results = dict(state["results"])
         self._harbor_reward = state["harbor_reward"]
+        self._rewards = dict(state.get("rewards", {}))
+        self._unmet = list(state.get("unmet", []))
         self._test_output = state["test_output"]
         self._last_exit = state["last_exit"]
         self._last_timed_out = state["last_timed_out"]
+        self._lost = lost
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -484,6 +713,10 @@ class TerminalBenchEnv(TextEnv):
             info["exit_status"] = self._last_exit
         if self._tested:
             info["test_results"] = dict(self._results)
+            if self._rewards:
+                info["rewards"] = dict(self._rewards)
+        if self._unmet:
+            info["offline_unmet"] = list(self._unmet)
         return info
 
     def close(self) -> None:
@@ -494,3 +727,36 @@ class TerminalBenchEnv(TextEnv):
             self._runtime.close()
             self._runtime = None
         super().close()
+
+
+def read_rewards(reward_json: str, reward_txt: str) -> tuple[float, dict[str, float], str]:
+    """Harbor's verdict: ``reward.json`` first (a number or named numbers), else
+    ``reward.txt``: (reward in [0, 1], or -1 when unusable; named rewards; problem)."""
+    text = reward_json.strip()
+    if text:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return -1.0, {}, "reward.json is not valid JSON"
+        values = data if isinstance(data, dict) else {"reward": data}
+        rewards: dict[str, float] = {}
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return -1.0, {}, f"reward.json: {key!r} is not a number"
+            if not math.isfinite(value):
+                return -1.0, {}, f"reward.json: {key!r} is not finite"
+            rewards[str(key)] = float(value)
+        if not rewards:
+            return -1.0, {}, "reward.json holds no reward"
+        mean = sum(rewards.values()) / len(rewards)
+        return min(max(mean, 0.0), 1.0), rewards, ""
+    text = reward_txt.strip()
+    if not text:
+        return -1.0, {}, "no reward file (/logs/verifier/reward.txt or reward.json)"
+    try:
+        value = float(text)
+    except ValueError:
+        return -1.0, {}, "reward.txt is not a number"
+    if not math.isfinite(value):
+        return -1.0, {}, "reward.txt is not finite"
+    return min(max(value, 0.0), 1.0), {}, ""

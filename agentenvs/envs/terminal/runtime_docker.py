@@ -1,9 +1,21 @@
 """The ``docker`` runtime: each episode in a fresh container of the task's own image.
 
-Images: every task's Dockerfile is built once per machine (classic builder, no network)
-with ``BASE_IMAGE=agentenvs/terminal:latest`` (``sandboxes/build_images.sh``) and tagged
-``agentenvs/tb-<task>:<hash>``, the hash covering the build context and the base image's
-id, so an edited task or a rebuilt base gives a new image and an unchanged one is reused.
+Images: every task's Dockerfile is built once per machine and tagged
+``agentenvs/tb-<task>:<hash>``, the hash covering the build context, the mode and the
+base images' ids, so an edited task or a rebuilt base gives a new image and an
+unchanged one is reused. Online (an engine that can pull), the Dockerfile is built as
+written, with network. Offline (``offline=True``, ``AGENTENVS_OFFLINE=1``, or an engine
+that cannot reach its registry), each ``FROM`` resolves to a local image through the
+image map and RUN steps go through the offline stand-ins, with no network (see
+``images``); a base that cannot be had is reported, with the reason, as unsupported.
+Bundled tasks build ``FROM ${BASE_IMAGE}``, passed as ``agentenvs/terminal:latest``.
+
+Network at run time (:func:`network_plan`): online, the official defaults (TB1's compose
+network, Harbor's ``network_mode``, both give the agent and the tests the internet);
+``network="tests-only"`` cuts the agent off and reconnects the container for the
+tests; offline (or ``network="none"``), containers never have network, and the tests'
+bootstraps are served by the stand-ins. Commands and tests run in the image's own
+environment (its ``ENV``, ``WORKDIR``), as ``docker exec`` gives it.
 
 Containers: a task may write anywhere, so a container serves one episode (or one
 restore) and is removed after it. The next session (a container of the same image with
@@ -19,15 +31,16 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import socket
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import SandboxError, ServiceUnavailable
-from agentenvs.envs.terminal.data import BASE_IMAGE, TerminalTask
+from agentenvs.envs.terminal import images, offline
+from agentenvs.envs.terminal.data import BASE_IMAGE, DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.sandbox.base import Limits
 from agentenvs.sandbox.docker import (
@@ -52,32 +65,59 @@ PIDS_SLACK = 32
 MEMORY_SLACK_MB = 256
 BUILD_TIMEOUT_S = 600
 
-#: (image, task id, exec environment, shell init text, output cap) of a session
-_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int]
+NETWORKS = ("task", "tests-only", "none")
+#: the engine's network for containers that may reach the internet
+ONLINE_NETWORK = "bridge"
+#: (image, task id, exec environment, shell init text, output cap, network) of a session
+_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str]
 _Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | threading.Thread"]
 
 
 def unsupported_reason(task: TerminalTask) -> str | None:
-    """Why the docker runtime cannot run ``task`` (None: it can)."""
-    if task.network_problem:
-        return f"needs the network: {task.network_problem}"
+    """Why the docker runtime cannot run ``task``, known without the engine (None: it can)."""
+    if task.problems:
+        return "; ".join(task.problems)
     return None
 
 
-def image_tag(task: TerminalTask, base_id: str) -> str:
-    """``agentenvs/tb-<task>:<hash of the build context and the base image id>``."""
-    import hashlib
+def network_plan(task: TerminalTask, *, offline: bool, network: str) -> tuple[str, bool, bool]:
+    """(container network mode, agent has network, tests have network).
 
-    name = re.sub(r"[^a-z0-9._-]+", "-", task.id.lower()).strip("._-") or "task"
-    digest = hashlib.blake2b(f"{task.digest()}\0{base_id}".encode(), digest_size=8).hexdigest()
-    return f"agentenvs/tb-{name}:{digest}"
+    The official harnesses give both phases the internet unless a Harbor task says
+    otherwise; ``network="tests-only"`` keeps the agent off it, ``"none"`` (and any
+    offline run) gives it to neither.
+    """
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
+    if offline or network == "none":
+        return "none", False, False
+    agent = task.agent_network and network == "task"
+    tests = task.verifier_network
+    return (ONLINE_NETWORK if agent or tests else "none"), agent, tests
+
+
+def offline_default() -> bool | None:
+    """``AGENTENVS_OFFLINE`` (1/true/yes or 0/false/no); None when unset."""
+    value = os.environ.get("AGENTENVS_OFFLINE", "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
 
 
 class _TaskContainer(_Container):
     """A started container of a task image, with root as the exec user."""
 
     def __init__(
-        self, client: Any, limits: Limits, image: str, task_id: str, *, cpus: float = 1.0
+        self,
+        client: Any,
+        limits: Limits,
+        image: str,
+        task_id: str,
+        *,
+        cpus: float = 1.0,
+        network: str = "none",
     ) -> None:
         self.client = client
         self.limits = limits
@@ -87,8 +127,9 @@ class _TaskContainer(_Container):
         self.user = "0:0"
         mb = 1024 * 1024
         api = client.api
+        self.network = network
         host_config = api.create_host_config(
-            network_mode="none",
+            network_mode=network,
             init=True,
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
@@ -113,8 +154,7 @@ class _TaskContainer(_Container):
                 image=image,
                 command=["sleep", "infinity"],
                 user="0:0",
-                working_dir="/app",
-                network_disabled=True,
+                network_disabled=network == "none",
                 host_config=host_config,
                 labels=labels,
             )["Id"]
@@ -158,7 +198,13 @@ class DockerRuntime:
         base_image: str = BASE_IMAGE,
         prestart: bool = True,
         cpus: float = 1.0,
+        offline: bool | None = None,
+        network: str = "task",
+        image_map: Mapping[str, str] | None = None,
+        wheelhouse: str | Path | None = None,
     ) -> None:
+        if network not in NETWORKS:
+            raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
         ok, why = docker_available(base_image)
         if not ok:
             raise ServiceUnavailable(f"the docker runtime cannot run here: {why}")
@@ -166,10 +212,14 @@ class DockerRuntime:
         self.base_image = base_image
         self.prestart = prestart
         self.cpus = cpus
+        self.network = network
+        self.image_map = {**images.DEFAULT_IMAGE_MAP, **dict(image_map or {})}
+        self.wheelhouse = Path(wheelhouse) if wheelhouse is not None else None
         self.client = _client(timeout=BUILD_TIMEOUT_S)
         sweep_orphans(self.client)
-        self.base_id: str = self.client.api.inspect_image(base_image)["Id"]
+        self._offline: bool | None = offline if offline is not None else offline_default()
         self._images: dict[str, str] = {}
+        self._image_info: dict[str, dict[str, Any]] = {}
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
@@ -182,37 +232,118 @@ class DockerRuntime:
         _live.add(self)
 
     # ------------------------------------------------------------------ images
+    @property
+    def offline(self) -> bool:
+        """Whether images are built without pulls (decided once: see :meth:`_can_pull`)."""
+        if self._offline is None:
+            self._offline = not self._can_pull()
+        return self._offline
+
+    def _can_pull(self) -> bool:
+        """Whether the engine reaches its registry (asked once, about a tiny official image)."""
+        try:
+            self.client.api.inspect_distribution("busybox:latest")
+        except Exception:
+            return False
+        return True
+
+    def _present(self, image: str) -> bool:
+        docker = _docker_module()
+        try:
+            self.client.api.inspect_image(image)
+        except (docker.errors.ImageNotFound, docker.errors.APIError):
+            return False
+        return True
+
+    def plan(self, task: TerminalTask) -> list[images.BasePlan]:
+        """How each base image of ``task`` is had (raises UnprovidableError if it cannot be)."""
+        return images.plan_bases(
+            task,
+            online=not self.offline,
+            present=self._present,
+            image_map=self.image_map,
+            build_args={"BASE_IMAGE": self.base_image},
+        )
+
     def image(self, task: TerminalTask) -> str:
-        """The task's image tag, built first if this machine lacks it."""
+        """The task's image tag, built first if this machine lacks it.
+
+        Raises :class:`images.UnprovidableError` when a base image cannot be had, and
+        :class:`SandboxError` when the build fails (its log's tail says why; a stand-in
+        that could not provide a package names it).
+        """
         with self._build_lock:
             tag = self._images.get(task.id)
             if tag is not None:
                 return tag
-            tag = image_tag(task, self.base_id)
-            docker = _docker_module()
-            try:
-                self.client.api.inspect_image(tag)
-            except docker.errors.ImageNotFound:
-                self._build(task, tag)
+            plans = self.plan(task)
+            offline_build = self.offline
+            if not offline_build and not task.dockerfile.is_file():
+                # a Harbor task with a prebuilt image and no Dockerfile: that image
+                tag = plans[0].use
+                if not self._present(tag):
+                    self._pull(tag)
+                self._images[task.id] = tag
+                return tag
+            ids = [
+                self.client.api.inspect_image(p.use)["Id"] if p.how in ("local", "mapped") else p.use
+                for p in plans
+            ]
+            digest = images.image_digest(
+                [
+                    images.context_digest(task.context),
+                    "offline" if offline_build else "online",
+                    images.offline_digest() if offline_build else "",
+                    self.base_image,
+                    *ids,
+                ]
+            )
+            tag = f"agentenvs/tb-{images.task_image_name(task)}:{digest}"
+            if not self._present(tag):
+                self._build(task, tag, plans, offline_build)
             self._images[task.id] = tag
             return tag
 
-    def _build(self, task: TerminalTask, tag: str) -> None:
-        dockerfile = task.dockerfile.relative_to(task.context).as_posix()
-        log: list[str] = []
+    def _pull(self, image: str) -> None:
         try:
-            # the API's classic builder: RUN steps see no network, nothing is pulled
+            self.client.api.pull(image)
+        except Exception as exc:
+            raise SandboxError(f"cannot build the image: cannot pull {image!r}: {exc}") from exc
+
+    def image_config(self, task: TerminalTask) -> dict[str, Any]:
+        """The task image's ``Env`` (as a dict) and ``WorkingDir``."""
+        tag = self.image(task)
+        info = self._image_info.get(tag)
+        if info is None:
+            config = self.client.api.inspect_image(tag).get("Config") or {}
+            env = dict(item.split("=", 1) for item in (config.get("Env") or []) if "=" in item)
+            info = {"env": env, "workdir": config.get("WorkingDir") or "/"}
+            self._image_info[tag] = info
+        return info
+
+    def _build(
+        self, task: TerminalTask, tag: str, plans: list[images.BasePlan], offline_build: bool
+    ) -> None:
+        log: list[str] = []
+        args = {"BASE_IMAGE": self.base_image}
+        text = images.offline_dockerfile(task, plans, args) if offline_build else None
+        context, dockerfile = images.build_context(task, text)
+        try:
+            # the API's classic builder; offline: no network in RUN steps, nothing pulled
             stream = self.client.api.build(
-                path=str(task.context),
+                fileobj=context,
+                custom_context=True,
                 dockerfile=dockerfile,
                 tag=tag,
-                buildargs={"BASE_IMAGE": self.base_image},
-                network_mode="none",
+                buildargs=args,
+                network_mode="none" if offline_build else None,
                 rm=True,
                 forcerm=True,
                 pull=False,
                 decode=True,
                 labels={TASK_LABEL: task.id},
+                platform=None if offline_build else task.platform,
+                timeout=BUILD_TIMEOUT_S,
             )
             for chunk in stream:
                 if "stream" in chunk:
@@ -226,8 +357,10 @@ class DockerRuntime:
             ) from exc
 
     # ------------------------------------------------------------------ containers
-    def _start(self, image: str, task_id: str) -> _TaskContainer:
-        box = _TaskContainer(self.client, self.limits, image, task_id, cpus=self.cpus)
+    def _start(self, image: str, task_id: str, network: str) -> _TaskContainer:
+        box = _TaskContainer(
+            self.client, self.limits, image, task_id, cpus=self.cpus, network=network
+        )
         with self._lock:
             self._owned[box.id] = box
             closed = self._closed
@@ -238,14 +371,17 @@ class DockerRuntime:
 
     def _open(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
         """A new container of ``key``'s image with the agent's shell started in it."""
-        image, task_id, env, init, max_output_bytes = key
-        box = self._start(image, task_id)
+        image, task_id, env, init, max_output_bytes, network = key
+        box = self._start(image, task_id, network)
+        workdir = dict(env).get("AGENTENVS_WORKDIR", "/")
 
         def spawn(argv: Sequence[str]) -> DockerProcess:
-            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir="/app")
+            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir=workdir)
 
         try:
-            return box, ShellSession(spawn, init=init, max_output_bytes=max_output_bytes)
+            return box, ShellSession(
+                spawn, init=init, max_output_bytes=max_output_bytes, workdir=workdir
+            )
         except BaseException:
             self._discard(box)
             raise
@@ -319,6 +455,34 @@ class DockerRuntime:
             return list(self._owned)
 
     # ------------------------------------------------------------------ the runtime API
+    def workdir(self, task: TerminalTask) -> str:
+        """Where the agent starts: Harbor's ``[environment] workdir``, else the image's."""
+        if task.layout == "harbor" and task.workdir not in ("", "/") and task.docker_image:
+            return task.workdir
+        return str(self.image_config(task)["workdir"]) or "/"
+
+    def exec_environment(self, task: TerminalTask) -> dict[str, str]:
+        """What a command sees besides the image's ENV: offline, the stand-ins first."""
+        env = {"TERM": "dumb", "AGENTENVS_WORKDIR": self.workdir(task)}
+        if self.offline:
+            path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
+            env.update(offline.environment())
+            env["PATH"] = f"{offline.MOUNT}/bin:{path}"
+        return env
+
+    def test_environment(self, task: TerminalTask) -> dict[str, str]:
+        """The tests' environment: the image's ENV as the official harnesses give it
+        (a ``docker exec``), ``TEST_DIR`` as TB1's compose file sets it, and offline, the
+        stand-ins first on PATH."""
+        env = {"HOME": "/root", **self.image_config(task)["env"]}
+        env.setdefault("PATH", DEFAULT_PATH)
+        if task.layout == "tb1":
+            env["TEST_DIR"] = "/tests"
+        if self.offline:
+            env.update(offline.environment())
+            env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
+        return env
+
     def session(self, task: TerminalTask, init: str, max_output_bytes: int) -> ShellSession:
         """A shell in a fresh container of the task's image (the previous one goes)."""
         if self._closed:
@@ -327,15 +491,49 @@ class DockerRuntime:
         old, self._current = self._current, None
         if old is not None:
             self._discard_later(old)
-        env = tuple(sorted({"HOME": "/root", "TERM": "dumb", **dict(task.env)}.items()))
-        key = (image, task.id, env, init, max_output_bytes)
+        mode, _, _ = network_plan(task, offline=self.offline, network=self.network)
+        env = tuple(sorted(self.exec_environment(task).items()))
+        key = (image, task.id, env, init, max_output_bytes, mode)
         self._current, shell = self._take(key)
         if self.prestart:
             self._prestart(key)
         return shell
 
     def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
-        """Nothing to do: the image holds the starting state (setup.sh ran at build)."""
+        """The image holds the starting state (and, built offline, the stand-ins); the
+        agent's network is cut for ``network="tests-only"``; a wheelhouse is put in place."""
+        _, agent, _ = network_plan(task, offline=self.offline, network=self.network)
+        if self._current is not None and self._current.network != "none" and not agent:
+            self.set_network(self._current, False)
+        if not self.offline or self.wheelhouse is None or not self.wheelhouse.is_dir():
+            return
+        from agentenvs.envs.terminal.runtime_local import tar_of
+
+        rc, out = shell.control(
+            "tar -x -C / --no-same-owner",
+            stdin=tar_of([(self.wheelhouse, offline.WHEELHOUSE)]),
+            timeout=120,
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot place the wheelhouse: {out.decode(errors='replace')}")
+
+    def before_tests(self, task: TerminalTask) -> None:
+        """Give the container the tests' network (``network="tests-only"``)."""
+        _, agent, tests = network_plan(task, offline=self.offline, network=self.network)
+        if self._current is not None and tests and not agent:
+            self.set_network(self._current, True)
+
+    def set_network(self, box: _TaskContainer, on: bool) -> None:
+        """Connect or disconnect a running container's network (never offline)."""
+        api = self.client.api
+        try:
+            if on:
+                api.connect_container_to_network(box.id, ONLINE_NETWORK)
+            else:
+                api.disconnect_container_from_network(box.id, ONLINE_NETWORK)
+        except Exception as exc:
+            what = "connect" if on else "disconnect"
+            raise SandboxError(f"cannot {what} the network of {box.short}: {exc}") from exc
 
     def close(self) -> None:
         """Remove every container of this runtime; idempotent."""

@@ -1,11 +1,13 @@
 """The ``local`` runtime: the task's starting state rebuilt in a bubblewrap sandbox.
 
 Every episode (and every restore) gets a new pid namespace with private tmpfs dirs at
-``/app``, ``/tests``, ``/logs`` and ``/root`` (so a command that fills the disk fills
-only its own capped tmpfs); the task's ``COPY`` sources are unpacked into ``/app`` and
-``setup.sh`` is run there, as the task's Dockerfile does. The system is the host's,
-read-only; pytest comes from this interpreter's packages, copied once per process to a
-read-only dir on ``PYTHONPATH``.
+``/app``, ``/tests``, ``/logs``, ``/root`` and the oracle's ``/oracle`` and ``/solution``
+(so a command that fills the disk fills only its own capped tmpfs); the task's ``COPY``
+sources are unpacked into ``/app`` and ``setup.sh`` is run there, as the task's
+Dockerfile does, and its ``ENV`` (``$PATH`` expanded) is the shell's and the tests'
+environment. The system is the host's, read-only; pytest comes from this interpreter's
+packages, copied once per process to a read-only dir on ``PYTHONPATH``; there is no
+network, and the offline stand-ins serve the tests' standard bootstraps.
 """
 
 from __future__ import annotations
@@ -21,12 +23,20 @@ import threading
 from pathlib import Path
 
 from agentenvs.core.errors import SandboxError
-from agentenvs.envs.terminal.data import TerminalTask, missing_binaries
+from agentenvs.envs.terminal import offline
+from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask, missing_binaries
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.sandbox.base import Limits
 
 PYLIB = "/opt/agentenvs/pylib"
-TMPFS_MB = {"/app": 512, "/tests": 64, "/logs": 16, "/root": 64}
+TMPFS_MB = {
+    "/app": 512,
+    "/tests": 64,
+    "/logs": 16,
+    "/root": 64,
+    "/oracle": 16,
+    "/solution": 64,
+}
 #: pytest and what it imports, copied for the sandbox's python3
 PYTEST_PACKAGES = (
     "pytest",
@@ -96,8 +106,8 @@ def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
 
 def unsupported_reason(task: TerminalTask) -> str | None:
     """Why the local runtime cannot run ``task`` (None: it can)."""
-    if task.network_problem:
-        return f"needs the network: {task.network_problem}"
+    if task.problems:
+        return "; ".join(task.problems)
     if task.local_problem:
         return f"needs the docker runtime: {task.local_problem}"
     missing = missing_binaries(task)
@@ -117,7 +127,10 @@ class LocalRuntime:
         from agentenvs.sandbox.local import LocalSandbox
 
         lib = pytest_dir()
-        self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds={lib: PYLIB} if lib else {})
+        binds = {str(offline.ROOT): offline.MOUNT}
+        if lib:
+            binds[lib] = PYLIB
+        self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds=binds)
         self.env = {
             "HOME": "/root",
             "TERM": "dumb",
@@ -134,6 +147,25 @@ class LocalRuntime:
             init=init,
             max_output_bytes=max_output_bytes,
         )
+
+    def workdir(self, task: TerminalTask) -> str:
+        return "/app"
+
+    def test_environment(self, task: TerminalTask) -> dict[str, str]:
+        """The Dockerfile's ENV over the base's, pytest's packages, ``TEST_DIR``, and the
+        offline stand-ins first on PATH."""
+        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", **dict(task.env)}
+        env.update(
+            {
+                "TEST_DIR": "/tests",
+                "APP_DIR": "/app",
+                "PYTHONPATH": PYLIB,
+                "PYTHONDONTWRITEBYTECODE": "1",
+                **offline.environment(),
+            }
+        )
+        env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
+        return env
 
     def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
         """Fill /app as the task's Dockerfile does: its COPY sources, then setup.sh."""

@@ -1,0 +1,279 @@
+"""Which image a task's ``FROM`` gets, online and offline, and the offline build context.
+
+Online (an engine that can pull), a Dockerfile is built as written. Offline (an
+air-gapped cluster, or these machines), every ``FROM`` must resolve to an image the
+engine already has: the image itself when present, else its local equivalent from the
+image map (official base names -> images built offline by ``sandboxes/build_images.sh``,
+Debian 13 "trixie" giving Python 3.13 as the official ``python:3.13`` and t-bench
+images have). Then the build context is the task's own, plus the offline stand-ins of
+``agentenvs.envs.terminal.offline`` at ``/opt/agentenvs/offline``, and its Dockerfile is
+the task's with only two kinds of edits: each ``FROM`` names the resolved image (its
+``--platform`` dropped: the local image is native), and ``RUN`` steps run through the
+stand-ins (a ``SHELL`` that puts them first on PATH), so ``apt-get install curl`` or
+``pip install pytest`` at build time are served from the image or refused by name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import json
+import re
+import tarfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentenvs.envs.terminal import offline
+from agentenvs.envs.terminal.data import TerminalTask, _dockerfile_steps, expand, parse_from
+
+PYTHON_313 = "agentenvs/tb-python:3.13"
+DEBIAN_13 = "agentenvs/tb-debian:13"
+#: official base image names (globs over ``name:tag``, registry host optional) -> the
+#: local image with the same tools, built offline. Ubuntu bases get Debian 13's userland
+#: (same tools, apt, bash; another libc version and Python 3.13): see docs/terminal.md.
+DEFAULT_IMAGE_MAP: dict[str, str] = {
+    "python:3.13": PYTHON_313,
+    "python:3.13-*": PYTHON_313,
+    "python:3.13.*": PYTHON_313,
+    "*/laude-institute/t-bench/python-3-13:*": PYTHON_313,
+    "*/laude-institute/t-bench/ubuntu-24-04:*": DEBIAN_13,
+    "ubuntu:24.04": DEBIAN_13,
+    "ubuntu:noble*": DEBIAN_13,
+    "debian:trixie*": DEBIAN_13,
+    "debian:13*": DEBIAN_13,
+}
+
+
+class UnprovidableError(Exception):
+    """Something a task needs that cannot be had on this machine (the message says what)."""
+
+
+def normalize(image: str) -> str:
+    """``docker.io/library/python:3.13`` -> ``python:3.13``; no tag -> ``:latest``."""
+    name = image.strip()
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "library/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    name = name.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last:
+        name += ":latest"
+    return name
+
+
+def map_image(image: str, image_map: Mapping[str, str]) -> str | None:
+    """The local equivalent of ``image`` from ``image_map`` (None: no entry)."""
+    name = normalize(image)
+    for pattern, target in image_map.items():
+        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, "*/" + pattern):
+            return target
+    return None
+
+
+@dataclass(frozen=True)
+class BasePlan:
+    """How one ``FROM`` image is had: ``how`` is local, pull, mapped or stage."""
+
+    written: str
+    use: str
+    how: str
+
+
+def plan_bases(
+    task: TerminalTask,
+    *,
+    online: bool,
+    present: Callable[[str], bool],
+    image_map: Mapping[str, str],
+    build_args: Mapping[str, str] | None = None,
+) -> list[BasePlan]:
+    """Each ``FROM`` of the task's Dockerfile (or its prebuilt image), resolved.
+
+    Raises :class:`UnprovidableError` naming the image that is neither on this machine,
+    nor pullable (``online``), nor in the map.
+    """
+    froms: list[str] = []
+    stages: set[str] = set()
+    if task.dockerfile.is_file():
+        scope = dict(build_args or {})
+        for word, rest in _dockerfile_steps(task.dockerfile):
+            if word == "ARG":
+                for item in rest.split():
+                    key, eq, value = item.partition("=")
+                    scope.setdefault(key, expand(value.strip('"'), scope) if eq else "")
+            elif word == "FROM":
+                image, _, name = parse_from(rest, scope)
+                froms.append(image)
+                if name:
+                    stages.add(name)
+    else:
+        froms.append(task.docker_image or task.base_image)
+    plans = []
+    for image in froms:
+        if image in stages or image == "scratch":
+            plans.append(BasePlan(image, image, "stage"))
+        elif present(image):
+            plans.append(BasePlan(image, image, "local"))
+        elif online:
+            plans.append(BasePlan(image, image, "pull"))
+        else:
+            mapped = map_image(image, image_map)
+            if mapped is None:
+                raise UnprovidableError(
+                    f"base image {image!r} is not on this machine and has no local "
+                    "equivalent in the image map (offline)"
+                )
+            if not present(mapped):
+                raise UnprovidableError(
+                    f"base image {image!r} maps to {mapped!r}, which is not built here "
+                    "(run sandboxes/build_images.sh)"
+                )
+            plans.append(BasePlan(image, mapped, "mapped"))
+    return plans
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Dockerfile lines with their continuations (comment lines inside them dropped)."""
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if pending and stripped.startswith("#"):
+            continue
+        if stripped.endswith("\\"):
+            pending += raw + "\n"
+            continue
+        logical.append(pending + raw)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    return logical
+
+
+def offline_dockerfile(
+    task: TerminalTask, plans: list[BasePlan], build_args: Mapping[str, str] | None = None
+) -> str:
+    """The task's Dockerfile with resolved ``FROM`` images and RUN through the stand-ins."""
+    wrapper = f"{offline.MOUNT}/bin/offline-sh"
+    prelude = f'COPY .agentenvs-offline {offline.MOUNT}\nSHELL ["{wrapper}", "/bin/sh", "-c"]'
+    if not task.dockerfile.is_file():
+        return f"FROM {plans[0].use}\n{prelude}\n"
+    used = {p.written: p for p in plans}
+    out: list[str] = []
+    scope = dict(build_args or {})
+    for line in _logical_lines(task.dockerfile.read_text(errors="replace")):
+        joined = " ".join(part.rstrip("\\").strip() for part in line.splitlines()).strip()
+        word, _, rest = joined.partition(" ")
+        upper = word.upper()
+        if upper == "ARG":
+            for item in rest.split():
+                key, eq, value = item.partition("=")
+                scope.setdefault(key, expand(value.strip('"'), scope) if eq else "")
+            out.append(line)
+        elif upper == "FROM":
+            image, _, name = parse_from(rest, scope)
+            plan = used.get(image)
+            target = plan.use if plan is not None else image
+            out.append(f"FROM {target}" + (f" AS {name}" if name else ""))
+            if plan is None or plan.how != "stage":
+                out.append(prelude)
+        elif upper == "SHELL":
+            try:
+                argv = json.loads(rest)
+            except ValueError:
+                argv = None
+            if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+                out.append(f"SHELL {json.dumps([wrapper, *argv])}")
+            else:
+                out.append(line)
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def offline_wrapper() -> str:
+    """``offline-sh``: RUN steps of an offline build run with the stand-ins first."""
+    env = offline.environment()
+    exports = "".join(
+        f"export {k}={v}\n" for k, v in env.items() if k != "AGENTENVS_OFFLINE_LOG"
+    )
+    return (
+        "#!/bin/sh\n# RUN steps of an offline build: the stand-ins come first on PATH\n"
+        f'export PATH="{offline.MOUNT}/bin:$PATH"\n{exports}'
+        "export AGENTENVS_OFFLINE_LOG=/tmp/agentenvs-offline-build.log\n"
+        'exec "$@"\n'
+    )
+
+
+def offline_files() -> dict[str, tuple[bytes, int]]:
+    """The stand-ins as (content, mode) by path under the mount point."""
+    files: dict[str, tuple[bytes, int]] = {}
+    root = offline.ROOT
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            rel = path.relative_to(root).as_posix()
+            files[rel] = (path.read_bytes(), 0o755 if rel.startswith("bin/") else 0o644)
+    files["bin/offline-sh"] = (offline_wrapper().encode(), 0o755)
+    return files
+
+
+def offline_digest() -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for rel, (data, mode) in offline_files().items():
+        h.update(f"{rel}\0{mode}\0".encode() + data)
+    return h.hexdigest()
+
+
+def _add_offline(tar: tarfile.TarFile, prefix: str) -> None:
+    for d in (prefix, f"{prefix}/bin"):
+        info = tarfile.TarInfo(d)
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+    for rel, (data, mode) in offline_files().items():
+        info = tarfile.TarInfo(f"{prefix}/{rel}")
+        info.size, info.mode = len(data), mode
+        tar.addfile(info, io.BytesIO(data))
+
+
+def build_context(task: TerminalTask, dockerfile_text: str | None) -> tuple[io.BytesIO, str]:
+    """The task's build context as a tar (and the Dockerfile's name in it); with
+    ``dockerfile_text``, that Dockerfile and the stand-ins are added."""
+    buf = io.BytesIO()
+    context = task.context
+    name = task.dockerfile.relative_to(context).as_posix() if task.dockerfile.is_file() else ""
+    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(context.rglob("*")):
+            tar.add(path, arcname=path.relative_to(context).as_posix(), recursive=False)
+        if dockerfile_text is not None:
+            name = ".agentenvs.Dockerfile"
+            data = dockerfile_text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+            _add_offline(tar, ".agentenvs-offline")
+    buf.seek(0)
+    return buf, name
+
+
+_TAG_CHARS = re.compile(r"[^a-z0-9._-]+")
+
+
+def task_image_name(task: TerminalTask) -> str:
+    return _TAG_CHARS.sub("-", task.id.lower()).strip("._-") or "task"
+
+
+def image_digest(parts: list[str]) -> str:
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=8).hexdigest()
+
+
+def context_digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    if path.is_dir():
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                h.update(str(p.relative_to(path)).encode() + b"\0")
+                h.update(p.read_bytes())
+    return h.hexdigest()
