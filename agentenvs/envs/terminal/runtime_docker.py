@@ -351,9 +351,18 @@ class DockerRuntime:
                 if "error" in chunk:
                     raise SandboxError(chunk["error"])
         except Exception as exc:
-            tail = "".join(log)[-2000:]
+            text = "".join(log)
+            marker = "agentenvs offline: cannot provide "
+            unmet = sorted(
+                {
+                    line.split(marker, 1)[1].removesuffix(" without network").strip()
+                    for line in text.splitlines()
+                    if marker in line
+                }
+            )
+            why = f"offline, could not provide {'; '.join(unmet)}" if unmet else str(exc)
             raise SandboxError(
-                f"cannot build the image of task {task.id!r}: {exc}\n{tail}"
+                f"cannot build the image of task {task.id!r}: {why}\n{text[-2000:]}"
             ) from exc
 
     # ------------------------------------------------------------------ containers

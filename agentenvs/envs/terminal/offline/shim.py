@@ -239,7 +239,7 @@ def run_in(venv: Path | None, argv: list[str]) -> int:
 # ---------------------------------------------------------------- uv
 #: uv options that take a value (the rest are flags)
 _UV_VALUED = {
-    "--python", "-p", "--with", "--with-requirements", "--with-editable", "--project",
+    "--python", "-p", "--with", "-w", "--with-requirements", "--with-editable", "--project",
     "--directory", "--index-url", "-i", "--extra-index-url", "--index", "--find-links",
     "-f", "--cache-dir", "--python-preference", "--color", "--extra", "--group", "--env-file",
     "--constraint", "-c", "--override", "--prerelease", "--resolution", "--config-file",
@@ -272,7 +272,8 @@ def _split(args: list[str], stop_at_command: bool) -> tuple[dict[str, list[str]]
 
 
 def _with(opts: dict[str, list[str]]) -> list[str]:
-    reqs = [r for v in opts.get("--with", []) for r in v.split(",") if r.strip()]
+    given = opts.get("--with", []) + opts.get("-w", [])
+    reqs = [r for v in given for r in v.split(",") if r.strip()]
     for f in opts.get("--with-requirements", []):
         reqs += read_requirements(f)
     return reqs

@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && go run main.go > out.txt
