@@ -135,6 +135,49 @@ def test_tb1_fixture_solved_and_unsolved(fixture_env: TerminalBenchEnv) -> None:
     assert term and reward == 1.0 and info["success"] and info["score"] == 1.0
 
 
+def test_real_layout_fixture_locally(fixture_env: TerminalBenchEnv) -> None:
+    # FROM --platform + ENV PATH=...:$PATH + the official uv bootstrap, served offline
+    fixture_env.command_timeout = 60
+    obs, _ = fixture_env.reset(options={"task_id": "tb1-uv-env"})
+    obs, *_ = fixture_env.step('echo "$PATH"; echo "$GREETING_STYLE"')
+    assert obs.startswith("/opt/tools/bin:/usr/local/sbin:") and "formal" in obs
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and not info["success"] and info["test_results"] == {
+        "test_greeting": False,
+        "test_tests_see_the_image_environment": True,
+    }
+    fixture_env.reset(options={"task_id": "tb1-uv-env"})
+    obs, *_ = fixture_env.step(fixture_env.oracle_action())
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and reward == 1.0 and info["success"], fixture_env._test_output
+
+
+def test_oracle_files_where_the_harnesses_put_them(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    obs, *_ = fixture_env.step(fixture_env.oracle_action() + "\n```bash\nls /oracle\n```")
+    assert "solution.sh" in obs and "[exit status: 0]" in obs
+    fixture_env.reset(options={"task_id": "harbor-count"})
+    obs, *_ = fixture_env.step(
+        fixture_env.oracle_action() + "\n```bash\nls /solution; cat /app/count.txt\n```"
+    )
+    assert "solve.sh" in obs and "3" in obs
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        '{"commands": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"commands": [], "n": ' + "1" * 5000 + "}",
+        '{"commands": [{"keystrokes": "ls\\ud800\\n"}]}',
+    ],
+)
+def test_unreadable_actions_spend_a_turn(fixture_env: TerminalBenchEnv, action: str) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting"})
+    obs, _, term, _, info = fixture_env.step(action)
+    assert not info["action_valid"] and not term and "Invalid action" in obs
+    assert fixture_env.score_action(action) == 0.5  # the starting state's pass fraction
+
+
 def test_harbor_fixture_reward_file(fixture_env: TerminalBenchEnv) -> None:
     fixture_env.reset(options={"task_id": "harbor-count"})
     _, reward, term, _, info = fixture_env.step("submit")

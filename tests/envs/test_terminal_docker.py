@@ -175,3 +175,55 @@ def test_restore_keeps_modes_owners_links_mtimes(fixture_env: TerminalBenchEnv) 
     fixture_env.restore(snap)
     after, *_ = fixture_env.step(probe)
     assert after == before
+
+
+def test_wrecked_container_ends_the_episode_with_tests_in_a_fresh_one(
+    fixture_env: TerminalBenchEnv,
+) -> None:
+    fixture_env.command_timeout = 120  # let rm finish: no base64, no head, no python
+    fixture_env.reset(options={"task_id": "tb1-greeting", "max_turns": 2})
+    obs, reward, term, trunc, info = fixture_env.step("rm -rf / --no-preserve-root; echo gone")
+    # what the agent did is no exception of the env's: snapshot and score still answer
+    snap = fixture_env.snapshot()
+    if not term:
+        # the tests run in a fresh container: only the starting state's test passes
+        assert fixture_env.score_action("echo hi") == 0.5
+        obs, reward, term, trunc, info = fixture_env.step("")
+    assert (term or trunc) and reward == 0.0 and not info["success"]
+    assert "fresh sandbox of the task's image" in obs
+    # the tests did run (in a fresh container): setup's file is there, the greeting is not
+    assert info["test_results"] == {"test_greeting": False, "test_setup_ran": True}
+    fixture_env.restore(snap)
+    assert fixture_env.state_key()
+    if not fixture_env.unwrapped.done:
+        obs, reward, term, trunc, info = fixture_env.step("echo again")
+        assert (term or trunc) and not info["success"] and "test_results" in info
+
+
+def test_fork_bomb_is_the_agents_doing_not_an_exception(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.reset(options={"task_id": "tb1-greeting", "max_turns": 4})
+    obs, _, term, _, info = fixture_env.step("b(){ b|b& }; b")
+    if not term:
+        snap = fixture_env.snapshot()
+        fixture_env.score_action("echo hi")
+        fixture_env.restore(snap)
+        obs, _, term, trunc, info = fixture_env.step("echo survived")
+        assert "survived" in obs or term or trunc
+    assert not info["success"]
+
+
+def test_real_layout_fixture_on_docker(fixture_env: TerminalBenchEnv) -> None:
+    # FROM --platform + ENV PATH=...:$PATH + the official uv bootstrap, on the bundled base
+    fixture_env.command_timeout = 60
+    fixture_env.reset(options={"task_id": "tb1-uv-env"})
+    obs, *_ = fixture_env.step('echo "$PATH"; echo "$GREETING_STYLE"')
+    assert "/opt/tools/bin:/usr/local/sbin" in obs and "formal" in obs
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and not info["success"] and info["test_results"] == {
+        "test_greeting": False,
+        "test_tests_see_the_image_environment": True,
+    }
+    fixture_env.reset(options={"task_id": "tb1-uv-env"})
+    fixture_env.step(fixture_env.oracle_action())
+    _, reward, term, _, info = fixture_env.step("submit")
+    assert term and reward == 1.0 and info["success"]

@@ -234,8 +234,10 @@ def analyse_dockerfile(path: Path) -> dict[str, Any]:
                 problem = None
             continue
         if word == "ENV":
+            # one ENV line sees the values from before it, as in Docker
+            scope = {"PATH": DEFAULT_PATH, **args, **env}
             for key, value in _env_items(rest):
-                env[key] = expand(value, {"PATH": DEFAULT_PATH, **args, **env})
+                env[key] = expand(value, scope)
             continue
         if word == "WORKDIR":
             workdir = expand(rest, {**args, **env})

@@ -1,6 +1,8 @@
 """Scripted Terminal-Bench policies, for Pass@(K,T) runs and demos.
 
-- ``terminal/solution``: sends the task's ``solution.sh`` as one action, then ``submit``.
+- ``terminal/solution``: the task's oracle as one action (TB1 ``/oracle/solution.sh``,
+  Harbor ``/solution/solve.sh``, placed where the official harness puts them), then
+  ``submit``.
 - ``terminal/noisy:error_rate=0.3``: at any turn, with probability ``error_rate``, the
   env's ``error_action`` (a damaging or mistyped command); otherwise the solution and
   ``submit`` in one action. (A deleted starting file may leave the task unsolvable:
@@ -20,10 +22,10 @@ def _env_of(conversation: Conversation) -> TerminalBenchEnv:
 
 
 def solution_action(env: TerminalBenchEnv) -> str:
-    solution = env.task.solution
-    if not solution:
+    """The task's oracle, run as the official harness runs it (see ``oracle_action``)."""
+    if env.task.solution_path is None:
         raise ValueError(f"task {env.task_id!r} has no solution script")
-    return f"```bash\n{solution.rstrip()}\n```"
+    return env.oracle_action()
 
 
 class SolutionPolicy(ScriptedPolicy):

@@ -45,7 +45,8 @@ while IFS= read -r line; do
   arg=${line#? }
   case $line in
     S\ *) printf %s "$arg" | base64 -d >&3 ;;
-    X\ *) sh -c "$(printf %s "$arg" | base64 -d)" </dev/null 2>&1
+    X\ *) cmd=$(printf %s "$arg" | base64 -d) || cmd='exit 127'  # a wrecked system fails
+          sh -c "$cmd" </dev/null 2>&1
           printf '\n__AE_X_%s_%d\n' "$n" "$?" ;;
     U\ *) size=${arg%% *}; cmd=${arg#* }
           head -c "$size" | sh -c "$(printf %s "$cmd" | base64 -d)" 2>&1

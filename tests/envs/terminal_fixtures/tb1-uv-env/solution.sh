@@ -1,0 +1,2 @@
+#!/bin/bash
+if [ "$GREETING_STYLE" = formal ]; then echo "Good day." > /app/greeting.txt; else echo "Hi!" > /app/greeting.txt; fi
