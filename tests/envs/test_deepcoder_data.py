@@ -279,3 +279,29 @@ def test_a_folder_of_shards_loads_in_name_order(tmp_path: Path) -> None:
     (tmp_path / "test-00001-of-00002.jsonl").write_text(lines[1] + "\n")
     (tmp_path / "test-00000-of-00002.jsonl").write_text(lines[0] + "\n")
     assert list(load_tasks(tmp_path).tasks) == ["lcb-stdin", "lcb-call"]
+
+
+def test_rllm_training_rows_load_with_their_prompt(tmp_path: Path) -> None:
+    """rLLM's preprocessed training rows: chat prompt, tests in reward_model.ground_truth."""
+    import agentenvs  # noqa: F401
+    from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
+
+    prompt = "Sum the numbers.\n\n### Format: Read the inputs from stdin ...\n### Answer:"
+    tests = [
+        {"input": "1 2\n", "output": "3\n", "testtype": "stdin", "metadata": {"func_name": None}}
+    ]
+    row = {
+        "data_source": "codeforces",
+        "prompt": [{"role": "user", "content": prompt}],
+        "ability": "code",
+        "reward_model": {"style": "rule", "ground_truth": json.dumps(tests)},
+        "extra_info": {"split": "test", "index": 0},
+    }
+    path = tmp_path / "test_codeforces.json"
+    path.write_text(json.dumps([row]))
+    task = load_tasks(path).tasks["row-00000"]
+    assert (task.problem, task.prompt_formatted, task.source_format) == (prompt, True, "lcb")
+    assert task.tests[0].input == "1 2\n"
+    env = DeepCoderMTEnv(tasks_path=path)
+    assert env.reset(seed=0)[0] == prompt
+    env.close()

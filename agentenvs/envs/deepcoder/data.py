@@ -22,6 +22,11 @@ which picks the official checker under ``rules="official"``: from the row's
 ``data_source`` column when present (rLLM's names: livecodebench, codeforces, taco, apps,
 code_contests, primeintellect), else from the test schema.
 
+rLLM's own training files (``train_<source>.parquet``, ``deepscaler_code.parquet``, the
+``test_<source>.json`` copies) load too: rows ``{"data_source", "prompt": [chat
+messages], "reward_model": {"ground_truth": tests}}``, the last user message shown as the
+prompt unchanged.
+
 ``metadata`` (a JSON string or a dict) may hold ``func_name``, ``difficulty`` and
 ``reference`` (a correct solution: the scripted policy submits it and error actions
 mutate it). Rows without an ``id`` are named ``row-NNNNN`` by position.
@@ -97,6 +102,8 @@ class CodeTask:
     #: which official checker grades it: "lcb" (LiveCodeBench, Codeforces), "taco" or
     #: "primeintellect" (both APPS-style)
     source_format: SourceFormat = "lcb"
+    #: ``problem`` is already the full prompt (rLLM's training files): shown as it is
+    prompt_formatted: bool = False
 
 
 @dataclass
@@ -292,18 +299,32 @@ def parse_row(row: Any, source: str, default_id: str) -> CodeTask:
     if not isinstance(task_id, str) or not task_id.strip():
         raise TaskError(source, "id", f"expected a non-empty string, got {task_id!r:.60}")
     problem = row.get("problem", row.get("question"))
+    formatted = False
+    tests_raw = row.get("tests")
+    if problem is None and isinstance(row.get("prompt"), list | tuple):
+        # rLLM's training files: the prompt as chat messages (already formatted), the tests
+        # as reward_model.ground_truth
+        users = [
+            m.get("content")
+            for m in row["prompt"]
+            if isinstance(m, Mapping) and m.get("role") == "user"
+        ]
+        problem, formatted = (users[-1] if users else None), True
+        reward_model = row.get("reward_model")
+        if tests_raw is None and isinstance(reward_model, Mapping):
+            tests_raw = reward_model.get("ground_truth")
     if not isinstance(problem, str) or not problem.strip():
         raise TaskError(source, "problem", "missing or not a non-empty string")
-    if "tests" not in row:
+    if tests_raw is None:
         raise TaskError(source, "tests", "missing")
     meta = _metadata(row, source)
     func_name = _optional_str(meta.get("func_name"), source, "metadata.func_name")
-    tests, func_name = parse_tests(row["tests"], source, func_name=func_name)
+    tests, func_name = parse_tests(tests_raw, source, func_name=func_name)
     starter = _optional_str(row.get("starter_code"), source, "starter_code") or ""
     difficulty = meta.get("difficulty")
     data_source = row.get("data_source")
     if data_source is None or data_source == "":
-        source_format = detect_format(row["tests"])
+        source_format = detect_format(tests_raw)
     elif isinstance(data_source, str) and data_source.lower() in DATA_SOURCES:
         source_format = DATA_SOURCES[data_source.lower()]
     else:
@@ -322,6 +343,7 @@ def parse_row(row: Any, source: str, default_id: str) -> CodeTask:
         reference=_optional_str(meta.get("reference"), source, "metadata.reference"),
         metadata=meta,
         source_format=source_format,
+        prompt_formatted=formatted,
     )
 
 

@@ -449,7 +449,7 @@ class DeepCoderMTEnv(TextEnv):
         self._attempts = []
         self._outcomes = None
         self._feedback = ""
-        return lcb_prompt(task.problem, task.starter_code)
+        return self._question(task)
 
     def _reset_info(self) -> dict[str, Any]:
         return {keys.SYSTEM_PROMPT: self.system_prompt()}
@@ -578,6 +578,8 @@ class DeepCoderMTEnv(TextEnv):
         return self.timeout_per_test
 
     def _question(self, task: CodeTask) -> str:
+        if task.prompt_formatted:
+            return task.problem
         return lcb_prompt(task.problem, task.starter_code)
 
     def _extract(self, action: str) -> tuple[str | None, str]:
