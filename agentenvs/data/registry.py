@@ -176,3 +176,43 @@ register(
         license="MIT",
     )
 )
+
+#: Terminal-Bench 1.0 (``terminal-bench-core`` 0.1.1): the commit its registry pins, on the
+#: repository's ``dataset/terminal-bench-core/v0.1.x`` branch; TB1 task folders in ``tasks/``
+TERMINAL_BENCH_REVISION = "91e10457b5410f16c44364da1a34cb6de8c488a5"
+#: Terminal-Bench 2.0: the commit Harbor's registry pins; Harbor task folders at the top
+TERMINAL_BENCH_2_REVISION = "69671fbaac6d67a7ef0dfec016cc38a64ef7a77c"
+
+register(
+    Dataset(
+        name="terminal-bench",
+        description=(
+            "Terminal-Bench 1.0 (terminal-bench-core 0.1.1): TB1 task folders (task.yaml, "
+            "Dockerfile, run-tests.sh, tests/, solution.sh)"
+        ),
+        source=GitRepository(
+            url="https://github.com/laude-institute/terminal-bench.git",
+            commit=TERMINAL_BENCH_REVISION,
+        ),
+        env_id="agentenvs/TerminalBench-v0",
+        splits={"core": "tasks"},
+        homepage="https://github.com/laude-institute/terminal-bench",
+    )
+)
+
+register(
+    Dataset(
+        name="terminal-bench-2",
+        description=(
+            "Terminal-Bench 2.0: Harbor task folders (task.toml, instruction.md, "
+            "environment/, tests/test.sh, solution/)"
+        ),
+        source=GitRepository(
+            url="https://github.com/laude-institute/terminal-bench-2.git",
+            commit=TERMINAL_BENCH_2_REVISION,
+        ),
+        env_id="agentenvs/TerminalBench-v0",
+        splits={"all": "."},
+        homepage="https://github.com/laude-institute/terminal-bench-2",
+    )
+)
