@@ -1,0 +1,144 @@
+"""What every trainer adapter needs, free of any framework.
+
+- The prompt convention: a reset observation is ``info["system_prompt"]``, a blank line,
+  then the task; ``split_prompt`` gives the two parts, for trainers that send the system
+  prompt as a system message (so the rules are never shown twice).
+- Per-rollout random streams: the K rollouts of a group start from the same row (task and
+  seed) and must still diverge through the env's own randomness, as in ``GroupEnv``.
+- The env's actions as tools: one small table per env id (FrozenLake's ``move``,
+  InterCode-SQL's ``execute_sql``/``submit``, ...), and BFCL's functions as tools per task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from agentenvs.core.rng import stream_rng
+
+#: mixed into the seeds of per-rollout streams, so they never equal an env's own draws
+ROLLOUT_STREAM = 0x54524C52  # "TRLR"
+
+
+def split_prompt(observation: str, info: Mapping[str, Any]) -> tuple[str, str]:
+    """``(system, user)``: the system prompt and the rest of a reset observation.
+
+    When the observation does not start with ``info["system_prompt"]`` it is returned
+    whole as the user part (and the system part is still the system prompt, if any).
+    """
+    system = str(info.get("system_prompt") or "")
+    if system and observation.startswith(system):
+        return system, observation[len(system) :].lstrip("\n")
+    return system, observation
+
+
+def reseed_rollout(env: gym.Env, seed: int | None, rollout: int) -> None:
+    """Give a freshly reset env its own random stream for rollout number ``rollout``."""
+    env.unwrapped.np_random = stream_rng(ROLLOUT_STREAM, seed, rollout)
+
+
+@dataclass(frozen=True)
+class ActionTool:
+    """One tool that maps to an env action: ``template`` receives the tool's arguments."""
+
+    name: str
+    description: str
+    params: tuple[tuple[str, str, tuple[str, ...] | None], ...]  # (name, description, choices)
+    template: Callable[..., str]
+
+
+def _fenced(lang: str, key: str) -> Callable[..., str]:
+    return lambda **kw: f"```{lang}\n{kw[key]}\n```"
+
+
+ACTION_TOOLS: dict[str, tuple[ActionTool, ...]] = {
+    "FrozenLake": (
+        ActionTool(
+            "move",
+            "Take one step on the frozen lake (the ice may make you slip sideways).",
+            (("direction", "The direction to move", ("Left", "Down", "Right", "Up")),),
+            lambda direction: f"<answer>{direction}</answer>",
+        ),
+    ),
+    "InterCodeSQL": (
+        ActionTool(
+            "execute_sql",
+            "Run one SQL statement on the database and see its result.",
+            (("query", "The SQL statement", None),),
+            _fenced("sql", "query"),
+        ),
+        ActionTool(
+            "submit",
+            "Submit the result of the last statement as the answer (ends the episode).",
+            (),
+            lambda: "submit",
+        ),
+    ),
+    "DeepCoderMT": (
+        ActionTool(
+            "run_tests",
+            "Run a complete Python program against the public tests; the last program "
+            "sent is the answer, graded on all tests.",
+            (("code", "The complete Python program", None),),
+            _fenced("python", "code"),
+        ),
+    ),
+    "TerminalBench": (
+        ActionTool(
+            "run_command",
+            "Run shell commands in the task's persistent bash shell and see their output.",
+            (("command", "The shell commands", None),),
+            _fenced("bash", "command"),
+        ),
+        ActionTool(
+            "submit",
+            "Say the task is done: its tests run and the episode ends.",
+            (),
+            lambda: "submit",
+        ),
+    ),
+}
+
+GENERIC_TOOL = ActionTool(
+    "act",
+    "Send your next turn to the environment and see its answer.",
+    (("action", "The text of your turn, in the format the task asks for", None),),
+    lambda action: action,
+)
+
+
+def env_family(env_id: str) -> str:
+    """``"agentenvs/FrozenLake-v0"`` → ``"FrozenLake"``."""
+    return env_id.rsplit("/", 1)[-1].rsplit("-v", 1)[0]
+
+
+def action_tools(env_id: str) -> tuple[ActionTool, ...]:
+    return ACTION_TOOLS.get(env_family(env_id), (GENERIC_TOOL,))
+
+
+def is_bfcl_single_turn(env_id: str) -> bool:
+    return env_family(env_id) == "BFCL"
+
+
+def calls_action(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """Recorded tool calls as the BFCL env's JSON tool-call reply (no calls: plain text)."""
+    if not calls:
+        return "None of the functions fits this request."
+    return json.dumps([{"name": name, "arguments": args} for name, args in calls])
+
+
+__all__ = [
+    "ACTION_TOOLS",
+    "ROLLOUT_STREAM",
+    "ActionTool",
+    "action_tools",
+    "calls_action",
+    "env_family",
+    "is_bfcl_single_turn",
+    "reseed_rollout",
+    "split_prompt",
+]

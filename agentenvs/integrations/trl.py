@@ -1,0 +1,465 @@
+"""TRL: any agentenvs env in ``GRPOTrainer``, through its environments mode or a rollout function.
+
+Environments mode (``GRPOTrainer(environment_factory=...)``): TRL makes one object per
+rollout, calls ``reset(**row)`` with the dataset row and appends the string it returns
+to the prompt, exposes the object's public methods as tools (their type hints and
+docstrings become the JSON schema the chat template shows) and calls them when the model
+emits tool calls. ``for_trl(env_id)`` gives everything that needs:
+
+- ``environment_factory``: objects whose only public methods are the env's actions as
+  tools (FrozenLake ``move(direction)``, InterCode-SQL ``execute_sql(query)`` and
+  ``submit()``, DeepCoder-MT ``run_tests(code)``, Terminal-Bench ``run_command(command)``
+  and ``submit()``, any other env ``act(action)``). For ``agentenvs/BFCL-v0`` the tools
+  are the task's own functions, one class per task (a dict factory, selected by the
+  dataset's ``environment`` column), names with ``_`` for ``.`` (``underscore_to_dot``),
+  parameters that are Python keywords renamed (``async`` → ``async_``) and mapped back,
+  defaults kept in each parameter's description; the recorded calls are graded when
+  the rollout is scored.
+- ``dataset``: one row per (task, seed): the system prompt as a system message, an empty
+  user message that ``reset`` fills with the task, and ``task_id``/``seed``.
+- ``reward_funcs``: one function reading each rollout's env: the episode's summed reward.
+
+What TRL leaves to the env, handled here:
+
+- Per-rollout randomness: the G rollouts of a group get the same row (same seed), so
+  after the common reset each object replaces the env's generator with a stream of its
+  own (seeded by the row's seed and the object's index), as ``GroupEnv`` does: slips on
+  FrozenLake differ between rollouts and a run replays exactly.
+- Clean-up: TRL keeps its objects for the whole run and never closes them. By default
+  each episode's env is closed once its reward is read (shell, sandbox, container,
+  database released; the next reset makes a new one), and a finalizer closes whatever
+  is still open when the object is collected or the process exits.
+- Tool-call parsing is TRL's: it works with chat templates TRL recognises (Qwen, Llama
+  3.1+, GLM, gpt-oss, ...), see ``trl.chat_template_utils.add_response_schema``.
+
+Free-text actions without tools: ``make_rollout_func`` plays G rollouts of a row through
+``GroupEnv`` with the trainer's model, multi-turn, and returns what
+``GRPOTrainer(rollout_func=...)`` expects (prompt and completion ids, sampling
+log-probabilities, an ``env_mask`` that excludes observation tokens from the loss, and
+the episode rewards for ``reward_from_rollout``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import keyword
+import re
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from agentenvs.integrations.common import (
+    ActionTool,
+    action_tools,
+    calls_action,
+    is_bfcl_single_turn,
+    reseed_rollout,
+    split_prompt,
+)
+
+EPISODE_OVER = "The episode is over: no further actions are taken."
+
+
+# ------------------------------------------------------------------ tools from schemas
+@dataclass(frozen=True)
+class ToolParam:
+    """A Python parameter of a generated tool and the schema name it stands for."""
+
+    name: str  # a valid, non-keyword Python identifier
+    schema_name: str
+    hint: Any
+    description: str
+    required: bool
+
+
+def _python_name(name: str, taken: set[str]) -> str:
+    candidate = re.sub(r"\W", "_", name) or "arg"
+    if candidate[0].isdigit():
+        candidate = "_" + candidate
+    if keyword.iskeyword(candidate) or candidate in ("self",):
+        candidate += "_"
+    while candidate in taken:
+        candidate += "_"
+    taken.add(candidate)
+    return candidate
+
+
+_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+def schema_hint(schema: Any) -> Any:
+    """A type hint whose JSON schema (as transformers writes it) matches ``schema``."""
+    if not isinstance(schema, dict):
+        return Any
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, str | int | float | bool) for v in enum):
+        return Literal[tuple(enum)]  # type: ignore[valid-type]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        hints = [schema_hint({**schema, "type": k}) for k in kind if k != "null"]
+        if not hints:
+            return Any
+        hint = hints[0]
+        for h in hints[1:]:
+            hint = hint | h
+        return hint | None if "null" in kind else hint
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        return list[schema_hint(schema.get("items"))] if schema.get("items") else list
+    if kind == "object":
+        return dict[str, Any]
+    return Any
+
+
+def _describe_param(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "A value."
+    text = " ".join(str(schema.get("description") or "").split()) or "A value."
+    if "default" in schema:
+        text += f" (default: {json.dumps(schema['default'])})"
+    nested = {k: schema[k] for k in ("properties", "items") if k in schema and k != "items"}
+    if schema.get("type") == "object" and nested:
+        text += f" Fields: {json.dumps(nested['properties'])}"
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        if items.get("type") == "object" and items.get("properties"):
+            text += f" Each item has fields: {json.dumps(items['properties'])}"
+    return text
+
+
+def tool_params(parameters: Any) -> list[ToolParam]:
+    """The Python parameters of a tool whose arguments follow the JSON schema ``parameters``."""
+    props = (parameters or {}).get("properties") or {}
+    required = set((parameters or {}).get("required") or [])
+    taken: set[str] = set()
+    params = []
+    for schema_name, schema in props.items():
+        params.append(
+            ToolParam(
+                name=_python_name(str(schema_name), taken),
+                schema_name=str(schema_name),
+                hint=schema_hint(schema),
+                description=_describe_param(schema),
+                required=schema_name in required,
+            )
+        )
+    # required parameters first: a Python signature cannot put them after optional ones
+    return sorted(params, key=lambda p: not p.required)
+
+
+def make_tool_method(
+    name: str, description: str, params: Sequence[ToolParam], run: Callable[[Any, dict[str, Any]], str]
+) -> Callable[..., str]:
+    """A function to set on a class as a tool method: TRL reads its name, signature,
+    type hints and Google-style docstring; calling it runs ``run(self, arguments)`` with
+    the arguments under their schema names."""
+    by_python = {p.name: p.schema_name for p in params}
+
+    def tool(self: Any, **kwargs: Any) -> str:
+        arguments = {by_python.get(k, k): v for k, v in kwargs.items()}
+        return run(self, arguments)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for p in params:
+        parameters.append(
+            inspect.Parameter(
+                p.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if p.required else None,
+                annotation=p.hint,
+            )
+        )
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = {**{p.name: p.hint for p in params}, "return": str}
+    tool.__name__ = tool.__qualname__ = name
+    summary = " ".join(description.split()) or name
+    lines = [summary, ""]
+    if params:
+        lines.append("Args:")
+        lines += [f"    {p.name}: {p.description}" for p in params]
+        lines.append("")
+    lines += ["Returns:", "    What the environment answers."]
+    tool.__doc__ = "\n".join(lines)
+    return tool
+
+
+# ------------------------------------------------------------------ the env objects
+_instances = itertools.count()
+
+
+class AgentEnvsTRLEnv:
+    """Base of the objects TRL makes per rollout (see the module docstring).
+
+    Only the tool methods of subclasses are public; everything else starts with ``_``
+    (TRL would expose any other public method as a tool).
+    """
+
+    _env_id: str = ""
+    _env_kwargs: dict[str, Any] = {}
+    _close_after_episode: bool = True
+
+    def __init__(self) -> None:
+        self._index = next(_instances)
+        self._holder: list[gym.Env | None] = [None]
+        self._finalizer = weakref.finalize(self, _close_held, self._holder)
+        self._row_seed: int | None = None
+        self._return = 0.0
+        self._done = False
+        self._scored = False
+        self._calls: list[tuple[str, dict[str, Any]]] = []
+        self._steps: list[tuple[str, str, float, bool, bool, dict[str, Any]]] = []
+
+    # TRL: reset(**row) returns text appended to the prompt's last user message
+    def reset(self, **row: Any) -> str:
+        env = self._env()
+        seed = row.get("seed")
+        options = {k: row[k] for k in ("task_id", "max_turns") if row.get(k) is not None}
+        observation, info = env.reset(seed=None if seed is None else int(seed), options=options or None)
+        reseed_rollout(env, None if seed is None else int(seed), self._index)
+        self._row_seed = seed
+        self._return = 0.0
+        self._done = False
+        self._scored = False
+        self._calls = []
+        self._steps = []
+        self._info = info
+        prompt = row.get("prompt")
+        system, user = split_prompt(observation, info)
+        # the dataset's prompt already carries the system prompt: hand over only the task
+        if isinstance(prompt, list) and prompt and prompt[0].get("role") == "system":
+            return user
+        return observation
+
+    def _env(self) -> gym.Env:
+        env = self._holder[0]
+        if env is None:
+            env = gym.make(self._env_id, **self._env_kwargs)
+            self._holder[0] = env
+        return env
+
+    def _act(self, action: str) -> str:
+        if self._done:
+            return EPISODE_OVER
+        env = self._env()
+        observation, reward, terminated, truncated, info = env.step(action)
+        self._return += float(reward)
+        self._done = bool(terminated or truncated)
+        self._steps.append((action, observation, float(reward), bool(terminated), bool(truncated), info))
+        if self._done:
+            outcome = "solved" if info.get("success") else "not solved"
+            return f"{observation}\n\n[{EPISODE_OVER} Outcome: {outcome}.]"
+        return observation
+
+    def _record_call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._done:
+            return EPISODE_OVER
+        self._calls.append((name, arguments))
+        return f"Call {len(self._calls)} recorded: {name}({json.dumps(arguments)})."
+
+    def _episode_return(self) -> float:
+        """The episode's summed reward (grading recorded calls first); then, by default,
+        the env is closed."""
+        if not self._scored:
+            self._scored = True
+            if self._holder[0] is not None and self._calls_graded_at_end() and not self._done:
+                self._act(calls_action(self._calls))
+        reward = self._return
+        if self._close_after_episode:
+            self._close()
+        return reward
+
+    def _calls_graded_at_end(self) -> bool:
+        return False
+
+    def _close(self) -> None:
+        _close_held(self._holder)
+
+    @property
+    def _closed(self) -> bool:
+        return self._holder[0] is None
+
+
+def _close_held(holder: list[gym.Env | None]) -> None:
+    env, holder[0] = holder[0], None
+    if env is not None:
+        env.close()
+
+
+class _BFCLTaskEnv(AgentEnvsTRLEnv):
+    def _calls_graded_at_end(self) -> bool:
+        return True
+
+
+def _action_method(tool: ActionTool) -> Callable[..., str]:
+    params = [
+        ToolParam(name, name, Literal[choices] if choices else str, desc, True)  # type: ignore[valid-type]
+        for name, desc, choices in tool.params
+    ]
+
+    def run(self: AgentEnvsTRLEnv, arguments: dict[str, Any]) -> str:
+        try:
+            action = tool.template(**arguments)
+        except (KeyError, TypeError) as exc:
+            return f"Invalid call of {tool.name}: {exc}."
+        return self._act(action)
+
+    return make_tool_method(tool.name, tool.description, params, run)
+
+
+def environment_class(
+    env_id: str, *, close_after_episode: bool = True, **env_kwargs: Any
+) -> type[AgentEnvsTRLEnv]:
+    """The TRL environment class of a free-text env: its actions as tool methods."""
+    if is_bfcl_single_turn(env_id):
+        raise ValueError(f"{env_id} has tools per task: use for_trl(), which builds a class per task")
+    gym.spec(env_id)
+    attrs: dict[str, Any] = {
+        "_env_id": env_id,
+        "_env_kwargs": dict(env_kwargs),
+        "_close_after_episode": close_after_episode,
+    }
+    for tool in action_tools(env_id):
+        attrs[tool.name] = _action_method(tool)
+    name = env_id.rsplit("/", 1)[-1].split("-v")[0] + "Env"
+    return type(name, (AgentEnvsTRLEnv,), attrs)
+
+
+def bfcl_task_class(
+    env_id: str, task_id: str, tools: Sequence[dict[str, Any]], *, close_after_episode: bool = True,
+    **env_kwargs: Any,
+) -> type[AgentEnvsTRLEnv]:
+    """A class whose tool methods are one BFCL task's functions; calls are recorded and
+    graded together when the rollout is scored."""
+    attrs: dict[str, Any] = {
+        "_env_id": env_id,
+        "_env_kwargs": dict(env_kwargs),
+        "_close_after_episode": close_after_episode,
+    }
+    reserved = {"reset"} | {n for n in dir(AgentEnvsTRLEnv)}
+    for spec in tools:
+        fn = spec.get("function", spec)
+        schema_name = str(fn["name"])
+        attr = schema_name if schema_name.isidentifier() and schema_name not in reserved else None
+        if attr is None:
+            raise ValueError(
+                f"BFCL function name {schema_name!r} of {task_id} cannot be a method name; "
+                "make the env with underscore_to_dot=True"
+            )
+
+        def run(self: AgentEnvsTRLEnv, arguments: dict[str, Any], _name: str = schema_name) -> str:
+            return self._record_call(_name, arguments)
+
+        attrs[attr] = make_tool_method(
+            schema_name, str(fn.get("description") or schema_name), tool_params(fn.get("parameters")), run
+        )
+    safe = re.sub(r"\W", "_", task_id)
+    return type(f"BFCL_{safe}", (_BFCLTaskEnv,), attrs)
+
+
+# ------------------------------------------------------------------ rewards and datasets
+def agentenvs_reward(prompts: Any = None, completions: Any = None, environments: Any = None, **kwargs: Any) -> list[float]:
+    """TRL reward function: each rollout's episode reward, read from its env object."""
+    if environments is None:
+        raise ValueError("agentenvs_reward reads the rollouts' envs: use it with environment_factory")
+    return [env._episode_return() for env in environments]
+
+
+@dataclass
+class TRLSetup:
+    """What ``GRPOTrainer`` takes: ``environment_factory``, ``train_dataset`` (as
+    ``dataset``) and ``reward_funcs``."""
+
+    environment_factory: Callable[[], AgentEnvsTRLEnv] | dict[str, Callable[[], AgentEnvsTRLEnv]]
+    dataset: Any
+    reward_funcs: list[Callable[..., list[float]]] = field(default_factory=lambda: [agentenvs_reward])
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def task_rows(
+    env_id: str,
+    *,
+    task_ids: Iterable[str] | None = None,
+    seeds: Iterable[int] = (0,),
+    max_turns: int | None = None,
+    **env_kwargs: Any,
+) -> list[dict[str, Any]]:
+    """One row per (task, seed), with the system prompt, the task's tools where it has
+    some, and the reset's ``task_id``/``seed`` (``max_turns`` if given)."""
+    env = gym.make(env_id, **env_kwargs)
+    rows = []
+    try:
+        ids = list(task_ids) if task_ids is not None else list(env.unwrapped.task_ids)  # type: ignore[attr-defined]
+        for task_id in ids:
+            for seed in seeds:
+                options: dict[str, Any] = {"task_id": task_id}
+                if max_turns is not None:
+                    options["max_turns"] = max_turns
+                observation, info = env.reset(seed=int(seed), options=options)
+                system, _ = split_prompt(observation, info)
+                row: dict[str, Any] = {
+                    "prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
+                    "task_id": task_id,
+                    "seed": int(seed),
+                }
+                if max_turns is not None:
+                    row["max_turns"] = max_turns
+                if info.get("tools"):
+                    row["_tools"] = info["tools"]
+                rows.append(row)
+    finally:
+        env.close()
+    return rows
+
+
+def for_trl(
+    env_id: str,
+    *,
+    task_ids: Iterable[str] | None = None,
+    seeds: Iterable[int] = (0,),
+    max_turns: int | None = None,
+    close_after_episode: bool = True,
+    **env_kwargs: Any,
+) -> TRLSetup:
+    """Environment factory, task dataset and reward function for ``GRPOTrainer``."""
+    from datasets import Dataset
+
+    if is_bfcl_single_turn(env_id):
+        env_kwargs.setdefault("underscore_to_dot", True)
+    rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs)
+    factory: Any
+    if is_bfcl_single_turn(env_id):
+        factories: dict[str, Callable[[], AgentEnvsTRLEnv]] = {}
+        for row in rows:
+            task_id = row["task_id"]
+            if task_id not in factories:
+                factories[task_id] = bfcl_task_class(
+                    env_id, task_id, row["_tools"], close_after_episode=close_after_episode, **env_kwargs
+                )
+            row["environment"] = task_id
+        factory = factories
+    else:
+        factory = environment_class(env_id, close_after_episode=close_after_episode, **env_kwargs)
+    for row in rows:
+        row.pop("_tools", None)
+    return TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows)
+
+
+__all__ = [
+    "AgentEnvsTRLEnv",
+    "TRLSetup",
+    "ToolParam",
+    "agentenvs_reward",
+    "bfcl_task_class",
+    "environment_class",
+    "for_trl",
+    "make_tool_method",
+    "schema_hint",
+    "task_rows",
+    "tool_params",
+]

@@ -1,0 +1,192 @@
+"""TRL's environments mode: tools with the schemas TRL renders, per-rollout streams,
+BFCL's functions as tools, rewards and clean-up; GRPO steps with a tiny model."""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import agentenvs  # noqa: F401 - registers the ids
+
+pytest.importorskip("trl", reason="could not import trl: pip install 'agentenvs[integrations]'")
+pytest.importorskip("datasets", reason="could not import datasets: pip install 'agentenvs[integrations]'")
+
+from transformers.utils import get_json_schema  # noqa: E402
+
+from agentenvs.integrations.trl import (  # noqa: E402
+    agentenvs_reward,
+    environment_class,
+    for_trl,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo.py"
+
+
+def tool_methods(obj: object) -> dict[str, object]:
+    # exactly how TRL finds an environment's tools
+    return {
+        name: getattr(obj, name)
+        for name, _ in inspect.getmembers(type(obj), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
+@pytest.mark.parametrize(
+    ("env_id", "tools"),
+    [
+        ("agentenvs/FrozenLake-v0", {"move"}),
+        ("agentenvs/InterCodeSQL-v0", {"execute_sql", "submit"}),
+        ("agentenvs/DeepCoderMT-v0", {"run_tests"}),
+        ("agentenvs/TerminalBench-v0", {"run_command", "submit"}),
+        ("agentenvs/BFCLMultiTurn-v0", {"act"}),
+    ],
+)
+def test_only_the_actions_are_tools_and_their_schemas_render(env_id: str, tools: set[str]) -> None:
+    obj = environment_class(env_id)()
+    methods = tool_methods(obj)
+    assert set(methods) == tools
+    for name, method in methods.items():
+        schema = get_json_schema(method)["function"]
+        assert schema["name"] == name and schema["description"]
+    if env_id.endswith("FrozenLake-v0"):
+        params = get_json_schema(obj.move)["function"]["parameters"]  # type: ignore[attr-defined]
+        assert params["properties"]["direction"]["enum"] == ["Left", "Down", "Right", "Up"]
+        assert params["required"] == ["direction"]
+
+
+def test_tools_step_the_env_like_text_actions_and_the_reward_is_the_return() -> None:
+    cls = environment_class("agentenvs/InterCodeSQL-v0")
+    obj = cls()
+    row = {"prompt": [{"role": "system", "content": "x"}, {"role": "user", "content": ""}], "task_id": None, "seed": 3}
+    task_text = obj.reset(**row)
+    env = gym.make("agentenvs/InterCodeSQL-v0")
+    obs, info = env.reset(seed=3)
+    assert obs == f"{info['system_prompt']}\n\n{task_text}"
+    gold = env.unwrapped.gold_query
+    assert obj.execute_sql(query=gold) == env.step(f"```sql\n{gold}\n```")[0]
+    answer = obj.submit()
+    assert answer.startswith(env.step("submit")[0]) and "Outcome: solved" in answer
+    assert obj.submit().startswith("The episode is over")
+    assert agentenvs_reward(environments=[obj]) == [1.0]
+    assert obj._closed  # the episode's env is closed once its reward is read
+    env.close()
+
+
+def test_rollouts_of_one_row_diverge_and_replay() -> None:
+    cls = environment_class("agentenvs/FrozenLake-v0", map_name="8x8", max_turns=12)
+    row = {"task_id": "8x8", "seed": 7}
+
+    def play(objs: list) -> list[list[str]]:
+        out = []
+        for obj in objs:
+            first = obj.reset(**row)
+            out.append([first] + [obj.move(direction="Right") for _ in range(6)])
+        return out
+
+    objs = [cls() for _ in range(6)]
+    runs = play(objs)
+    assert len({run[0] for run in runs}) == 1  # the same start for the whole group
+    assert len({tuple(run) for run in runs}) > 1  # then each rollout slips its own way
+    # objects with the same indices replay the same episodes from the same row
+    twins = [cls() for _ in range(6)]
+    for obj, twin in zip(objs, twins, strict=True):
+        twin._index = obj._index
+    assert play(twins) == play(objs) == runs
+    for obj in twins:
+        obj._close()
+    for obj in objs:
+        obj._close()
+
+
+def test_envs_trl_never_closes_are_closed_when_collected() -> None:
+    cls = environment_class("agentenvs/InterCodeSQL-v0", close_after_episode=False)
+    obj = cls()
+    obj.reset(seed=0)
+    inner = obj._holder[0].unwrapped
+    closed = []
+    original = inner.close
+    inner.close = lambda: (closed.append(True), original())  # observe the real close
+    agentenvs_reward(environments=[obj])
+    assert not closed and not obj._closed  # kept open when asked to
+    del obj
+    gc.collect()
+    assert closed == [True]
+
+
+def test_bfcl_functions_become_tools_per_task_and_gold_calls_score_one() -> None:
+    setup = for_trl("agentenvs/BFCL-v0")
+    assert isinstance(setup.environment_factory, dict)
+    env = gym.make("agentenvs/BFCL-v0", underscore_to_dot=True, max_turns=1)
+    n_tools = n_defaults = n_renamed = 0
+    rewards = []
+    for row in setup.rows:
+        obj = setup.environment_factory[row["environment"]]()
+        obj.reset(**row)
+        _, info = env.reset(seed=row["seed"], options={"task_id": row["task_id"]})
+        methods = tool_methods(obj)
+        declared = {t["function"]["name"]: t["function"] for t in info["tools"]}
+        assert set(methods) == set(declared), row["task_id"]
+        for name, method in methods.items():
+            schema = get_json_schema(method)["function"]["parameters"]
+            want = declared[name]["parameters"]
+            renamed = {p if p.isidentifier() and p not in ("async", "lambda") else p + "_": p for p in want["properties"]}
+            assert {renamed.get(p, p) for p in schema["properties"]} <= set(want["properties"]) | set(renamed)
+            assert {renamed.get(p, p) for p in schema.get("required", [])} == set(want.get("required", []))
+            n_tools += 1
+            n_renamed += sum(p.endswith("_") for p in schema["properties"])
+            for pname, pschema in want["properties"].items():
+                if "default" in pschema:
+                    n_defaults += 1
+                    key = next(k for k, v in renamed.items() if v == pname)
+                    assert f"(default: {json.dumps(pschema['default'])})" in schema["properties"][key]["description"]
+        # the gold calls, made through the tool methods as TRL would (by python names)
+        if "irrelevance" not in info["category"]:
+            for name, args in env.unwrapped.gold_calls():
+                method = methods[name]
+                params = inspect.signature(method).parameters
+                by_schema = {p.rstrip("_") if p.rstrip("_") not in params else p: p for p in params}
+                method(**{by_schema.get(k, k): v for k, v in args.items()})
+        rewards.append(agentenvs_reward(environments=[obj])[0])
+    # the bundled entries: 269 functions, 71 parameters with a default, one named `async`
+    assert (n_tools, n_defaults, n_renamed) == (269, 71, 1)
+    assert sum(rewards) / len(rewards) > 0.9, rewards.count(0.0)
+    env.close()
+
+
+def test_grpo_trainer_accepts_the_setup() -> None:
+    pytest.importorskip("torch", reason="could not import torch: pip install 'agentenvs[hf]'")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    from trl import GRPOConfig, GRPOTrainer
+
+    setup = for_trl("agentenvs/FrozenLake-v0", seeds=range(2), map_name="4x4")
+    tokenizer = example.build_tokenizer([m["content"] for r in setup.rows for m in r["prompt"]])
+    model = example.build_model(tokenizer, 0)
+    config = GRPOConfig(output_dir="unused", max_steps=1, per_device_train_batch_size=2, num_generations=2,
+                        report_to=[], use_cpu=True, save_strategy="no")
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=setup.dataset,
+                          reward_funcs=setup.reward_funcs, environment_factory=setup.environment_factory)
+    assert [t.__name__ for t in trainer.tools] == ["move"]
+    assert trainer.reward_func_names == ["agentenvs_reward"]
+
+
+@pytest.mark.slow
+def test_the_example_trains_two_grpo_steps_on_cpu() -> None:
+    pytest.importorskip("torch", reason="could not import torch: pip install 'agentenvs[hf]'")
+    proc = subprocess.run([sys.executable, str(EXAMPLE), "--quick"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["grpo_steps"] == 2
+    assert summary["envs_left_open"] == 0
+    assert len(summary["mean_reward"]) == 2
