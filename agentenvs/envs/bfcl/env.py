@@ -111,11 +111,16 @@ class BFCLEnv(TextEnv):
     types; the relevance categories by BFCL's relevance rule.
 
     ## Action Space
-    ``FreeText``: the calls in BFCL's Python syntax ``[f(a=1), g(b="x")]`` (keyword
-    arguments only: positional ones are dropped, as BFCL does), or JSON tool calls
-    ``[{"name": ..., "arguments": {...}}]`` / ``{"tool_calls": [...]}``; see
-    :mod:`agentenvs.envs.bfcl.decode`. In the Java and JavaScript categories every
-    argument is a string of Java/JS source (``"3.5f"``, ``"10L"``, ``"10n"``).
+    ``FreeText``, read as the leaderboard reads a prompting model's reply
+    (:mod:`agentenvs.envs.bfcl.decode`): backticks, newlines and spaces trimmed at both
+    ends, brackets added where missing, then BFCL's call syntax ``[f(a=1), g(b="x")]``
+    (keyword arguments only: positional ones are dropped, as BFCL does). In the Java and
+    JavaScript categories the reply is parsed by the language's tree-sitter grammar, as
+    officially, and every value is source text: ``[getPage(pageNo=3)]`` gives ``"3"``,
+    ``sa=new InetSocketAddress("10.0.0.1", 80)`` is read as written, and parameter names
+    may be Python keywords (``from``, ``async``). JSON tool calls
+    (``[{"name": ..., "arguments": {...}}]`` / ``{"tool_calls": [...]}``), the form of a
+    function-calling model's calls, are accepted too and graded like BFCL's FC models'.
 
     ## Observation Space
     ``FreeText``. First: the instructions, the function docs (one JSON object a line),
@@ -133,15 +138,20 @@ class BFCLEnv(TextEnv):
     (count, greedy any-order matching for parallel, the expected function's doc for
     multiple) and per-value rules. ``irrelevance``/``live_irrelevance``: 1 when the
     reply holds no call (plain text that does not decode, or ``[]``);
-    ``live_relevance``: 1 when it holds any call.
+    ``live_relevance``: 1 when it holds any call. Every reply to a relevance entry is
+    graded, an empty one included (BFCL decodes it as no call, so an irrelevance entry
+    passes). On the official data these verdicts equal bfcl-eval's own on every entry
+    and perturbed reply (:mod:`agentenvs.envs.bfcl.agreement`).
 
     ## Episode End
     ``terminated`` on the first reply that is graded: in the AST categories, the first
     reply that decodes into calls (``[]`` included, which fails the count); in the
-    relevance categories, the first readable reply, calls or not. A reply that is not
-    graded (AST categories: one that does not decode; all categories: an empty or
-    blank reply, or one with control characters) costs a turn and says why, so with
+    relevance categories, the first reply, whatever it holds. A reply to an AST entry
+    that is not graded (one that does not decode, an empty or blank one, or one with
+    control characters; BFCL fails all of them) costs a turn and says why, so with
     ``max_turns`` > 1 the agent can retry; ``truncated`` when the budget runs out first.
+    No reply, however hostile (numbers of thousands of digits, thousands of nested
+    brackets, lone surrogates), raises: it is an observation.
     ``max_turns=1`` is BFCL's own protocol (one reply, graded or failed); the default, 3,
     leaves room to fix a reply's format (Gymnasium's checker also refuses an env that
     truncates after one step).
@@ -159,7 +169,8 @@ class BFCLEnv(TextEnv):
 
     ## Arguments
     - ``categories``: a category name or a list of them (default: every single-turn
-      category the data folder holds).
+      category the data folder holds; an entry may have no function docs where no call
+      is expected, as 4 official live_irrelevance entries do).
     - ``tasks_path``: a folder in BFCL's layout (``BFCL_v4_<category>.json`` plus
       ``possible_answer/``), or ``"bfcl-eval"`` for the data of an installed bfcl-eval
       package (found without importing it); default: the bundled subset.

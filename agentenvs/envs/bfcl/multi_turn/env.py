@@ -91,6 +91,12 @@ class BFCLMultiTurnEnv(TextEnv):
     (every ground-truth result of the turn among all the agent's results so far, as a
     multiset). A turn whose ground truth is empty (the request cannot be done: a
     missing parameter or function) is not checked, but the agent's calls still run.
+    The ground truth runs as BFCL runs it, as written (``cd('archives')`` with its
+    positional argument), and every call, on either side, gets fresh copies of its
+    arguments, so a backend that changes a list it was given never changes the stored
+    entry and replays give the same verdicts. On the official data these verdicts equal
+    those of bfcl-eval's ``multi_turn_checker`` for every entry and perturbed trajectory
+    (:mod:`agentenvs.envs.bfcl.agreement`).
     In miss_func entries the held-out functions join the tools at their turn, whose
     user message is BFCL's "I have updated some more functions you can choose from.
     What about now?".
