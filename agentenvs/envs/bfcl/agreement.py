@@ -299,6 +299,38 @@ def _print(title: str, report: Agreement, seconds: float) -> None:
         print(f"  DIFFERS: {case}")
 
 
+def _time_graders(tasks_path: str, categories: Sequence[str], seed: int) -> None:
+    """Replies a second through the env (reset + step) and through bfcl-eval's
+    decoder + checker, on the same sample of replies (300 entries)."""
+    env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1)
+    rng = np.random.default_rng(seed)
+    tasks = [t for t in env.tasks.values()]
+    picks = rng.choice(len(tasks), size=min(300, len(tasks)), replace=False)
+    cases = [
+        (t, r) for t in (tasks[int(i)] for i in picks) for _, r in single_turn_replies(env, t, rng)
+    ]
+
+    def ours() -> None:
+        for task, reply in cases:
+            env.reset(options={"task_id": task.id})
+            env.step(reply)
+
+    def theirs() -> None:
+        for task, reply in cases:
+            official_single_turn(reply, task.functions, task.ground_truth, task.category)
+
+    rates = {}
+    for name, fn in (("env reset + step", ours), ("bfcl-eval decode + check", theirs)):
+        start = time.perf_counter()
+        fn()
+        rates[name] = len(cases) / (time.perf_counter() - start)
+    ratio = rates["env reset + step"] / rates["bfcl-eval decode + check"]
+    print(
+        f"  speed on {len(cases)} replies: env reset + step {rates['env reset + step']:.0f}/s, "
+        f"bfcl-eval decode + check {rates['bfcl-eval decode + check']:.0f}/s (ratio {ratio:.2f})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -321,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if kinds:
             print(f"  disagreements by reply kind: {dict(kinds)}")
         failed |= single.agree != single.cases
+        _time_graders(args.tasks, args.single_turn, args.seed)
     if not args.skip_multi_turn:
         start = time.perf_counter()
         multi = compare_multi_turn(
