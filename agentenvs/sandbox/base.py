@@ -30,6 +30,11 @@ class Limits:
     max_open_files: int = 256
     #: stdout and stderr are each cut to this many bytes (the result says so)
     max_output_bytes: int = 1 << 20
+    #: the work dir of ``run_python_cases`` (and of every Docker sandbox): a tmpfs of this
+    #: size in total, not only per file
+    disk_mb: int = 512
+    #: ``/dev/shm`` (POSIX shared memory), a tmpfs of this size
+    shm_mb: int = 64
 
 
 @dataclass(frozen=True)
@@ -159,8 +164,14 @@ class Sandbox(abc.ABC):
         """Run ``source`` on each case in order, yielding results as they finish.
 
         One warm worker per call forks per case; each case has its own timeout and
-        cannot see another's effects. Closing the iterator early stops the worker (early
-        stop on the first failure costs nothing more).
+        cannot see another's effects. Each case's input enters the sandbox only when
+        that case runs, and results come back on a channel the program cannot write
+        while it runs (see ``harness``). The call runs in a fresh, empty work dir of its
+        own (``Limits.disk_mb`` in total) with fresh ``/tmp`` and ``/dev/shm``: files
+        persist between the cases of one call and nothing persists after it; the
+        sandbox's own work dir (``write_file``, ``run``) is not visible to it. Closing
+        the iterator early stops the worker (early stop on the first failure costs
+        nothing more).
         """
 
     @abc.abstractmethod

@@ -2,27 +2,40 @@
 
 This file runs *inside* a sandbox under whatever ``python3`` the sandbox has, so it uses
 the standard library only and never imports ``agentenvs``; the host imports it for the
-pure helpers at the bottom (request encoding, result decoding). Protocol:
+pure helpers (frame encoding, result decoding). Protocol, on the worker's stdin/stdout:
 
-- the host starts ``python3 -c <this file>`` and writes one JSON request on stdin, then
-  closes it: ``{"source": str, "cases": [{"kind", "stdin", "func", "args"}...],
-  "timeout": float, "limits": {Limits fields}}``;
-- the worker answers ``{"ready": true}`` once the request is read and the source compiled,
-  then one JSON line per case as each finishes: ``{"i", "stdout", "stderr", "value",
-  "error", "duration_s"}`` (``error`` as in ``CaseRun``).
+- the host starts ``python3 -c <this file>`` and sends one frame (a 4-byte big-endian
+  length, then that many bytes of JSON): ``{"source": str, "timeout": float, "limits":
+  {Limits fields}}``; the worker answers the line ``{"ready": true}`` once the source is
+  compiled;
+- then, one case at a time, the host sends a case frame ``{"kind", "func", "size"}``
+  followed by ``size`` raw bytes (the stdin text, or the JSON list of call arguments),
+  and the worker answers one JSON line ``{"i", "stdout", "stderr", "value", "error",
+  "duration_s"}`` (``error`` as in ``CaseRun``) before the host sends the next case. The
+  host closing stdin ends the worker.
 
-Per case the worker forks a child that sets rlimits, becomes a process-group leader, gets
-stdin from a memfd and stdout/stderr/result on pipes (read by the parent up to the output
-cap), and runs the program: ``stdin`` cases exec it as ``__main__``; ``call`` cases exec
-it as module ``solution`` and call ``func(*args)`` (or ``Solution().func(*args)``). The
-parent enforces the wall timeout, then kills the child's group and, being a child
-subreaper, every orphan the case left behind, so nothing outlives its case. A case that
-kills the worker itself (``kill(getppid(), SIGKILL)``) ends the stream; the host reports
-"worker died" for the cases left. (The local sandbox makes the worker pid 1 of its pid
-namespace, where such signals from inside do not arrive.)
+What a hostile program cannot do:
+
+- *see another test*: a case's input reaches the sandbox only when that case runs. The
+  worker copies it through one reused buffer (zeroed afterwards) into a memfd, so its
+  heap, which every case inherits, holds no test input; expected outputs never enter
+  the sandbox at all.
+- *forge a result*: while the program runs, its process holds only stdin, stdout and
+  stderr. The result channel is a Unix socket the worker listens on (in the sandbox's
+  own network namespace); the harness connects to it only after the program returned
+  (``stdin`` cases) or the called function returned (``call`` cases), and the worker
+  accepts one connection per case, from that case's pid only. (The program shares its
+  process with that code, as in the official harness, so it decides what its function
+  returns, but no fd it can find while it runs reaches the worker.)
+- *outlive its case*: the worker (a child subreaper, non-dumpable, ignoring
+  SIGTERM/SIGINT/SIGHUP) kills the case's process group and every orphan it left
+  before the next case; a case that kills the worker itself ends the stream and the
+  host reports "worker died" for the cases left. (The local sandbox makes the worker
+  pid 1 of its pid namespace, where such signals from inside do not arrive.)
 
 Globals never leak between cases (each runs in a fresh fork); files written to the work
-dir do persist, as they would between runs of a real program.
+dir persist between the cases of one call, as they would between runs of a real program,
+and the sandbox gives every call a fresh work dir. The worker deletes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +45,8 @@ import os
 import resource
 import select
 import signal
+import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -87,29 +102,40 @@ def describe_signal(signum: int) -> str:
         return f"crashed: signal {signum}"
 
 
-def encode_request(source: str, cases: Any, timeout: float, limits: Any) -> bytes:
-    """The request line for a worker; ``cases`` are PyCase-like, ``limits`` Limits-like."""
-    return json.dumps(
+_LIMIT_FIELDS = (
+    "cpu_seconds",
+    "memory_mb",
+    "max_processes",
+    "max_file_mb",
+    "max_open_files",
+    "max_output_bytes",
+)
+
+
+def frame(obj: Any) -> bytes:
+    """``obj`` as JSON behind its 4-byte big-endian length."""
+    raw = json.dumps(obj).encode()
+    return len(raw).to_bytes(4, "big") + raw
+
+
+def encode_header(source: str, timeout: float, limits: Any) -> bytes:
+    """The first frame for a worker; ``limits`` is Limits-like."""
+    return frame(
         {
             "source": source,
-            "cases": [
-                {"kind": c.kind, "stdin": c.stdin, "func": c.func, "args": list(c.args)}
-                for c in cases
-            ],
             "timeout": float(timeout),
-            "limits": {
-                k: getattr(limits, k)
-                for k in (
-                    "cpu_seconds",
-                    "memory_mb",
-                    "max_processes",
-                    "max_file_mb",
-                    "max_open_files",
-                    "max_output_bytes",
-                )
-            },
+            "limits": {k: getattr(limits, k) for k in _LIMIT_FIELDS},
         }
-    ).encode()
+    )
+
+
+def encode_case(case: Any) -> bytes:
+    """One case (PyCase-like) as the worker reads it: a frame, then its input bytes."""
+    if case.kind == "stdin":
+        payload = case.stdin.encode("utf-8", "surrogatepass")
+    else:
+        payload = json.dumps(list(case.args)).encode()
+    return frame({"kind": case.kind, "func": case.func, "size": len(payload)}) + payload
 
 
 def worker_argv(python: str = "python3") -> list[str]:
@@ -203,22 +229,32 @@ def _set_limits(limits: dict[str, Any], timeout: float) -> None:
 
 
 def _child(
-    code: Any, case: dict[str, Any], limits: dict[str, Any], timeout: float, fds: tuple
+    code: Any,
+    case: dict[str, Any],
+    limits: dict[str, Any],
+    timeout: float,
+    fds: tuple[int, int, int],
+    result_addr: bytes,
 ) -> None:
     """Runs in the forked child; never returns."""
-    in_fd, out_w, err_w, res_w = fds
+    in_fd, out_w, err_w = fds
     status: dict[str, Any] = {}
+    args: Any = ()
     try:
         os.setpgid(0, 0)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        if case["kind"] == "call":
+            args = json.loads(_read_fd(in_fd).decode("utf-8"))
+            os.close(in_fd)
+            in_fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(in_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.dup2(res_w, 3)
-        # the worker's protocol pipe and request must be out of reach of the program
-        os.closerange(4, 1 << 16)
+        # nothing of the worker's (its protocol pipes, the result listener) stays open:
+        # while the program runs, its process holds stdin, stdout and stderr only
+        os.closerange(3, 1 << 16)
         _set_limits(limits, timeout)
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
@@ -227,9 +263,8 @@ def _child(
         )
         sys.argv = ["solution.py"]
     except BaseException as exc:  # noqa: BLE001 - report set-up failures as a crash
-        os.write(res_w, json.dumps({"error": f"crashed: {exception_line(exc)}"}).encode())
+        _send_result(result_addr, {"error": f"crashed: {exception_line(exc)}"})
         os._exit(1)
-    res = os.fdopen(3, "w", encoding="utf-8", closefd=False)
     try:
         is_call = case["kind"] == "call"
         name = CALL_MODULE_NAME if is_call else "__main__"
@@ -244,7 +279,7 @@ def _child(
                 target = namespace[func]
             else:
                 raise NameError(f"function {func!r} is not defined")
-            status["value"] = to_jsonable(target(*case["args"]))
+            status["value"] = to_jsonable(target(*args))
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status["error"] = f"exception: SystemExit: {exc.code}"
@@ -265,42 +300,112 @@ def _child(
         except BaseException:  # noqa: BLE001 - e.g. a closed stdout
             pass
     try:
-        res.write(json.dumps(status))
-        res.flush()
+        payload = json.dumps(status).encode()
     except BaseException:  # noqa: BLE001 - e.g. a value too large for memory
-        os.write(3, b'{"error": "memory"}')
+        payload = b'{"error": "memory"}'
+    _send_result(result_addr, payload)
     os._exit(0)
 
 
-def _stdin_fd(data: str) -> int:
-    raw = data.encode("utf-8")
+def _send_result(addr: bytes, payload: Any) -> None:
+    """Open the result channel (only now: the program has returned) and send ``payload``."""
+    if not isinstance(payload, bytes):
+        payload = json.dumps(payload).encode()
     try:
-        fd = os.memfd_create("stdin", 0)
-    except (AttributeError, OSError):
-        import tempfile
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(addr)
+        conn.sendall(payload)
+        conn.close()
+    except BaseException:  # noqa: BLE001 - the worker reports a missing result
+        pass
 
-        fd = os.dup(tempfile.TemporaryFile().fileno())
-    _write_all(fd, raw)
+
+def _read_fd(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+    chunks = []
+    while chunk := os.read(fd, _CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _read_exact(fd: int, n: int) -> bytes | None:
+    """Exactly ``n`` bytes from ``fd``; None at end of input."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_frame(fd: int) -> Any:
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    raw = _read_exact(fd, int.from_bytes(head, "big"))
+    return None if raw is None else json.loads(raw)
+
+
+class _InputCopier:
+    """Copies a case's input from the host's pipe into a memfd through one reused buffer.
+
+    The bytes pass through this buffer only, which is zeroed after each copy, so the
+    worker's memory (which every later case inherits by fork) keeps no test input.
+    """
+
+    def __init__(self) -> None:
+        self.buf = bytearray(_CHUNK)
+        self.view = memoryview(self.buf)
+
+    def copy(self, src: int, size: int) -> int | None:
+        try:
+            fd = os.memfd_create("case-input", 0)
+        except (AttributeError, OSError):
+            import tempfile
+
+            fd = os.dup(tempfile.TemporaryFile().fileno())
+        left = size
+        try:
+            while left:
+                n = os.readv(src, [self.view[: min(left, _CHUNK)]])
+                if not n:
+                    os.close(fd)
+                    return None
+                _write_all(fd, self.view[:n])
+                left -= n
+        finally:
+            self.view[:] = bytes(_CHUNK)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+
+def _write_all(fd: int, data: Any) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
+def _peer_pid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[0]
+
+
 def _run_case(
-    code: Any, case: dict[str, Any], limits: dict[str, Any], timeout: float
+    code: Any,
+    case: dict[str, Any],
+    in_fd: int,
+    limits: dict[str, Any],
+    timeout: float,
+    listener: socket.socket,
+    result_addr: bytes,
 ) -> dict[str, Any]:
     cap = int(limits["max_output_bytes"])
-    in_fd = _stdin_fd(case.get("stdin", "") if case["kind"] == "stdin" else "")
-    pipes = [os.pipe() for _ in range(3)]
+    pipes = [os.pipe() for _ in range(2)]
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(code, case, limits, timeout, (in_fd, pipes[0][1], pipes[1][1], pipes[2][1]))
+        _child(code, case, limits, timeout, (in_fd, pipes[0][1], pipes[1][1]), result_addr)
     try:
         os.setpgid(pid, pid)  # both sides set it, so killpg works whoever runs first
     except OSError:
@@ -308,12 +413,17 @@ def _run_case(
     os.close(in_fd)
     for _, w in pipes:
         os.close(w)
-    readers = {r: i for i, (r, _) in enumerate(pipes)}
+    streams = {r: i for i, (r, _) in enumerate(pipes)}
     bufs = [bytearray(), bytearray(), bytearray()]
     error: str | None = None
+    result_conn: socket.socket | None = None
+    result_done = False
+    misuse = False
     poller = select.poll()
-    for r in readers:
+    for r in streams:
         poller.register(r, select.POLLIN)
+    lfd = listener.fileno()
+    poller.register(lfd, select.POLLIN)
     try:
         pidfd = os.pidfd_open(pid)
         poller.register(pidfd, select.POLLIN)
@@ -322,16 +432,60 @@ def _run_case(
     wait_status: int | None = None
     deadline = start + timeout
 
-    def read_from(fd: int) -> bool:
-        """Read one chunk; False at EOF. Sets ``error`` when a cap is passed."""
+    def accept_all() -> None:
+        """Take the case's one result connection; refuse any other."""
+        nonlocal result_conn, misuse
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            try:
+                peer = _peer_pid(conn)
+            except OSError:
+                peer = -1
+            if peer != pid or result_conn is not None or result_done:
+                misuse = misuse or peer == pid
+                conn.close()
+                continue
+            conn.setblocking(False)
+            result_conn = conn
+            poller.register(conn.fileno(), select.POLLIN)
+
+    def read_result() -> bool:
+        """Read one chunk of the result; False at its end."""
+        nonlocal error, result_conn, result_done
+        assert result_conn is not None
+        try:
+            chunk = result_conn.recv(_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            chunk = b""
+        if chunk:
+            room = cap + 4096 - len(bufs[2])
+            if len(chunk) > room:
+                error = error or "output limit"
+                chunk = chunk[: max(room, 0)]
+            bufs[2] += chunk
+            return True
+        poller.unregister(result_conn.fileno())
+        result_conn.close()
+        result_conn = None
+        result_done = True
+        return False
+
+    def read_stream(fd: int) -> bool:
+        """Read one chunk of stdout/stderr; False at EOF. Sets ``error`` past the cap."""
         nonlocal error
         chunk = os.read(fd, _CHUNK)
         if not chunk:
             return False
-        which = readers[fd]
+        which = streams[fd]
         buf = bufs[which]
-        # the result channel gets room for its JSON envelope on top of the value
-        room = (cap if which < 2 else cap + 4096) - len(buf)
+        room = cap - len(buf)
         if which == 1:  # stderr is cut silently; only stdout/value over the cap fail
             buf += chunk[: max(room, 0)]
         elif len(chunk) > room:
@@ -350,9 +504,13 @@ def _run_case(
         for fd, _ in poller.poll(wait_ms):
             if fd == pidfd:
                 continue
-            if not read_from(fd):
+            if fd == lfd:
+                accept_all()
+            elif result_conn is not None and fd == result_conn.fileno():
+                read_result()
+            elif fd in streams and not read_stream(fd):
                 poller.unregister(fd)
-                del readers[fd]
+                del streams[fd]
                 os.close(fd)
         got, st = os.waitpid(pid, os.WNOHANG)
         if got:
@@ -362,10 +520,16 @@ def _run_case(
     if wait_status is None:
         wait_status = 0
     # every writer is dead now: drain what is left, still under the cap
-    for fd in list(readers):
-        while error is None and read_from(fd):
+    for fd in list(streams):
+        while error is None and read_stream(fd):
             pass
         os.close(fd)
+    accept_all()  # a connection made just before the child exited
+    while error is None and result_conn is not None and read_result():
+        pass
+    if result_conn is not None:
+        result_conn.close()
+    accept_all()  # anything else is refused and closed
     if pidfd >= 0:
         os.close(pidfd)
     status: dict[str, Any] = {}
@@ -374,12 +538,16 @@ def _run_case(
             status = json.loads(bytes(bufs[2]))
         except ValueError:
             status = {"error": "crashed: unreadable result"}
+        if not isinstance(status, dict):
+            status = {"error": "crashed: unreadable result"}
     if error is None:
-        if os.WIFSIGNALED(wait_status):
+        if misuse:
+            error = "crashed: the result channel was opened twice"
+        elif os.WIFSIGNALED(wait_status):
             sig = os.WTERMSIG(wait_status)
             error = "timeout" if sig == signal.SIGXCPU else describe_signal(sig)
         elif "error" in status:
-            error = status["error"]
+            error = str(status["error"])
         elif not bufs[2] and os.WEXITSTATUS(wait_status) != 0:
             error = f"crashed: exit code {os.WEXITSTATUS(wait_status)}"
         elif not bufs[2] and case["kind"] == "call":
@@ -395,9 +563,11 @@ def _run_case(
 
 def main() -> None:
     # Our protocol channel moves off fd 1 so nothing a case inherits can write to it;
-    # being non-dumpable keeps /proc/<worker>/fd out of a case's reach too.
+    # being non-dumpable keeps /proc/<worker>/{fd,mem} out of a case's reach too.
     proto = os.dup(1)
+    requests = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
     _prctl(_PR_SET_DUMPABLE, 0)
@@ -409,12 +579,11 @@ def main() -> None:
     def send(obj: dict[str, Any]) -> None:
         _write_all(proto, json.dumps(obj).encode() + b"\n")
 
-    request = json.loads(sys.stdin.buffer.read())
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    cases, limits, timeout = request["cases"], request["limits"], float(request["timeout"])
-    source = request["source"]
+    header = _read_frame(requests)
+    if header is None:
+        return
+    limits, timeout = header["limits"], float(header["timeout"])
+    source = header["source"]
     try:
         code = compile(source, _FILENAME, "exec", dont_inherit=True)
         bad = None
@@ -425,13 +594,29 @@ def main() -> None:
 
         # tracebacks on the case's stderr show the program's lines
         linecache.cache[_FILENAME] = (len(source), None, source.splitlines(True), _FILENAME)
+    # the result channel: an abstract Unix socket, private to the sandbox's network
+    # namespace (each sandbox call has its own), with a random name
+    result_addr = b"\0agentenvs-results-" + os.urandom(8).hex().encode()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+    listener.bind(result_addr)
+    listener.listen(8)
+    copier = _InputCopier()
     send({"ready": True})
-    for i, case in enumerate(cases):
+    i = 0
+    while True:
+        case = _read_frame(requests)
+        if case is None:
+            return
+        in_fd = copier.copy(requests, int(case["size"]))
+        if in_fd is None:
+            return
         if bad is not None:
+            os.close(in_fd)
             result = {"stdout": "", "stderr": "", "value": None, "error": bad, "duration_s": 0.0}
         else:
-            result = _run_case(code, case, limits, timeout)
+            result = _run_case(code, case, in_fd, limits, timeout, listener, result_addr)
         result["i"] = i
+        i += 1
         send(result)
 
 

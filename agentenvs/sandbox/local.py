@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
-from agentenvs.sandbox import _files, harness
+from agentenvs.sandbox import _files, _leftovers, _seccomp, harness
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -53,6 +53,7 @@ BWRAP_ENV = "AGENTENVS_BWRAP"
 #: host uid/gid bwrap runs as when the host process is root
 NOBODY = 65534
 TEMP_PREFIX = "agentenvs-sbx-"
+BWRAP_COPY_PREFIX = "agentenvs-bwrap-"
 _PATH = "/opt/agentenvs/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CHUNK = 1 << 16
 # startup allowance for a worker (bwrap + interpreter) on a loaded machine
@@ -109,7 +110,7 @@ def _usable_bwrap(bwrap: str, ids: tuple[int, int] | None) -> str:
     src = Path(bwrap).resolve()
     if not src.is_file():
         raise FileNotFoundError(f"no bwrap binary at {bwrap}")
-    root = Path(tempfile.mkdtemp(prefix="agentenvs-bwrap-"))
+    root = Path(_leftovers.owned_mkdtemp(BWRAP_COPY_PREFIX))
     try:
         os.chmod(root, 0o755)
         dest = root / src.parent.parent.name / src.parent.name / src.name
@@ -229,6 +230,44 @@ def _system_binds() -> list[str]:
 
 
 # ----------------------------------------------------------------------------- processes
+def _seccomp_fd() -> int | None:
+    """A fresh fd holding the seccomp filter for bwrap to read (None: no filter here)."""
+    prog = _seccomp_program()
+    if prog is None:
+        return None
+    fd = os.memfd_create("agentenvs-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, prog)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    return _seccomp.program()
+
+
+def _send(fd: int, data: bytes, wait_s: float) -> bool:
+    """Write all of ``data`` to the non-blocking pipe ``fd``; False if the reader is gone or
+    stalls ``wait_s`` seconds."""
+    view = memoryview(data)
+    deadline = time.monotonic() + wait_s
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_WRITE)
+        while view:
+            try:
+                view = view[os.write(fd, view[:_CHUNK]) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            sel.select(left)
+    return True
+
+
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """Kill a sandbox: its pid 1 first (the pid namespace dies with it), then bwrap.
 
@@ -340,7 +379,8 @@ class LocalSandbox(Sandbox):
                 f"workdir_parent {parent!r} cannot be entered by {who}, which bwrap runs as; "
                 "choose a directory every user can traverse (e.g. the system temp dir)"
             )
-        self.workdir = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=parent)
+        # named after this process: a later start sweeps it if this one is killed
+        self.workdir = _leftovers.owned_mkdtemp(TEMP_PREFIX, parent)
         if self._ids is not None:
             os.chown(self.workdir, *self._ids)
         os.chmod(self.workdir, 0o700)
@@ -351,7 +391,15 @@ class LocalSandbox(Sandbox):
         self._finalizer = weakref.finalize(self, _cleanup, self._procs, self._lock, self.workdir)
 
     # -- command lines
-    def _bwrap_argv(self, cwd: str, env: Mapping[str, str] | None) -> list[str]:
+    def _bwrap_argv(
+        self,
+        cwd: str,
+        env: Mapping[str, str] | None,
+        *,
+        seccomp_fd: int | None,
+        scratch: bool = False,
+    ) -> list[str]:
+        """bwrap's argv; ``scratch``: a fresh tmpfs at ``/work`` instead of the work dir."""
         tmp_bytes = max(self.limits.max_file_mb, 16) << 20
         args = [
             self._bwrap,
@@ -369,7 +417,16 @@ class LocalSandbox(Sandbox):
             str(tmp_bytes),
             "--tmpfs",
             "/tmp",
+            # /dev/shm would otherwise live in /dev's tmpfs, outside every limit
+            "--size",
+            str(self.limits.shm_mb << 20),
+            "--tmpfs",
+            "/dev/shm",
+            "--mqueue",
+            "/dev/mqueue",
         ]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         for path, size_mb in self._tmpfs.items():
             args += ["--size", str(int(size_mb) << 20), "--tmpfs", path]
         for host, path in self._ro_binds.items():
@@ -380,7 +437,10 @@ class LocalSandbox(Sandbox):
             args += ["--dir", "/opt/agentenvs/bin"]
             args += ["--symlink", self._python, "/opt/agentenvs/bin/python"]
             args += ["--symlink", self._python, "/opt/agentenvs/bin/python3"]
-        args += ["--bind", self.workdir, WORKDIR]
+        if scratch:
+            args += ["--size", str(self.limits.disk_mb << 20), "--tmpfs", WORKDIR]
+        else:
+            args += ["--bind", self.workdir, WORKDIR]
         # the root tmpfs bwrap builds stays writable otherwise: freeze it, /tmp and /work stay rw
         args += ["--remount-ro", "/"]
         args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--chdir", cwd, "--clearenv"]
@@ -400,22 +460,38 @@ class LocalSandbox(Sandbox):
             "&& ulimit -c 0 || { echo 'sandbox: cannot set limits' >&2; exit 125; }\n"
         )
 
-    def _popen(self, argv: list[str]) -> subprocess.Popen[bytes]:
+    def _popen(
+        self,
+        command: list[str],
+        *,
+        cwd: str = WORKDIR,
+        env: Mapping[str, str] | None = None,
+        scratch: bool = False,
+        merge_stderr: bool = False,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``command`` under bwrap (with the seccomp filter, where there is one)."""
         self._check_open()
         kw: dict[str, Any] = {}
         if self._ids is not None:
             kw = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # our handle on the whole tree: killpg(bwrap's pid)
-            close_fds=True,
-            # bwrap's init is visible inside (/proc/1/environ): it must not carry our env
-            env={"PATH": _PATH},
-            **kw,
-        )
+        filt = _seccomp_fd()
+        try:
+            argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch)
+            proc = subprocess.Popen(
+                [*argv, *command],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                start_new_session=True,  # our handle on the whole tree: killpg(bwrap's pid)
+                close_fds=True,
+                pass_fds=() if filt is None else (filt,),
+                # bwrap's init is visible inside (/proc/1/environ): it must not carry our env
+                env={"PATH": _PATH},
+                **kw,
+            )
+        finally:
+            if filt is not None:
+                os.close(filt)
         with self._lock:
             self._procs.add(proc)
         return proc
@@ -449,9 +525,8 @@ class LocalSandbox(Sandbox):
         # the shell stays pid 1 (reaping orphans, never exec'd away) so the command itself
         # keeps ordinary signal semantics; when it ends, the namespace ends with it
         shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *command]
-        argv = [*self._bwrap_argv(cwd, env), "/bin/sh", "-c", *shell]
         start = time.monotonic()
-        proc = self._popen(argv)
+        proc = self._popen(["/bin/sh", "-c", *shell], cwd=cwd, env=env)
         try:
             out, err, timed_out = _pump(proc, stdin, start + timeout, self.limits.max_output_bytes)
             rc = None if timed_out else proc.wait()
@@ -478,23 +553,7 @@ class LocalSandbox(Sandbox):
         # as in run(): a shell as pid 1 under the rlimits, the process its child; killing
         # that pid 1 ends the namespace with every process started in it
         shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *argv]
-        argv = [*self._bwrap_argv(cwd, env), "/bin/sh", "-c", *shell]
-        self._check_open()
-        kw: dict[str, Any] = {}
-        if self._ids is not None:
-            kw = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            env={"PATH": _PATH},
-            **kw,
-        )
-        with self._lock:
-            self._procs.add(proc)
+        proc = self._popen(["/bin/sh", "-c", *shell], cwd=cwd, env=env, merge_stderr=True)
         return _LocalProcess(self, proc)
 
     def run_python_cases(
@@ -507,31 +566,33 @@ class LocalSandbox(Sandbox):
         self._check_open()
         if not self._python:
             raise SandboxError("no python3 the sandbox can run was found on this host")
-        request = harness.encode_request(source, cases, timeout_per_case, self.limits)
-        return self._stream_cases(request, len(cases), timeout_per_case)
+        return self._stream_cases(source, list(cases), timeout_per_case)
 
-    def _stream_cases(self, request: bytes, n: int, timeout: float) -> Iterator[CaseRun]:
-        if n == 0:
+    def _stream_cases(self, source: str, cases: list[PyCase], timeout: float) -> Iterator[CaseRun]:
+        if not cases:
             return
-        argv = [*self._bwrap_argv(WORKDIR, None), *harness.worker_argv(self._python)]
-        proc = self._popen(argv)
+        # a fresh tmpfs work dir per call: nothing of an earlier call (another episode,
+        # another program) is there, and its size is capped in total
+        proc = self._popen(harness.worker_argv(self._python), scratch=True)
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None
+        stdin_fd = proc.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
         try:
-            with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(request)
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+            alive = _send(stdin_fd, harness.encode_header(source, timeout, self.limits), 10.0)
             reader = _LineReader(proc)
-            ready = reader.next(_WORKER_START_S)
+            ready = reader.next(_WORKER_START_S) if alive else None
             if ready is None or not ready.get("ready"):
                 _kill_tree(proc)
                 err = reader.err_tail.decode(errors="replace").strip()
                 raise SandboxError(
                     f"the case worker did not start: {err or f'exit status {proc.returncode}'}"
                 )
-            while done < n:
+            for case in cases:
+                # each case's input enters the sandbox only now, when it runs
+                if not _send(stdin_fd, harness.encode_case(case), timeout + 5.0):
+                    break
                 # the worker enforces each timeout; this only guards against a stuck worker
                 msg = reader.next(timeout + 5.0)
                 if msg is None:
@@ -544,11 +605,13 @@ class LocalSandbox(Sandbox):
                     duration_s=float(msg.get("duration_s", 0.0)),
                 )
                 done += 1
-            if done == n:
-                # the worker exits after its last line; let bwrap end on its own
+            if done == len(cases):
+                # end of input ends the worker; let bwrap end on its own
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=1)
-            while done < n:
+            while done < len(cases):
                 yield CaseRun(stdout="", error="worker died")
                 done += 1
         finally:

@@ -7,8 +7,6 @@ wire protocol are also checked directly, without a sandbox.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -190,22 +188,33 @@ def test_error_texts() -> None:
     assert harness.describe_signal(9) == "crashed: signal 9 (SIGKILL)"
 
 
-def test_wire_protocol_directly() -> None:
-    """The worker speaks its protocol with any python3 (benign code, no sandbox)."""
-    request = harness.encode_request(
-        "print(input()[::-1])", [PyCase("stdin", stdin="abc")], 5.0, Limits()
-    )
-    out = subprocess.run(
-        harness.worker_argv(sys.executable), input=request, capture_output=True, timeout=20
-    )
-    lines = [json.loads(line) for line in out.stdout.splitlines()]
+def test_wire_protocol(local_box: Sandbox) -> None:
+    """The worker's frames and answers, driven by hand (inside the sandbox, never on the host)."""
+    header = harness.encode_header("print(input()[::-1])", 5.0, Limits())
+    cases = [PyCase("stdin", stdin="abc"), PyCase("stdin", stdin="xyz")]
+    stdin = header + b"".join(harness.encode_case(c) for c in cases)
+    r = local_box.run(harness.worker_argv("python3"), stdin=stdin, timeout=30)
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert lines[0] == {"ready": True}
-    assert lines[1]["i"] == 0 and lines[1]["stdout"] == "cba\n" and lines[1]["error"] is None
+    assert [(m["i"], m["stdout"], m["error"]) for m in lines[1:]] == [
+        (0, "cba\n", None),
+        (1, "zyx\n", None),
+    ]
 
 
 @pytest.mark.parametrize("kind", ["stdin", "call"])
-def test_encode_request_round_trips(kind: str) -> None:
-    case = PyCase(kind, stdin="1", func="f", args=(1, (2,)))  # type: ignore[arg-type]
-    req = json.loads(harness.encode_request("src", [case], 1.5, Limits(memory_mb=7)))
-    assert req["cases"] == [{"kind": kind, "stdin": "1", "func": "f", "args": [1, [2]]}]
-    assert req["timeout"] == 1.5 and req["limits"]["memory_mb"] == 7
+def test_case_frames_round_trip(kind: str) -> None:
+    case = PyCase(kind, stdin="1\u00e9", func="f", args=(1, (2,)))  # type: ignore[arg-type]
+    raw = harness.encode_case(case)
+    size = int.from_bytes(raw[:4], "big")
+    head = json.loads(raw[4 : 4 + size])
+    payload = raw[4 + size :]
+    assert head == {"kind": kind, "func": "f", "size": len(payload)}
+    if kind == "stdin":
+        assert payload.decode() == "1\u00e9"
+    else:
+        assert json.loads(payload) == [1, [2]]
+    req = harness.encode_header("src", 1.5, Limits(memory_mb=7))
+    body = json.loads(req[4:])
+    assert len(req) == 4 + int.from_bytes(req[:4], "big")
+    assert body["timeout"] == 1.5 and body["limits"]["memory_mb"] == 7 and body["source"] == "src"
