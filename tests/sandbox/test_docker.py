@@ -273,7 +273,9 @@ def test_forked_child_leaves_parent_containers_alone(docker_mod, pool, box) -> N
     if pid == 0:  # the child: its exit-time clean-up and the pool must not touch ours
         code = 1
         try:
-            docker_mod._close_pools()
+            from agentenvs.sandbox.docker_pool import _close_pools
+
+            _close_pools()
             try:
                 pool.acquire(Limits())
             except SandboxError:
