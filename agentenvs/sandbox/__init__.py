@@ -43,6 +43,35 @@ def make_sandbox(backend: str = "local", *, limits: Limits | None = None, **kwar
     return DockerSandbox(limits=limits, **kwargs)
 
 
+_docker_swept: list[bool] = []
+
+
+def sweep_leftovers(backend: str = "local") -> list[str]:
+    """Remove what killed processes of this project left for ``backend``; what was removed.
+
+    Runs at the start of whatever opens sandboxes (envs call it when they are made, before
+    any code runs). ``local``: temp dirs (``agentenvs-sbx-*``, ``agentenvs-bwrap-*``,
+    ``agentenvs-pylib-*``) whose owning process is dead; ``docker`` (and ``auto``) also
+    this host's sandbox containers whose owner is dead, when an engine answers. Never
+    raises: a sweep that cannot run leaves things for the next one.
+    """
+    from agentenvs.sandbox import _leftovers
+
+    removed = []
+    for prefix in _leftovers.HOST_PREFIXES:
+        removed += _leftovers.sweep_once(prefix)
+    if backend in ("docker", "auto") and not _docker_swept:
+        _docker_swept.append(True)
+        try:
+            from agentenvs.sandbox._docker_engine import sweep_orphans
+
+            n = sweep_orphans()
+            removed += [f"{n} container(s)"] if n else []
+        except Exception:  # no SDK, no engine: nothing of ours can be running there
+            pass
+    return removed
+
+
 __all__ = [
     "BACKENDS",
     "WORKDIR",
@@ -54,4 +83,5 @@ __all__ = [
     "Sandbox",
     "SandboxProcess",
     "make_sandbox",
+    "sweep_leftovers",
 ]

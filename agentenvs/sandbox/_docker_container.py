@@ -109,7 +109,8 @@ def container_options(
             "tmpfs": {
                 # 0700: the case uid (run_python_cases) cannot read the sandbox's files
                 WORKDIR: f"rw,exec,nosuid,nodev,size={limits.disk_mb}m,uid={uid},gid={uid},mode=700",
-                "/tmp": f"rw,exec,nosuid,nodev,size={TMP_TMPFS_MB}m,mode=1777",
+                # run_python_cases and scratch processes work here: the same cap
+                "/tmp": f"rw,exec,nosuid,nodev,size={limits.disk_mb}m,mode=1777",
             },
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],

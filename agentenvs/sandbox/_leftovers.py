@@ -22,6 +22,8 @@ import threading
 _NAME = re.compile(r"^(?P<pid>\d+)-(?P<start>\d+)-[A-Za-z0-9_]+$")
 _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
+#: the prefixes of every temp dir the project makes on the host
+HOST_PREFIXES = ("agentenvs-sbx-", "agentenvs-bwrap-", "agentenvs-pylib-")
 
 
 def start_time(pid: int) -> int | None:
@@ -43,13 +45,20 @@ def owner_alive(pid: int, start: int) -> bool:
     return start_time(pid) == start
 
 
+def sweep_once(prefix: str, parent: str | None = None) -> list[str]:
+    """``sweep`` the first time this process asks for ``prefix`` in ``parent``."""
+    parent = parent or tempfile.gettempdir()
+    with _lock:
+        if (parent, prefix) in _swept:
+            return []
+        _swept.add((parent, prefix))
+    return sweep(prefix, parent)
+
+
 def owned_mkdtemp(prefix: str, dir: str | None = None) -> str:
     """``tempfile.mkdtemp`` named after this process; dead owners' dirs are swept first."""
     parent = dir or tempfile.gettempdir()
-    with _lock:
-        if (parent, prefix) not in _swept:
-            _swept.add((parent, prefix))
-            sweep(prefix, parent)
+    sweep_once(prefix, parent)
     me = os.getpid()
     return tempfile.mkdtemp(prefix=f"{prefix}{me}-{start_time(me) or 0}-", dir=parent)
 

@@ -145,11 +145,17 @@ class Sandbox(abc.ABC):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str = WORKDIR,
+        scratch: bool = False,
     ) -> SandboxProcess:
         """Start ``argv`` as a long-lived process with stdin/stdout pipes (a shell, a REPL).
 
         It runs under the sandbox's limits (no wall-clock timeout: the caller reads with
         its own timeouts and kills it) until it exits or is killed.
+
+        ``scratch=True`` runs it as ``run_python_cases`` runs a call: in a fresh, empty
+        work dir of its own (``Limits.disk_mb`` in total), with nothing of the sandbox's
+        files visible and everything it made (files, processes, IPC objects) gone once
+        it is killed. For untrusted programs that must not leave anything for the next.
         """
         raise NotImplementedError(f"the {self.backend} backend cannot spawn processes")
 

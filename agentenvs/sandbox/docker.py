@@ -33,7 +33,7 @@ import shlex
 import tarfile
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from agentenvs.core.errors import SandboxError
@@ -118,9 +118,14 @@ _RUN_WRAPPER = (
 # The case worker's wrapper, run as the case uid: a fresh dir of its own as cwd, HOME and
 # TMPDIR; the worker under an inner time limit ($0); then everything the call left is
 # removed (processes, files, IPC objects), exit 97 when that fails.
-_CASES_WRAPPER = (
+_SCRATCH_DIR = (
     'd=$(mktemp -d /tmp/cases.XXXXXXXX) && cd "$d" || exit 125; export HOME="$d" TMPDIR="$d"; '
-    'timeout -s KILL "$0" "$@"; rc=$?; cd /; ' + _CLEAN_UID + ' && exit "$rc"; exit 97'
+)
+_CASES_WRAPPER = (
+    _SCRATCH_DIR
+    + 'timeout -s KILL "$0" "$@"; rc=$?; cd /; '
+    + _CLEAN_UID
+    + ' && exit "$rc"; exit 97'
 )
 #: exit statuses of the wrapper when the clean-up failed or refused to run
 _NOT_CLEAN = (90, 97)
@@ -175,9 +180,11 @@ class DockerProcess(SandboxProcess):
         user: str,
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
+        on_kill: Callable[[], None] | None = None,
     ) -> None:
         self._box = box
         self._user = user
+        self._on_kill = on_kill
         self._ex: _Exec | None = _Exec(box, argv, user=user, env=env, workdir=workdir)
         self._eof = False
 
@@ -209,6 +216,9 @@ class DockerProcess(SandboxProcess):
             return
         ex.close()
         if self._box.removed:
+            return
+        if self._on_kill is not None:
+            self._on_kill()
             return
         api = self._box.client.api
         try:
@@ -326,15 +336,32 @@ class DockerSandbox(Sandbox):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str = WORKDIR,
+        scratch: bool = False,
     ) -> SandboxProcess:
         if not argv:
             raise ValueError("empty command")
+        box = self._container()
+        if scratch:
+            # the case uid (which cannot read /work) in a fresh dir of its own; killing
+            # the process removes everything that uid made, or replaces the container
+            wrapped = ["/bin/sh", "-c", _SCRATCH_DIR + self._prelude + 'exec "$@" 2>&1']
+            return DockerProcess(
+                box,
+                [*wrapped, "sh", *argv],
+                user=box.case_user,
+                env=env,
+                on_kill=self._clean_scratch,
+            )
         workdir = cwd if posixpath.isabs(cwd) else posixpath.join(WORKDIR, cwd)
         where = shlex.quote(workdir)
         cd = f"cd -- {where} 2>/dev/null || {{ echo 'sandbox: no directory '{where} >&2; exit 126; }}; "
-        box = self._container()
         wrapped = ["/bin/sh", "-c", cd + self._prelude + 'exec "$@" 2>&1', "sh", *argv]
         return DockerProcess(box, wrapped, user=box.user, env=env)
+
+    def _clean_scratch(self) -> None:
+        """Remove what the case uid left; a container where that fails is replaced."""
+        if self._box is not None and not self._box.clean_uid(self._box.case_user):
+            self._replace_container()
 
     def run_python_cases(
         self,

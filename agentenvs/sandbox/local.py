@@ -547,13 +547,16 @@ class LocalSandbox(Sandbox):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str = WORKDIR,
+        scratch: bool = False,
     ) -> SandboxProcess:
         if not argv:
             raise ValueError("empty command")
         # as in run(): a shell as pid 1 under the rlimits, the process its child; killing
         # that pid 1 ends the namespace with every process started in it
         shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *argv]
-        proc = self._popen(["/bin/sh", "-c", *shell], cwd=cwd, env=env, merge_stderr=True)
+        proc = self._popen(
+            ["/bin/sh", "-c", *shell], cwd=cwd, env=env, scratch=scratch, merge_stderr=True
+        )
         return _LocalProcess(self, proc)
 
     def run_python_cases(

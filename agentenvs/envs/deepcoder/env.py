@@ -36,6 +36,7 @@ from agentenvs.envs.deepcoder.checker import (
 )
 from agentenvs.envs.deepcoder.data import CodeTask, TaskSet, load_tasks, public_count
 from agentenvs.envs.deepcoder.mutate import mutants, mutation_sites
+from agentenvs.sandbox import sweep_leftovers
 from agentenvs.sandbox.base import Limits, PyCase, Sandbox
 
 #: LiveCodeBench's prompts (lcb_runner/prompts/code_generation.py), as rLLM uses them
@@ -384,6 +385,8 @@ class DeepCoderMTEnv(TextEnv):
         self._sandbox_spec = sandbox
         self._sandbox: Sandbox | None = sandbox if isinstance(sandbox, Sandbox) else None
         self._owns_sandbox = not isinstance(sandbox, Sandbox)
+        if self._owns_sandbox:  # what killed processes left, swept before any code runs
+            sweep_leftovers(str(sandbox))
         # caches (never part of the state: they only save work)
         # a caller's own sandbox may behave like no other: its results are not shared
         backend = sandbox if isinstance(sandbox, str) else f"own-{next(_OWN_SANDBOXES)}"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import time
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
@@ -276,11 +277,12 @@ class _Runner:
     """A spawned ``official_runner`` and its framed answers."""
 
     def __init__(self, sandbox: Sandbox) -> None:
-        self.proc = sandbox.spawn(["python3", "-c", runner_source()])
+        self.proc = sandbox.spawn(["python3", "-c", runner_source()], scratch=True)
         self.buffer = b""
 
     def ask(self, request: dict[str, Any], wait_s: float) -> dict[str, Any] | None:
         """Send ``request``; its answer, ``{"error": "timeout"}`` or None if the runner died."""
+        request = {**request, "id": secrets.token_hex(8)}  # answers must echo it
         try:
             self.proc.write((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
         except Exception:  # noqa: BLE001 - the runner is gone
@@ -296,7 +298,10 @@ class _Runner:
                         answer = json.loads(line[start + len(marker) :])
                     except ValueError:
                         return None
-                    return answer if isinstance(answer, dict) else None
+                    if isinstance(answer, dict) and answer.get("id") == request["id"]:
+                        return answer
+                    if not isinstance(answer, dict):
+                        return None
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()

@@ -28,7 +28,9 @@ Protocol (one JSON document a line; answers are framed lines on the original std
 the host writes ``{"mode", "code", "fn", "timeout"}`` and reads ``{"ready": true}`` or
 ``{"setup_error": str}``; then, one test at a time, it writes ``{"stdin": str}`` or
 ``{"args": [encoded...]}`` and reads ``{"stdout"?, "value"?, "error"}`` where ``error`` is
-None, ``"timeout"`` or ``"exception: Type: message"``. The next test's input is written
+None, ``"timeout"`` or ``"exception: Type: message"``. Every request carries a random
+``"id"`` that its answer echoes; the host takes no other frame as the answer (frames a
+program writes ahead of time to any fd it finds answer nothing). The next test's input is written
 only after the previous answer arrived, so a program sees only the inputs of tests that
 already ran (as in the official single-process run). Values travel in the tagged JSON of
 ``encode``/``decode`` below, which keeps tuples, non-string keys, sets and numpy scalars
@@ -507,9 +509,9 @@ def main() -> None:
     try:
         program = Program(setup["mode"], setup["code"], setup.get("fn") or "", setup["timeout"])
     except BaseException as exc:  # noqa: BLE001 - a program that cannot load fails every test
-        send({"setup_error": _error_of(exc)})
+        send({"setup_error": _error_of(exc), "id": setup.get("id")})
         return
-    send({"ready": True})
+    send({"ready": True, "id": setup.get("id")})
     for line in requests:
         request = json.loads(line)
         try:
@@ -521,7 +523,9 @@ def main() -> None:
                 answer = program.run_call([decode(a) for a in request["args"]])
         except BaseException as exc:  # noqa: BLE001 - e.g. KeyboardInterrupt from the program
             answer = {"error": _error_of(exc)}
-        send(answer)
+        # the request's id, which did not exist before it arrived: frames the program
+        # wrote ahead of time (to any fd it found) answer no request
+        send({**answer, "id": request.get("id")})
 
 
 if __name__ == "__main__":

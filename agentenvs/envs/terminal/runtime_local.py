@@ -18,7 +18,6 @@ import io
 import os
 import shutil
 import tarfile
-import tempfile
 import threading
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from agentenvs.core.errors import SandboxError
 from agentenvs.envs.terminal import offline
 from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask, missing_binaries
 from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.sandbox._leftovers import owned_mkdtemp
 from agentenvs.sandbox.base import Limits
 
 PYLIB = "/opt/agentenvs/pylib"
@@ -61,7 +61,7 @@ def pytest_dir() -> str | None:
             return _pylib
         if importlib.util.find_spec("pytest") is None:
             return None
-        root = tempfile.mkdtemp(prefix="agentenvs-pylib-")
+        root = owned_mkdtemp("agentenvs-pylib-")  # swept by a later start if we are killed
         atexit.register(shutil.rmtree, root, True)
         for name in PYTEST_PACKAGES:
             spec = importlib.util.find_spec(name)
