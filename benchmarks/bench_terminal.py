@@ -7,7 +7,12 @@ Prints, from one run, for each runtime that can run here:
 - command round-trip latency in the persistent shell (``true``, and a step of ``echo``);
 and, for docker, the obvious alternative to its prestarted containers: a fresh container
 per episode (``docker run --rm --network none <task image>`` running the first command),
-with the ratios between them. Exits 0 with a note when a runtime is unavailable.
+with the ratios between them. Then the per-episode costs of a real task folder run
+offline (``tests/envs/terminal_real_fixtures/tb1-venv-sum``: ``FROM python:3.13-slim``
+through the image map, the official ``curl … uv`` bootstrap in ``run-tests.sh``): the
+image build (once per machine), a reset, the oracle, and the test run, beside the same
+tests run with the image's pytest directly (what the bootstrap's stand-ins add).
+Exits 0 with a note when a runtime is unavailable.
 
 Usage: python benchmarks/bench_terminal.py [--task ID] [--repeat N]
 """
@@ -19,6 +24,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 
@@ -101,6 +107,71 @@ def measure(runtime: str, task_id: str, repeat: int) -> dict[str, float]:
         env.close()
 
 
+REAL = Path(__file__).resolve().parent.parent / "tests" / "envs" / "terminal_real_fixtures"
+
+
+def measure_real_task(repeat: int) -> dict[str, float]:
+    """Per-episode costs of a real TB1 task folder on the docker runtime, offline."""
+    import docker
+
+    task_id = "tb1-venv-sum"
+    env = TerminalBenchEnv(
+        tasks_path=REAL, runtime="docker", offline=True, command_timeout=120, max_turns=5
+    )
+    options = {"task_id": task_id}
+    try:
+        runtime = env.runtime()
+        task = env.tasks[task_id]
+        tag = runtime.image(task)
+        client = docker.from_env()
+        try:
+            client.images.remove(tag)  # ours: built again below, from a warm layer cache
+        finally:
+            client.close()
+        runtime._images.clear()
+        start = time.perf_counter()
+        runtime.image(task)
+        out = {"image build (once per machine)": time.perf_counter() - start}
+        out["reset"] = median_s(lambda: env.reset(options=options), repeat)
+        env.reset(options=options)
+        start = time.perf_counter()
+        env.step(env.oracle_action())
+        out["oracle step"] = time.perf_counter() - start
+
+        def test_run() -> None:
+            env.reset(options=options)
+            env.step(env.oracle_action())
+            start = time.perf_counter()
+            _, _, _, _, info = env.step("submit")
+            assert info["success"], env._test_output[-2000:]
+            times.append(time.perf_counter() - start)
+
+        times: list[float] = []
+        for _ in range(max(3, repeat // 3)):
+            test_run()
+        out["test run (official uv bootstrap, offline)"] = statistics.median(times)
+
+        def direct() -> None:
+            env.reset(options=options)
+            env.step(env.oracle_action())
+            env._upload_tests(env.shell)
+            start = time.perf_counter()
+            rc, _ = env.shell.control(
+                "cd /app && /usr/bin/python3 -m pytest -p no:cacheprovider /tests/test_outputs.py -rA",
+                timeout=120,
+            )
+            assert rc == 0
+            direct_times.append(time.perf_counter() - start)
+
+        direct_times: list[float] = []
+        for _ in range(max(3, repeat // 3)):
+            direct()
+        out["test run (the image's pytest directly)"] = statistics.median(direct_times)
+        return out
+    finally:
+        env.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="git-merge-conflict")
@@ -127,6 +198,14 @@ def main() -> None:
             f"{fresh / (d['reset after 0.5 s of work'] + d['round-trip (step `echo`)']):.1f}x "
             "one after half a second of work"
         )
+    if "docker" in results:
+        real = measure_real_task(args.repeat)
+        print("docker runtime, real TB1 task folder tb1-venv-sum, offline:")
+        for name, seconds in real.items():
+            print(f"  {name:48s} {seconds * 1000:9.1f} ms")
+        boot = real["test run (official uv bootstrap, offline)"]
+        bare = real["test run (the image's pytest directly)"]
+        print(f"the official bootstrap, served offline, costs {boot / bare:.1f}x a bare pytest run")
     if len(results) == 2:
         loc, d = results["local"], results["docker"]
         names = ("reset", "reset after 0.5 s of work", "snapshot", "restore")
