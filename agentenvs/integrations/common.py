@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +132,31 @@ def calls_action(calls: list[tuple[str, dict[str, Any]]]) -> str:
     return json.dumps([{"name": name, "arguments": args} for name, args in calls])
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every part JSON can carry as is: numpy scalars and arrays become
+    Python numbers and lists, tuples and sets lists, bytes text, NaN/inf ``None``,
+    anything else its ``str``."""
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((json_safe(v) for v in value), key=repr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and getattr(value, "shape", None) == ():
+        return json_safe(item())
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if callable(tolist):
+        return json_safe(tolist())
+    return str(value)
+
+
 __all__ = [
     "ACTION_TOOLS",
     "ROLLOUT_STREAM",
@@ -139,6 +165,7 @@ __all__ = [
     "calls_action",
     "env_family",
     "is_bfcl_single_turn",
+    "json_safe",
     "reseed_rollout",
     "split_prompt",
 ]

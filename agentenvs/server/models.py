@@ -7,11 +7,11 @@ object is ``TextObservation`` without its ``reward``, ``done`` and ``metadata`` 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agentenvs.integrations.common import json_safe
 
 
 class TextAction(BaseModel):
@@ -75,31 +75,6 @@ class ResetParams(BaseModel):
         default_factory=dict, description="Further env-specific reset options"
     )
     snapshot: str | None = Field(default=None, description="A token from a snapshot message")
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with every part JSON can carry as is: numpy scalars and arrays become
-    Python numbers and lists, tuples and sets lists, bytes text, NaN/inf ``None``,
-    anything else its ``str``."""
-    if value is None or isinstance(value, bool | str | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((json_safe(v) for v in value), key=repr)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item) and getattr(value, "shape", None) == ():
-        return json_safe(item())
-    tolist = getattr(value, "tolist", None)  # numpy arrays
-    if callable(tolist):
-        return json_safe(tolist())
-    return str(value)
 
 
 def observation_payload(obs: TextObservation) -> dict[str, Any]:

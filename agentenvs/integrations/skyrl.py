@@ -1,0 +1,170 @@
+"""SkyRL-gym: every agentenvs env as a registered ``BaseTextEnv``, and a dataset builder.
+
+``register_skyrl_envs()`` registers each id (``"agentenvs/FrozenLake-v0"``, ...) with
+``skyrl_gym``; SkyRL then builds an env per trajectory with
+``skyrl_gym.make(env_class, env_config=..., extras=row)``, calls ``init(prompt)``, then
+``step(model_output)`` until ``done``, then ``close()``. ``skyrl_dataset(env_id, ...)``
+writes the rows SkyRL's trainer reads: ``prompt`` (system prompt as a system message and
+the task as the user message), ``env_class``, ``reward_spec`` and ``extra_info`` with
+the reset's ``task_id``/``seed``/``max_turns``.
+
+Each step's observation comes back as one user message; the reward of a step is the
+env's; ``metadata`` carries the env's info (JSON-safe). The samples of one prompt share
+its row (its seed): each env object therefore draws the env's randomness from a stream
+of its own after the common reset, as ``GroupEnv`` does. ``close()`` closes the env
+(shell, sandbox, container, database); a finalizer does it too if SkyRL never calls it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import gymnasium as gym
+from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+
+from agentenvs.integrations.common import json_safe, reseed_rollout, split_prompt
+
+_instances = itertools.count()
+
+
+def _plain(config: Any) -> dict[str, Any]:
+    """An env_config (a dict, an OmegaConf node or None) as a plain dict."""
+    if config is None:
+        return {}
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(config, DictConfig):
+            return dict(OmegaConf.to_container(config, resolve=True))  # type: ignore[arg-type]
+    except ImportError:  # pragma: no cover - omegaconf comes with SkyRL's trainer
+        pass
+    if isinstance(config, Mapping):
+        return dict(config)
+    raise TypeError(f"env_config must be a mapping, got {type(config).__name__}")
+
+
+class AgentEnvsTextEnv(BaseTextEnv):
+    """An agentenvs env behind SkyRL-gym's ``BaseTextEnv`` interface.
+
+    Arguments (as SkyRL passes them):
+        env_id: the agentenvs id (set by the registration).
+        env_config: ``gym.make`` keyword arguments for the env (e.g. ``{"map_name": "8x8"}``).
+        extras: the dataset row; ``extras["extra_info"]`` may hold ``task_id``, ``seed``
+            and ``max_turns`` for the reset.
+    """
+
+    def __init__(self, env_id: str, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.env_id = env_id
+        extras = dict(extras or {})
+        info = dict(extras.get("extra_info") or {})
+        self.task_id = info.get("task_id")
+        self.seed = info.get("seed")
+        self.episode_max_turns = info.get("max_turns")
+        self.env = gym.make(env_id, **_plain(env_config))
+        self._index = next(_instances)
+        self._finalizer = weakref.finalize(self, self.env.close)
+        self.max_turns = int(self.episode_max_turns or self.env.unwrapped.max_turns)  # type: ignore[attr-defined]
+        self.total_reward = 0.0
+        self.last_info: dict[str, Any] = {}
+
+    def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        options: dict[str, Any] = {}
+        if self.task_id is not None:
+            options["task_id"] = self.task_id
+        if self.episode_max_turns is not None:
+            options["max_turns"] = int(self.episode_max_turns)
+        seed = None if self.seed is None else int(self.seed)
+        observation, info = self.env.reset(seed=seed, options=options or None)
+        reseed_rollout(self.env, seed, self._index)
+        self.turns = 0
+        self.total_reward = 0.0
+        self.last_info = json_safe(info)
+        system, task = split_prompt(observation, info)
+        messages = [dict(m) for m in prompt]
+        if messages and messages[0].get("role") == "system":
+            # the row carries the system prompt: fill in the task (never the rules twice)
+            if len(messages) > 1 and messages[-1].get("role") == "user" and not messages[-1].get("content"):
+                messages[-1]["content"] = task
+            elif len(messages) == 1:
+                messages.append({"role": "user", "content": task})
+        else:
+            if system:
+                messages = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+            else:
+                messages = [{"role": "user", "content": observation}]
+        return messages, {"task_id": info.get("task_id"), "tools": info.get("tools")}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.turns += 1
+        self.total_reward += float(reward)
+        done = bool(terminated or truncated)
+        self.last_info = json_safe(info)
+        return BaseTextEnvStepOutput(
+            observations=[] if done else [{"role": "user", "content": observation}],
+            reward=float(reward),
+            done=done,
+            metadata={"info": self.last_info, "observation": observation,
+                      "terminated": bool(terminated), "truncated": bool(truncated)},
+            postprocessed_action=action,
+        )
+
+    def get_metrics(self) -> dict[str, Any]:
+        return {
+            "success": float(bool(self.last_info.get("success"))),
+            "score": float(self.last_info.get("score") or 0.0),
+            "turns": self.turns,
+            "return": self.total_reward,
+        }
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def register_skyrl_envs(ids: Iterable[str] | None = None) -> list[str]:
+    """Register agentenvs ids with ``skyrl_gym`` (idempotent); returns the ids."""
+    import skyrl_gym
+    from skyrl_gym.envs.registration import registry
+
+    import agentenvs
+
+    done = []
+    for env_id in ids if ids is not None else agentenvs.registered_ids():
+        gym.spec(env_id)
+        if env_id not in registry:
+            skyrl_gym.register(id=env_id, entry_point=AgentEnvsTextEnv, kwargs={"env_id": env_id})
+        done.append(env_id)
+    return done
+
+
+def skyrl_dataset(
+    env_id: str,
+    *,
+    task_ids: Iterable[str] | None = None,
+    seeds: Iterable[int] = (0,),
+    max_turns: int | None = None,
+    **env_kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Rows in SkyRL's dataset format, one per (task, seed)."""
+    from agentenvs.integrations.trl import task_rows
+
+    rows = []
+    for row in task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs):
+        extra = {"task_id": row["task_id"], "seed": row["seed"]}
+        if max_turns is not None:
+            extra["max_turns"] = max_turns
+        rows.append({
+            "data_source": "agentenvs",
+            "prompt": row["prompt"],
+            "env_class": env_id,
+            "reward_spec": {"method": "env", "ground_truth": None},
+            "extra_info": extra,
+        })
+    return rows
+
+
+__all__ = ["AgentEnvsTextEnv", "register_skyrl_envs", "skyrl_dataset"]
