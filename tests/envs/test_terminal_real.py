@@ -88,3 +88,76 @@ def test_python_313_from_the_map_and_the_image_environment(env: TerminalBenchEnv
     obs, *_ = env.step('python --version; echo "$PRICE_FILE"; command -v python; pwd')
     assert "Python 3.13" in obs and "/app/prices.txt" in obs
     assert "/opt/venv/bin/python" in obs and "\n/app\n" in obs
+
+
+def write_wheel(folder: Path, name: str, version: str, source: str) -> Path:
+    """A pure-Python wheel of one module, written by hand (no index, no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": source,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel
+
+
+def test_a_wheelhouse_provides_what_the_image_lacks(tmp_path: Path) -> None:
+    from agentenvs.sandbox.docker import docker_available
+
+    ok, why = docker_available("agentenvs/tb-python:3.13")
+    if not ok:
+        pytest.skip(f"docker runtime unavailable: {why}")
+    task = tmp_path / "tasks" / "harbor-needs-probe"
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "solution").mkdir()
+    (task / "task.toml").write_text('version = "1.0"\n\n[verifier]\ntimeout_sec = 120.0\n')
+    (task / "instruction.md").write_text("Write done to /app/status.txt.\n")
+    (task / "environment" / "Dockerfile").write_text("FROM python:3.13-slim\nWORKDIR /app\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho done > /app/status.txt\n")
+    test_sh = (REAL / "harbor-ctrf" / "tests" / "test.sh").read_text()
+    (task / "tests" / "test.sh").write_text(
+        test_sh.replace("-w pytest-json-ctrf==0.3.5", "-w tbprobe==1.0").replace(
+            "--ctrf /logs/verifier/ctrf.json ", ""
+        )
+    )
+    (task / "tests" / "test_outputs.py").write_text(
+        "from pathlib import Path\n\nimport tbprobe\n\n\ndef test_status():\n"
+        '    assert tbprobe.VALUE == 42\n    assert Path("/app/status.txt").read_text() == "done\\n"\n'
+    )
+    wheels = tmp_path / "wheels"
+    write_wheel(wheels, "tbprobe", "1.0", "VALUE = 42\n")
+    for wheelhouse, passes in ((None, False), (wheels, True)):
+        env = TerminalBenchEnv(
+            tasks_path=tmp_path / "tasks",
+            runtime="docker",
+            offline=True,
+            command_timeout=120,
+            wheelhouse=wheelhouse,
+        )
+        try:
+            env.reset(options={"task_id": "harbor-needs-probe"})
+            env.step(env.oracle_action())
+            _, reward, term, _, info = env.step("submit")
+            assert term and info["success"] == passes, env._test_output[-2000:]
+            if passes:
+                assert "offline_unmet" not in info
+            else:
+                assert info["offline_unmet"] == ["the Python package 'tbprobe==1.0'"]
+        finally:
+            env.close()
