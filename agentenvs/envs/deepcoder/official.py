@@ -37,6 +37,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from agentenvs.core.errors import SandboxError
 from agentenvs.envs.deepcoder.checker import (
     FAILED_FOOTER,
     FAILED_HEADER,
@@ -273,6 +274,15 @@ def runner_source() -> str:
     return _RUNNER_SOURCE
 
 
+def _check_ready(ready: dict[str, Any] | None) -> None:
+    if ready is not None and "fatal" in ready:
+        raise SandboxError(
+            f"rules='official': {ready['fatal']}, which the official checker preloads for every "
+            "program; install them for the sandbox's python3 (Debian: python3-numpy "
+            "python3-pandas; .ci/services/sandbox-python.sh does it)"
+        )
+
+
 class _Runner:
     """A spawned ``official_runner`` and its framed answers."""
 
@@ -368,6 +378,7 @@ def _in_process(
     try:
         setup = {"mode": mode, "code": code, "fn": task.func_name or "", "timeout": timeout}
         ready = runner.ask(setup, timeout + _START_S)
+        _check_ready(ready)
         if ready is None or "ready" not in ready:
             detail = (ready or {}).get("setup_error") or (ready or {}).get("error") or "crashed"
             if apps:
@@ -463,6 +474,7 @@ def _apps_stdin(
     try:
         setup = {"mode": "apps_stdin", "code": script, "fn": "", "timeout": timeout}
         ready = runner.ask(setup, timeout + _START_S)
+        _check_ready(ready)
         if ready is None or "ready" not in ready:
             results[order[0]] = _failure(VERDICT_RUNTIME, None)
             return results

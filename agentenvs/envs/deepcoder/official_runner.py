@@ -500,12 +500,17 @@ def main() -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
     # loaded before any alarm runs (the official evaluator has numpy loaded already), so
     # that a slow first import is never charged to the program
+    missing = []
     for name in ("numpy", "pandas"):
         try:
             __import__(name)
         except ImportError:
-            pass
+            missing.append(name)
     setup = json.loads(requests.readline())
+    if missing:  # every program would fail: say why instead
+        names = " and ".join(missing)
+        send({"fatal": f"the sandbox's python3 cannot import {names}", "id": setup.get("id")})
+        return
     try:
         program = Program(setup["mode"], setup["code"], setup.get("fn") or "", setup["timeout"])
     except BaseException as exc:  # noqa: BLE001 - a program that cannot load fails every test
