@@ -591,3 +591,52 @@ def test_published_problem_feedback_when_only_a_hidden_test_fails(box: Sandbox) 
         env.close()
     assert seen["official"] == (SUCCESS_MESSAGE, 0.0)
     assert seen["strict"][0].startswith("Your code passed all the public test cases, but")
+
+
+class _HostProcess:
+    """A plain host subprocess behind the SandboxProcess calls the official runner uses."""
+
+    def __init__(self, argv: list[str]) -> None:
+        import selectors
+        import subprocess
+
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self.eof = False
+
+    def write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float) -> bytes:
+        import os
+
+        if self.eof or not self.sel.select(timeout):
+            return b""
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        self.eof = not chunk
+        return chunk
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.sel.close()
+
+
+class _NoNumpySandbox:
+    """Spawns the runner with an interpreter that has no site packages (so no numpy)."""
+
+    def spawn(self, argv: list[str], **_: Any) -> _HostProcess:
+        import sys
+
+        return _HostProcess([sys.executable, "-S", "-I", *argv[1:]])
+
+
+def test_a_sandbox_without_numpy_is_a_clear_error() -> None:
+    from agentenvs.core.errors import SandboxError
+
+    with pytest.raises(SandboxError, match="cannot import numpy and pandas.*python3-numpy"):
+        official.execute(_NoNumpySandbox(), SUM, SUM_OK)  # type: ignore[arg-type]
+    with pytest.raises(SandboxError, match="cannot import numpy"):
+        official.execute(_NoNumpySandbox(), PARITY, "print('YES')")  # type: ignore[arg-type]
