@@ -358,3 +358,30 @@ def test_restore_keeps_modes_links_empty_dirs_mtimes(
         if fresh_env:
             target.close()
     assert after == before
+
+
+def test_oracle_of_solution_yaml_and_harbor_solution_env(tmp_path: Path) -> None:
+    import shutil
+
+    tb1 = tmp_path / "tb1-yaml"
+    shutil.copytree(FIXTURES / "tb1-greeting", tb1)
+    (tb1 / "solution.sh").unlink()
+    (tb1 / "solution.yaml").write_text(
+        "- command: cd /app\n  min_timeout_sec: 1\n  block: true\n  append_enter: true\n"
+        "- command: echo 'hello, world' > greeting.txt\n  min_timeout_sec: 1\n"
+    )
+    harbor = tmp_path / "harbor-env"
+    shutil.copytree(FIXTURES / "harbor-count", harbor)
+    (harbor / "task.toml").write_text(
+        (harbor / "task.toml").read_text() + '\n[solution.env]\nCOUNT_FILE = "/app/count.txt"\n'
+    )
+    (harbor / "solution" / "solve.sh").write_text('wc -l < /app/data.txt > "$COUNT_FILE"\n')
+    env = TerminalBenchEnv(tasks_path=tmp_path, command_timeout=10)
+    try:
+        for task_id in ("tb1-yaml", "harbor-env"):
+            env.reset(options={"task_id": task_id})
+            env.step(env.oracle_action())
+            _, reward, term, _, info = env.step("submit")
+            assert term and reward == 1.0 and info["success"], (task_id, env._test_output)
+    finally:
+        env.close()

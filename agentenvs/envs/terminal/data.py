@@ -88,6 +88,10 @@ class TerminalTask:
     verifier_network: bool = True
     #: the oracle: TB1 ``solution.sh`` (run from /oracle), Harbor ``solution/`` (at /solution)
     solution_path: Path | None = None
+    #: TB1 ``solution.yaml``: the commands the oracle types, in order
+    solution_commands: tuple[str, ...] = ()
+    #: Harbor ``[solution] env``: variables the oracle's ``solve.sh`` runs with
+    solution_env: tuple[tuple[str, str], ...] = ()
     #: what no runtime of this project provides (a second container, MCP servers)
     problems: tuple[str, ...] = ()
 
@@ -283,6 +287,31 @@ def _check_tests(task_dir: Path, script: str) -> Path:
     return tests
 
 
+def _solution_commands(path: Path) -> tuple[str, ...]:
+    """TB1's ``solution.yaml``: a list of ``{command, min_timeout_sec, block, append_enter}``."""
+    if not path.is_file():
+        return ()
+    data = _read_yaml_any(path)
+    if not isinstance(data, list):
+        raise TaskError(str(path), "<file>", "expected a list of {command: ...}")
+    commands = []
+    for i, item in enumerate(data):
+        command = item.get("command") if isinstance(item, dict) else None
+        if not isinstance(command, str):
+            raise TaskError(str(path), f"[{i}].command", "expected a string")
+        commands.append(command)
+    return tuple(commands)
+
+
+def _read_yaml_any(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise TaskError(str(path), "<file>", f"not valid YAML: {exc}") from exc
+
+
 def _compose_problem(path: Path) -> str | None:
     """A compose file with more than the task's own container (TB1 ``client``)."""
     if not path.is_file():
@@ -327,6 +356,7 @@ def load_tb1(task_dir: Path) -> TerminalTask:
     image = analyse_dockerfile(dockerfile)
     solution = task_dir / "solution.sh"
     compose = _compose_problem(task_dir / "docker-compose.yaml")
+    commands = _solution_commands(task_dir / "solution.yaml")
     return TerminalTask(
         id=task_dir.name,
         path=task_dir,
@@ -347,6 +377,7 @@ def load_tb1(task_dir: Path) -> TerminalTask:
         test_script="run-tests.sh",
         solution=solution.read_text() if solution.is_file() else None,
         solution_path=solution if solution.is_file() else None,
+        solution_commands=commands,
         local_problem=image["local_problem"],
         base_image=image["base_image"],
         platform=image["platform"],
@@ -435,6 +466,10 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     if not isinstance(tags, list):
         raise TaskError(str(source), "metadata.tags", "expected a list of strings")
     solution = task_dir / "solution" / "solve.sh"
+    solution_table = data.get("solution", {})
+    solution_env = solution_table.get("env", {}) if isinstance(solution_table, dict) else None
+    if not isinstance(solution_env, dict):
+        raise TaskError(str(source), "solution.env", "expected a table of strings")
     return TerminalTask(
         id=task_dir.name,
         path=task_dir,
@@ -457,6 +492,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         base_image=image["base_image"],
         platform=image["platform"],
         docker_image=docker_image,
+        solution_env=tuple((str(k), str(v)) for k, v in solution_env.items()),
         workdir=str(environment.get("workdir") or image["workdir"]),
         agent_network=agent_mode != "no-network",
         verifier_network=verifier_mode != "no-network",

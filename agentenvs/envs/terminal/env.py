@@ -559,6 +559,9 @@ class TerminalBenchEnv(TextEnv):
         ``solution.sh`` as ``/oracle/solution.sh``, Harbor's ``solution/`` at
         ``/solution`` with ``solve.sh`` run from the work dir."""
         task = self.task
+        if task.solution_path is None and task.solution_commands:
+            # TB1's solution.yaml: the oracle types these commands in order
+            return "```bash\n" + "\n".join(task.solution_commands) + "\n```"
         if task.solution_path is None:
             raise TaskError(str(task.path), "solution", "the task has no solution script")
         from agentenvs.envs.terminal.runtime_local import tar_of
@@ -568,7 +571,8 @@ class TerminalBenchEnv(TextEnv):
             run = "bash /oracle/solution.sh"
         else:
             payload = tar_of([(task.solution_path.parent, "/solution")])
-            run = "bash /solution/solve.sh"
+            assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in task.solution_env)
+            run = f"env {assigns} bash /solution/solve.sh" if assigns else "bash /solution/solve.sh"
         data = base64.b64encode(payload).decode()
         lines = [data[i : i + 76] for i in range(0, len(data), 76)]
         return (

@@ -23,7 +23,7 @@ def _env_of(conversation: Conversation) -> TerminalBenchEnv:
 
 def solution_action(env: TerminalBenchEnv) -> str:
     """The task's oracle, run as the official harness runs it (see ``oracle_action``)."""
-    if env.task.solution_path is None:
+    if env.task.solution_path is None and not env.task.solution_commands:
         raise ValueError(f"task {env.task_id!r} has no solution script")
     return env.oracle_action()
 
