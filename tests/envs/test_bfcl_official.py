@@ -148,3 +148,16 @@ def test_multi_turn_verdicts_agree_with_bfcl_eval() -> None:
 def test_multi_turn_replays_agree_on_a_sample() -> None:
     report = compare_multi_turn("bfcl-eval", per_category=10, seed=3, replays=2)
     assert report.agree == report.cases, _show(report)
+
+
+def test_no_official_entry_crashes_a_reset() -> None:
+    # every multi-turn entry; every 8th single-turn entry (the first reset of an entry
+    # checks its tools' JSON Schema, ~15 ms; the agreement script resets every entry)
+    env = BFCLEnv(tasks_path="bfcl-eval")
+    for task_id in env.task_ids[::8]:
+        obs, info = env.reset(options={"task_id": task_id})
+        assert obs and isinstance(info["tools"], list)
+    multi = BFCLMultiTurnEnv(tasks_path="bfcl-eval")
+    for task_id in multi.task_ids:
+        obs, info = multi.reset(options={"task_id": task_id})
+        assert obs and info["tools"]
