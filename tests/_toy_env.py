@@ -152,3 +152,80 @@ class BrokenAcrossProcessesEnv(LineWalkEnv):
         self._pos = 1 + hash(task_id) % (self._length - 2)
         # the full hash in the text too, so two processes cannot agree by chance
         return f"{self._describe()} (salt {hash(task_id) & 0xFFFFFFFF})" if obs else obs
+
+
+class BrokenAtomicResetEnv(LineWalkEnv):
+    """Takes the new budget before it knows the reset will succeed."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        budget = (options or {}).get("max_turns") if isinstance(options, dict) else None
+        if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+            self._episode_max_turns = budget
+        return super().reset(seed=seed, options=options)
+
+
+class BrokenAtomicRestoreEnv(LineWalkEnv):
+    """Writes the turn counter before it checks the snapshot."""
+
+    def restore(self, snapshot: Snapshot) -> None:
+        base = getattr(snapshot, "base", None)
+        if isinstance(base, dict) and isinstance(base.get("turn"), int):
+            self._turn = base["turn"]
+        super().restore(snapshot)
+
+
+class FilesEnv(TextEnv):
+    """A tiny file system with modes: ``touch P``, ``chmod MODE P``, ``mkdir P``, ``ls``."""
+
+    default_max_turns = 20
+
+    @property
+    def task_ids(self) -> Sequence[str]:
+        return ("files",)
+
+    def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
+        self._files: dict[str, list[Any]] = {"readme": ["file", 0o644]}
+        return "A file system. Commands: touch P, chmod MODE P, mkdir P, ls."
+
+    def _apply(self, action: str) -> Transition:
+        parts = action.split()
+        if parts == ["ls"]:
+            return Transition("\n".join(f"{p} {k} {m:o}" for p, (k, m) in sorted(self._files.items())))
+        if len(parts) == 2 and parts[0] in ("touch", "mkdir"):
+            self._files[parts[1]] = ["file" if parts[0] == "touch" else "dir", 0o644]
+            return Transition("ok")
+        if len(parts) == 3 and parts[0] == "chmod" and parts[2] in self._files:
+            try:
+                self._files[parts[2]][1] = int(parts[1], 8) & 0o7777
+            except ValueError:
+                pass
+            else:
+                return Transition("ok")
+        return Transition("unknown command", action_valid=False)
+
+    def _get_state(self) -> dict[str, list[Any]]:
+        return {p: list(v) for p, v in self._files.items()}
+
+    def _set_state(self, state: Any) -> None:
+        self._files = {p: list(v) for p, v in state.items()}
+
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        if not isinstance(state, dict) or not all(
+            isinstance(p, str) and isinstance(v, list) and len(v) == 2 and v[0] in ("file", "dir")
+            and isinstance(v[1], int) and not isinstance(v[1], bool) and 0 <= v[1] <= 0o7777
+            for p, v in state.items()
+        ):
+            raise ValueError("not a FilesEnv state")
+
+    def _state_key(self) -> str:
+        return repr(sorted(self._files.items()))
+
+    def error_action(self, rng: np.random.Generator) -> str:
+        return "chmod 000 readme"
+
+
+class BrokenFileModesEnv(FilesEnv):
+    """Restores files without their modes (as unpacking an archive without -p would)."""
+
+    def _set_state(self, state: Any) -> None:
+        self._files = {p: [v[0], 0o755 if v[0] == "dir" else 0o644] for p, v in state.items()}

@@ -30,6 +30,14 @@ Checks (names as reported):
   not touch the env.
 - ``task_id_option``: ``options={"task_id": ...}`` selects that task; an unknown id raises.
 - ``close``: ``close()`` twice is fine.
+- ``atomic_reset``: resets that raise (unknown task id, bad budgets, unknown or
+  malformed options, bad seeds) leave the live episode exactly as it was: the same
+  snapshot, and the same results for the next steps.
+- ``atomic_restore``: corrupted snapshots (flipped or missing bytes, tampered base
+  fields, foreign or truncated env states, a leaf of the state changed) raise only
+  ``SnapshotError``, and the env is then exactly as it was; bytes never restore silently.
+- ``file_modes``: for envs with files, given a ``FileProbe``: modes, empty dirs,
+  symlinks and mtimes survive a restore, in the same env and in a fresh one.
 """
 
 from __future__ import annotations
@@ -72,6 +80,23 @@ from agentenvs.testing._trajectory import (
 
 #: a str action that no env accepts and that must not end an episode
 INVALID_ACTION = "\x00???"
+
+
+@dataclass(frozen=True)
+class FileProbe:
+    """How the ``file_modes`` check reaches the files of an env that has them.
+
+    ``options``: reset options (e.g. the task); ``setup``: actions that make files with
+    unusual modes, an empty dir, a symlink, old mtimes; ``disturb``: actions that change
+    them again; ``listing``: an action whose observation lists the files with their
+    modes, types, link targets and mtimes (it may cost a turn; it must not change the
+    files). Terminal-Bench's is ``agentenvs.envs.terminal`` tests' ``FILE_PROBE``.
+    """
+
+    options: Mapping[str, Any]
+    setup: tuple[str, ...]
+    disturb: tuple[str, ...]
+    listing: str
 
 
 @dataclass
@@ -168,6 +193,7 @@ class _Context:
     options: Mapping[str, Any]
     check_processes: bool
     process_timeout: float
+    file_probe: FileProbe | None = None
     envs: list[gym.Env] = field(default_factory=list)
 
     def make(self) -> gym.Env:
@@ -690,6 +716,227 @@ def _check_task_id_option(ctx: _Context) -> str:
     return f"{len(ids)} task ids"
 
 
+def _live_state(env: gym.Env) -> Any:
+    """What must not change: the whole snapshot (wrappers too) as comparable bytes."""
+    snap = take_snapshot(env)
+    return pickle.dumps(snap, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _bad_resets(ctx: _Context) -> list[tuple[str, dict[str, Any]]]:
+    opts = dict(ctx.options)
+    return [
+        ("an unknown task_id with another budget", {"options": {**opts, "task_id": "\x00nope", "max_turns": 100}}),
+        ("a task_id that is not a str", {"options": {**opts, "task_id": 12345}}),
+        ("max_turns=0", {"options": {**opts, "max_turns": 0}}),
+        ("max_turns=-7", {"options": {**opts, "max_turns": -7}}),
+        ("max_turns='3'", {"options": {**opts, "max_turns": "3"}}),
+        ("max_turns=2.5", {"options": {**opts, "max_turns": 2.5}}),
+        ("max_turns=10**30", {"options": {**opts, "max_turns": 10**30}}),
+        ("an unknown option", {"options": {**opts, "\x00colour": "red"}}),
+        ("options that are not a dict", {"options": ["task_id"]}),
+        ("seed=-1", {"seed": -1, "options": opts}),
+        ("seed='x'", {"seed": "x", "options": opts}),
+    ]
+
+
+def _check_atomic_reset(ctx: _Context) -> str:
+    env = ctx.make()
+    twin = ctx.make()
+    source = ActionSource(ctx.seed + 21)
+    problems: list[str] = []
+    ctx.reset(env, max_turns=5)
+    branch(env, source, 2)
+    if env.unwrapped.done:
+        ctx.reset(env, max_turns=5)
+    raised = 0
+    for label, kwargs in _bad_resets(ctx):
+        before = _live_state(env)
+        try:
+            env.reset(**kwargs)
+        except Exception:
+            raised += 1
+            if _live_state(env) != before:
+                problems.append(f"reset with {label} raised but changed the live episode")
+                break
+        else:
+            ctx.reset(env, max_turns=5)  # accepted: a valid episode again, carry on
+            branch(env, source, 2)
+            if env.unwrapped.done:
+                ctx.reset(env, max_turns=5)
+    if raised == 0:
+        problems.append("no bad reset raised (an unknown task_id at least must)")
+    # the episode goes on exactly as an untouched copy of it
+    restore_snapshot(twin, Snapshot.from_bytes(take_snapshot(env).to_bytes()))
+    actions, mine = branch(env, source, 6)
+    if (diff := first_divergence(mine, replay(twin, actions))) is not None:
+        problems.append(f"after the failed resets the episode differs from an untouched copy: {diff}")
+    _collect(problems)
+    return f"{raised} of {len(_bad_resets(ctx))} bad resets raised, none changed anything"
+
+
+def _flip_bytes(data: bytes, rng: np.random.Generator, n: int) -> list[tuple[str, bytes]]:
+    out = []
+    for _ in range(n):
+        corrupt = bytearray(data)
+        i = int(rng.integers(len(corrupt)))
+        corrupt[i] ^= 1 << int(rng.integers(8))
+        out.append((f"byte {i} flipped", bytes(corrupt)))
+    for cut in (0, 8, len(data) // 2, len(data) - 1):
+        out.append((f"cut to {cut} bytes", data[:cut]))
+    return out
+
+
+def _leaf_paths(value: Any, path: tuple[Any, ...] = (), depth: int = 0) -> list[tuple[Any, ...]]:
+    """Paths to the leaves of a state made of dicts, lists and tuples (bounded)."""
+    if depth > 6:
+        return []
+    if isinstance(value, dict):
+        items = list(value.items())[:64]
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))[:64]
+    else:
+        return [path]
+    found = [path]  # the container itself can be replaced too
+    for key, child in items:
+        found.extend(_leaf_paths(child, (*path, key), depth + 1))
+    return found
+
+
+def _replace_at(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replace_at(value[head], rest, new)}
+    items = list(value)
+    items[head] = _replace_at(items[head], rest, new)
+    return type(value)(items) if isinstance(value, tuple) and type(value) is tuple else items
+
+
+#: wrong-typed values a corrupted leaf takes
+_GARBAGE: tuple[Any, ...] = (None, -1, "\x00garbage", b"\xff\x00garbage", 1e308, (), {"x": 1})
+
+
+def _corrupted_snapshots(snap: Snapshot, rng: np.random.Generator) -> list[tuple[str, Any, bool]]:
+    """(label, snapshot, must_raise): ``must_raise`` False for changes that may be a valid
+    state (a leaf of the env's own state with another value)."""
+    base = snap.base
+    out: list[tuple[str, Any, bool]] = [
+        ("not a Snapshot", {"base": base}, True),
+        ("another env class", Snapshot("x.Other", snap.version, base, snap.state, snap.wrappers), True),
+        ("another version", Snapshot(snap.env_class, snap.version + 1, base, snap.state, snap.wrappers), True),
+        ("no base", Snapshot(snap.env_class, snap.version, {}, snap.state, snap.wrappers), True),
+        ("state None", Snapshot(snap.env_class, snap.version, base, None, snap.wrappers), True),
+        ("state of another type", Snapshot(snap.env_class, snap.version, base, ("x",), snap.wrappers), True),
+    ]
+    for field_name, value in (
+        ("task_id", "\x00nope"), ("task_id", None), ("turn", -1), ("turn", "1"),
+        ("episode_max_turns", 0), ("done", "no"), ("score", float("nan")),
+        ("last_obs", None), ("rng", {"bit_generator": "PCG64"}), ("rng", None),
+    ):
+        tampered = Snapshot(snap.env_class, snap.version, {**base, field_name: value}, snap.state, snap.wrappers)
+        out.append((f"base field {field_name}={value!r}", tampered, True))
+    paths = _leaf_paths(snap.state)[1:]
+    if paths:
+        for i in rng.choice(len(paths), size=min(12, len(paths)), replace=False):
+            path = paths[int(i)]
+            garbage = _GARBAGE[int(rng.integers(len(_GARBAGE)))]
+            state = _replace_at(snap.state, path, garbage)
+            label = f"state leaf {list(path)} = {garbage!r}"
+            out.append((label, Snapshot(snap.env_class, snap.version, base, state, snap.wrappers), False))
+    return out
+
+
+def _check_atomic_restore(ctx: _Context) -> str:
+    env = ctx.make()
+    source = ActionSource(ctx.seed + 22)
+    rng = np.random.default_rng(ctx.seed + 23)
+    ctx.reset(env)
+    branch(env, source, 2)
+    if env.unwrapped.done:
+        ctx.reset(env)
+    good = take_snapshot(env)
+    branch(env, source, 1)
+    if env.unwrapped.done:
+        ctx.reset(env)
+    problems: list[str] = []
+    refused = accepted = 0
+    data = good.to_bytes()
+    for label, corrupt in _flip_bytes(data, rng, 16):
+        try:
+            Snapshot.from_bytes(corrupt)
+        except AgentEnvsError as exc:
+            if type(exc).__name__ != "SnapshotError":
+                problems.append(f"bytes with a {label}: {type(exc).__name__}, not SnapshotError")
+            refused += 1
+        except Exception as exc:
+            problems.append(f"bytes with a {label}: raised {type(exc).__name__}: {short(exc)}")
+        else:
+            problems.append(f"bytes with a {label} decoded without an error")
+    for label, snap, must_raise in _corrupted_snapshots(good, rng):
+        before = _live_state(env)
+        try:
+            restore_snapshot(env, snap)
+        except AgentEnvsError as exc:
+            refused += 1
+            if type(exc).__name__ != "SnapshotError":
+                problems.append(f"{label}: raised {type(exc).__name__}, not SnapshotError")
+            if _live_state(env) != before:
+                problems.append(f"{label}: restore raised but changed the env")
+        except Exception as exc:
+            problems.append(f"{label}: raised {type(exc).__name__}: {short(str(exc))}, not SnapshotError")
+        else:
+            accepted += 1
+            if must_raise:
+                problems.append(f"{label}: restored without an error")
+            # a state the env accepted must be one it can play from
+            try:
+                if not env.unwrapped.done:
+                    branch(env, source, 1)
+            except Exception as exc:
+                problems.append(f"{label}: accepted, then a step raised {type(exc).__name__}: {short(str(exc))}")
+            restore_snapshot(env, good)
+        if len(problems) >= 12:
+            break
+    # the good snapshot still restores and plays as it did
+    restore_snapshot(env, good)
+    fresh = ctx.make()
+    restore_snapshot(fresh, Snapshot.from_bytes(data))
+    actions, mine = branch(env, source, 4)
+    if (diff := first_divergence(mine, replay(fresh, actions))) is not None:
+        problems.append(f"after the bad restores, the good snapshot plays differently: {diff}")
+    _collect(problems)
+    return f"{refused} corrupted snapshots refused, {accepted} accepted as valid states"
+
+
+def _check_file_modes(ctx: _Context) -> str:
+    probe = ctx.file_probe
+    if probe is None:
+        raise _Skipped("no FileProbe given (envs without files)")
+    env = ctx.make()
+    env.reset(seed=ctx.seed, options={**ctx.options, **probe.options})
+    for action in probe.setup:
+        env.step(action)
+    snap = take_snapshot(env)
+    expected = env.step(probe.listing)[0]
+    problems: list[str] = []
+    restore_snapshot(env, snap)
+    for action in probe.disturb:
+        env.step(action)
+    changed = env.step(probe.listing)[0]
+    if changed == expected:
+        problems.append("the probe's disturb actions changed nothing its listing shows")
+    restore_snapshot(env, snap)
+    if (got := env.step(probe.listing)[0]) != expected:
+        problems.append(f"after a restore the files differ:\n  before: {short(expected, 600)}\n  after:  {short(got, 600)}")
+    fresh = ctx.make()
+    restore_snapshot(fresh, Snapshot.from_bytes(snap.to_bytes()))
+    if (got := fresh.step(probe.listing)[0]) != expected:
+        problems.append(f"restored into a fresh env the files differ:\n  before: {short(expected, 600)}\n  after:  {short(got, 600)}")
+    _collect(problems)
+    return f"{len(expected.splitlines())} listing lines kept"
+
+
 def _check_close(ctx: _Context) -> None:
     env = make_env(ctx.target, ctx.env_kwargs)
     ctx.reset(env)
@@ -715,6 +962,9 @@ CHECKS: dict[str, Callable[[_Context], Any]] = {
     "error_action": _check_error_action,
     "task_id_option": _check_task_id_option,
     "close": _check_close,
+    "atomic_reset": _check_atomic_reset,
+    "atomic_restore": _check_atomic_restore,
+    "file_modes": _check_file_modes,
 }
 
 
@@ -729,6 +979,7 @@ def check_env_contract(
     skip: Iterable[str] = (),
     raise_on_failure: bool = True,
     process_timeout: float = 120.0,
+    file_probe: FileProbe | None = None,
 ) -> ContractReport:
     """Check that an env keeps the agentenvs contract; return the report.
 
@@ -742,6 +993,8 @@ def check_env_contract(
         check_processes: also replay in a fresh interpreter (about a second).
         skip: names of checks not to run (see ``CHECKS``).
         raise_on_failure: raise ``ContractError`` listing every failed check.
+        file_probe: for envs with files, how ``file_modes`` reaches them (``FileProbe``);
+            without it that check is skipped.
 
     Gymnasium's warnings are collected in ``report.warnings``, not raised.
     """
@@ -764,6 +1017,7 @@ def check_env_contract(
         options=options,
         check_processes=check_processes,
         process_timeout=process_timeout,
+        file_probe=file_probe,
     )
     report = ContractReport(target=target_name(env))
     seen: set[str] = set()

@@ -8,13 +8,17 @@ import gymnasium as gym
 import pytest
 from _toy_env import (
     BrokenAcrossProcessesEnv,
+    BrokenAtomicResetEnv,
+    BrokenAtomicRestoreEnv,
     BrokenEmptyActionEnv,
     BrokenErrorActionEnv,
+    BrokenFileModesEnv,
     BrokenHistoryLeakEnv,
     BrokenInfoEnv,
     BrokenScoreActionEnv,
     BrokenSnapshotRngEnv,
     BrokenTerminatesOnBudgetEnv,
+    FilesEnv,
     LineWalkEnv,
 )
 
@@ -22,6 +26,7 @@ from agentenvs.testing import (
     CHECKS,
     ContractError,
     ContractReport,
+    FileProbe,
     assert_env_contract,
     check_env_contract,
     contract_test,
@@ -40,7 +45,8 @@ def test_good_env_passes_every_check() -> None:
     report = check_env_contract(LineWalkEnv)
     assert isinstance(report, ContractReport) and report.passed
     assert [r.name for r in report.results] == list(CHECKS)
-    assert all(r.passed is True for r in report.results), report.summary()
+    assert all(r.passed is True for r in report.results if r.name != "file_modes"), report.summary()
+    assert report.result("file_modes").passed is None  # no files, no probe
     assert "all checks passed" in report.summary()
 
 
@@ -147,8 +153,9 @@ def test_make_wrappers_that_refuse_restored_envs_are_diagnosed() -> None:
         failures = failures_of(env_id, check_processes=False)
     finally:
         gym.registry.pop(env_id)
-    assert set(failures) == {"snapshot_pickle"}
-    assert "order_enforce=False" in failures["snapshot_pickle"]
+    # every check that restores into a never-reset env meets the same wrapper
+    assert set(failures) == {"snapshot_pickle", "atomic_reset", "atomic_restore"}
+    assert all("order_enforce=False" in detail for detail in failures.values())
 
 
 def test_argument_checks() -> None:
@@ -170,3 +177,42 @@ def test_assert_helper_and_pytest_factory() -> None:
     marks = [m for m in test_fn.pytestmark if m.name == "parametrize"]
     assert marks and len(marks[0].args[1]) == 2
     test_fn(LineWalkEnv)
+
+
+FILE_PROBE = FileProbe(
+    options={"task_id": "files"},
+    setup=("touch run.sh", "chmod 777 run.sh", "chmod 666 readme", "mkdir empty", "chmod 1777 empty"),
+    disturb=("chmod 755 run.sh", "chmod 644 readme", "chmod 755 empty"),
+    listing="ls",
+)
+
+
+def test_a_failed_reset_that_changes_the_episode_is_caught() -> None:
+    failures = failures_of(BrokenAtomicResetEnv, check_processes=False)
+    assert list(failures) == ["atomic_reset"]
+    assert "raised but changed the live episode" in failures["atomic_reset"]
+
+
+def test_a_restore_that_is_not_all_or_nothing_is_caught() -> None:
+    failures = failures_of(BrokenAtomicRestoreEnv, check_processes=False)
+    assert list(failures) == ["atomic_restore"]
+    assert "restore raised but changed the env" in failures["atomic_restore"]
+
+
+def test_file_modes_survive_a_restore_with_a_probe() -> None:
+    report = check_env_contract(FilesEnv, file_probe=FILE_PROBE, check_processes=False)
+    assert report.result("file_modes").passed is True, report.summary()
+    assert report.result("atomic_restore").passed is True
+
+
+def test_a_restore_that_loses_file_modes_is_caught() -> None:
+    failures = failures_of(BrokenFileModesEnv, file_probe=FILE_PROBE, check_processes=False)
+    assert "file_modes" in failures
+    assert "after a restore the files differ" in failures["file_modes"]
+    assert "run.sh file 777" in failures["file_modes"]
+
+
+def test_a_probe_that_disturbs_nothing_is_reported() -> None:
+    idle = FileProbe(options={}, setup=("touch a",), disturb=("ls",), listing="ls")
+    failures = failures_of(FilesEnv, file_probe=idle, check_processes=False)
+    assert "changed nothing" in failures["file_modes"]
