@@ -372,6 +372,22 @@ class BFCLEnv(TextEnv):
     def _get_state(self) -> dict[str, Any]:
         return {"verdict": None if self._verdict is None else self._verdict.as_dict()}
 
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        if not isinstance(state, dict) or set(state) != {"verdict"}:
+            raise SnapshotError("a BFCL state is a dict with 'verdict'")
+        raw = state["verdict"]
+        if raw is None:
+            return
+        if (
+            not isinstance(raw, dict)
+            or set(raw) != {"valid", "error_type", "errors"}
+            or not isinstance(raw["valid"], bool)
+            or not (raw["error_type"] is None or isinstance(raw["error_type"], str))
+            or not isinstance(raw["errors"], list | tuple)
+            or not all(isinstance(e, str) for e in raw["errors"])
+        ):
+            raise SnapshotError("a BFCL verdict is {valid: bool, error_type: str|None, errors: [str]}")
+
     def _set_state(self, state: Any) -> None:
         if not isinstance(state, dict) or "verdict" not in state:
             raise SnapshotError(f"not a BFCL state: {type(state).__name__}")

@@ -761,6 +761,24 @@ class DeepCoderMTEnv(TextEnv):
             "feedback": self._feedback,
         }
 
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        if not isinstance(state, dict) or set(state) != {"attempts", "outcomes", "feedback"}:
+            raise SnapshotError("a DeepCoderMT-v0 state is a dict with attempts, outcomes, feedback")
+        attempts, outcomes = state["attempts"], state["outcomes"]
+        if not isinstance(attempts, tuple) or not all(isinstance(a, str) for a in attempts):
+            raise SnapshotError("attempts must be a tuple of str")
+        if not isinstance(state["feedback"], str):
+            raise SnapshotError("feedback must be a str")
+        task = self.task_set.tasks[base["task_id"]]
+        if outcomes is not None and (
+            not isinstance(outcomes, tuple)
+            or len(outcomes) != len(task.tests)
+            or not all(isinstance(o, TestOutcome) for o in outcomes)
+        ):
+            raise SnapshotError(
+                f"outcomes must be None or {len(task.tests)} test outcomes of task {task.id!r}"
+            )
+
     def _set_state(self, state: Any) -> None:
         if not isinstance(state, dict) or not {"attempts", "outcomes", "feedback"} <= set(state):
             raise SnapshotError("not a DeepCoderMT-v0 snapshot state")

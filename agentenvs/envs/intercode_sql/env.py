@@ -101,6 +101,36 @@ def _rows_digest(rows: tuple[tuple[Any, ...], ...] | None) -> str:
     return hashlib.blake2b(repr(rows).encode(), digest_size=8).hexdigest()
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_dump(backend: str, dump: Any) -> None:
+    """Raise ``SnapshotError`` unless ``dump`` is a database ``backend`` can load whole."""
+    if backend == "sqlite":
+        if not isinstance(dump, bytes | bytearray) or not bytes(dump[:16]) == _SQLITE_HEADER:
+            raise SnapshotError("the snapshot's database is not an SQLite image")
+        import sqlite3
+
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.deserialize(bytes(dump))
+            verdict = conn.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.Error as exc:
+            raise SnapshotError(f"the snapshot's database is damaged: {exc}") from None
+        finally:
+            conn.close()
+        if verdict != ("ok",):
+            raise SnapshotError(f"the snapshot's database is damaged: {verdict!r:.200}")
+        return
+    if not isinstance(dump, list) or not all(
+        isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
+        and t[1].lstrip().upper().startswith("CREATE TABLE") and isinstance(t[2], tuple)
+        and all(isinstance(row, tuple) for row in t[2])
+        for t in dump
+    ):
+        raise SnapshotError("the snapshot's database is not a table dump (name, CREATE TABLE, rows)")
+
+
 def make_backend(
     backend: str, limits: Limits, mysql_url: str | None, *, comparable: bool = False
 ) -> Backend:
@@ -349,10 +379,11 @@ class InterCodeSQLEnv(TextEnv):
         return "\n\n".join(parts)
 
     def _open_episode(self, db: str) -> Episode:
+        # the new database first: if it cannot be opened, the live episode is untouched
+        episode = self.backend.open_episode(self.task_set.databases[db])
         if self._episode is not None:
             self._episode.close()
-            self._episode = None
-        self._episode = self.backend.open_episode(self.task_set.databases[db])
+        self._episode = episode
         self._episode_db = db
         return self._episode
 
@@ -522,6 +553,27 @@ class InterCodeSQLEnv(TextEnv):
             "best": self._best,
             "wrote": self._wrote,
         }
+
+    def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
+        fields = {"backend", "db_name", "db", "last", "best", "wrote"}
+        if not isinstance(state, dict) or set(state) != fields:
+            raise SnapshotError(f"an InterCode-SQL state is a dict with {sorted(fields)}")
+        if state["backend"] != self.backend.name:
+            raise SnapshotError(
+                f"snapshot of backend {state['backend']!r:.40} cannot be restored into backend "
+                f"{self.backend.name!r}"
+            )
+        task = self.task_set.tasks[base["task_id"]]
+        if state["db_name"] != task.db:
+            raise SnapshotError(f"the state's database is not task {task.id!r}'s {task.db!r}")
+        best = state["best"]
+        if isinstance(best, bool) or not isinstance(best, int | float) or not 0.0 <= best <= 1.0:
+            raise SnapshotError(f"best must be a number in [0, 1], got {best!r:.40}")
+        if not isinstance(state["wrote"], bool):
+            raise SnapshotError("wrote must be a bool")
+        if state["last"] is not None and not isinstance(state["last"], QueryResult):
+            raise SnapshotError("last must be None or a QueryResult")
+        _check_dump(self.backend.name, state["db"])
 
     def _set_state(self, state: Any) -> None:
         if not isinstance(state, dict) or state.get("backend") != self.backend.name:
