@@ -361,7 +361,10 @@ def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
     from agentenvs.envs.intercode_sql.statements import match_table_case
 
     url = mysql_url()
-    env = InterCodeSQLEnv(tasks_path="intercode-bench", backend="mysql", mysql_url=url)
+    # a time limit no query reaches, however loaded the machine: outcomes never depend on speed
+    env = InterCodeSQLEnv(
+        tasks_path="intercode-bench", backend="mysql", mysql_url=url, statement_timeout_s=300
+    )
     cnx = connector.connect(**parse_mysql_url(url), autocommit=True, use_pure=True)
     cur = cnx.cursor(buffered=True)
     # the episode's session settings, so both sides run each query the same way
@@ -378,6 +381,10 @@ def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
             # differently on another copy)
             database = env.episode.name
             case = env.backend.table_case(database)
+            # settled statistics: the server cannot switch plans (and the order of tied
+            # rows) between the two sides while it recomputes them in the background
+            for table in case.values():
+                env.backend.server.run(f"ANALYZE TABLE `{database}`.`{table}`")
             for query in _agent_queries(env, rng):
                 ours = env.score_action(f"```sql\n{query}\n```")  # as if submitted after it
                 cur.execute(f"USE `{database}`")
