@@ -161,3 +161,19 @@ def test_no_official_entry_crashes_a_reset() -> None:
     for task_id in multi.task_ids:
         obs, info = multi.reset(options={"task_id": task_id})
         assert obs and info["tools"]
+
+
+def test_backend_precision_settings_do_not_leak_out_of_a_call() -> None:
+    import decimal
+
+    import mpmath
+
+    env = BFCLMultiTurnEnv(tasks_path="bfcl-eval")
+    math_entry = next(e for e in env.task_set.entries.values() if "MathAPI" in e.involved_classes)
+    env.reset(options={"task_id": math_entry.id})
+    prec, dps = decimal.getcontext().prec, mpmath.mp.dps
+    obs, *_ = env.step(
+        "[square_root(number=2, precision=50), logarithm(value=10, base=2, precision=40)]"
+    )
+    assert "1.4142135623730950488016887242096980785696718753769" in obs  # 50 digits
+    assert (decimal.getcontext().prec, mpmath.mp.dps) == (prec, dps)

@@ -22,8 +22,10 @@ The rules follow BFCL's multi-turn checker:
 from __future__ import annotations
 
 import copy
+import decimal
 import inspect
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,11 +104,19 @@ def execute_call(
     if method is None:
         # the wording of the NameError the official eval-based executor would raise
         return f"{ERROR_PREFIX}name '{name}' is not defined"
+    # process-wide precision that a backend sets (MathAPI sets decimal's and mpmath's for
+    # its call) is put back after the call, so that it reaches nothing else in the process
+    mpmath = sys.modules.get("mpmath")
+    saved_prec = mpmath.mp.prec if mpmath is not None else None
     try:
-        fresh_positional = copy.deepcopy(tuple(positional))
-        return render_result(method(*fresh_positional, **copy.deepcopy(dict(args))))
+        with decimal.localcontext():
+            fresh_positional = copy.deepcopy(tuple(positional))
+            return render_result(method(*fresh_positional, **copy.deepcopy(dict(args))))
     except Exception as exc:  # a backend error is a result the agent sees
         return f"{ERROR_PREFIX}{exc}"
+    finally:
+        if mpmath is not None and mpmath.mp.prec != saved_prec:
+            mpmath.mp.prec = saved_prec
 
 
 def execute_calls(table: Mapping[str, Callable[..., Any]], calls: Iterable[Any]) -> list[str]:
