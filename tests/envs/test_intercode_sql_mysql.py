@@ -404,3 +404,45 @@ def test_a_write_that_returns_rows_still_counts_as_a_write(url) -> None:
         assert env.step("submit")[1] == 0.0
     finally:
         env.close()
+
+
+def _wait_until_running(episode) -> None:
+    """Until the server runs the episode's statement (a KILL before that would miss it)."""
+    while True:
+        rows = episode.backend.server.run(
+            "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = %s", (episode.thread_id,)
+        )
+        if rows and rows[0][0] and "SLEEP" in rows[0][0]:
+            return
+        time.sleep(0.01)
+
+
+def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
+    import threading
+
+    env = make(url)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        episode = env.episode
+        episode.execute("SELECT 1")
+        stale = episode._statements  # that statement's watchdog, firing too late
+        outcome = {}
+        runner = threading.Thread(
+            target=lambda: outcome.update(result=episode.execute("SELECT SLEEP(1), 7"))
+        )
+        runner.start()
+        _wait_until_running(episode)
+        episode._kill(stale)
+        runner.join()
+        assert outcome["result"].ok and outcome["result"].rows[0][1] == 7, outcome
+        # the watchdog of the statement that is running does stop it
+        runner = threading.Thread(
+            target=lambda: outcome.update(result=episode.execute("SELECT SLEEP(30)"))
+        )
+        runner.start()
+        _wait_until_running(episode)
+        episode._kill(episode._running)
+        runner.join()
+        assert "time limit" in (outcome["result"].error or ""), outcome
+    finally:
+        env.close()

@@ -280,6 +280,10 @@ class MySQLEpisode(Episode):
         self._digest: str | None = template_digest
         self.conn: Any = None
         self.thread_id = 0
+        # the statement now running (0: none), so a late watchdog never hits the next one
+        self._running = 0
+        self._statements = 0
+        self._watch = threading.Lock()
         self._case: dict[str, str] | None = None
         server = self.server
         password = secrets.token_urlsafe(18)
@@ -338,10 +342,11 @@ class MySQLEpisode(Episode):
         pymysql = self.server.pymysql
         # the server's own limit is a session setting; this one lives outside the session,
         # so no statement can lift it: past the limit (and a grace) the query is killed
+        with self._watch:
+            self._statements += 1
+            self._running = statement = self._statements
         watchdog = threading.Timer(
-            self.limits.statement_timeout_s + KILL_GRACE_S,
-            self.backend.kill_query,
-            (self.thread_id,),
+            self.limits.statement_timeout_s + KILL_GRACE_S, self._kill, (statement,)
         )
         watchdog.daemon = True
         watchdog.start()
@@ -367,6 +372,8 @@ class MySQLEpisode(Episode):
             return QueryResult(error=str(exc) or type(exc).__name__)
         finally:
             watchdog.cancel()
+            with self._watch:
+                self._running = 0
         if len(rows) > self.limits.max_result_rows:
             return QueryResult(
                 error=f"the result has more than {self.limits.max_result_rows} rows; narrow the query"
@@ -376,6 +383,11 @@ class MySQLEpisode(Episode):
         return QueryResult(
             rows=rows, columns=tuple(self._hide(c) for c in columns), rowcount=len(rows)
         )
+
+    def _kill(self, statement: int) -> None:
+        with self._watch:  # the statement cannot finish and another start meanwhile
+            if self._running == statement:
+                self.backend.kill_query(self.thread_id)
 
     def _hide(self, value: Any) -> Any:
         if isinstance(value, str) and self.name and self.name in value:
