@@ -177,3 +177,16 @@ def test_backend_precision_settings_do_not_leak_out_of_a_call() -> None:
     )
     assert "1.4142135623730950488016887242096980785696718753769" in obs  # 50 digits
     assert (decimal.getcontext().prec, mpmath.mp.dps) == (prec, dps)
+
+
+def test_calls_that_would_hold_the_process_are_refused() -> None:
+    env = BFCLMultiTurnEnv(tasks_path="bfcl-eval")
+    math_entry = next(e for e in env.task_set.entries.values() if "MathAPI" in e.involved_classes)
+    env.reset(options={"task_id": math_entry.id})
+    obs, *_ = env.step(
+        "[power(base=10, exponent=1000000000), logarithm(value=10, base=2, precision=10**9),"
+        " square_root(number=2, precision=1000000000), power(base=2, exponent=10)]"
+    )
+    lines = obs.splitlines()
+    assert all("Error during execution" in line for line in lines[:3])
+    assert "1024" in lines[3]

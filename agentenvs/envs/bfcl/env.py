@@ -386,7 +386,9 @@ class BFCLEnv(TextEnv):
             or not isinstance(raw["errors"], list | tuple)
             or not all(isinstance(e, str) for e in raw["errors"])
         ):
-            raise SnapshotError("a BFCL verdict is {valid: bool, error_type: str|None, errors: [str]}")
+            raise SnapshotError(
+                "a BFCL verdict is {valid: bool, error_type: str|None, errors: [str]}"
+            )
 
     def _set_state(self, state: Any) -> None:
         if not isinstance(state, dict) or "verdict" not in state:

@@ -104,6 +104,9 @@ def execute_call(
     if method is None:
         # the wording of the NameError the official eval-based executor would raise
         return f"{ERROR_PREFIX}name '{name}' is not defined"
+    refusal = _unbounded_work(method, name, args, positional)
+    if refusal is not None:
+        return f"{ERROR_PREFIX}{refusal}"
     # process-wide precision that a backend sets (MathAPI sets decimal's and mpmath's for
     # its call) is put back after the call, so that it reaches nothing else in the process
     mpmath = sys.modules.get("mpmath")
@@ -117,6 +120,36 @@ def execute_call(
     finally:
         if mpmath is not None and mpmath.mp.prec != saved_prec:
             mpmath.mp.prec = saved_prec
+
+
+#: the most work a call of the official MathAPI may ask for: its ``power`` builds
+#: ``base ** exponent`` and its ``logarithm``/``square_root`` compute to ``precision``
+#: digits, without bounds (``power(base=10, exponent=10**9)`` would hold the process for
+#: minutes; no official entry comes near these limits)
+MAX_POWER_BITS = 1_000_000
+MAX_PRECISION = 100_000
+
+
+def _unbounded_work(
+    method: Callable[..., Any], name: str, args: Mapping[str, Any], positional: Sequence[Any]
+) -> str | None:
+    """Why the call is refused, for the few official methods whose work the agent sets."""
+    if type(getattr(method, "__self__", None)).__name__ != "MathAPI":
+        return None
+    try:
+        bound = inspect.signature(method).bind(*positional, **args).arguments
+    except TypeError:
+        return None  # the call itself raises the TypeError the agent should see
+    if name == "power":
+        base, exponent = bound.get("base"), bound.get("exponent")
+        if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
+            if abs(base) > 1 and exponent * abs(base).bit_length() > MAX_POWER_BITS:
+                return f"the result of power is too large (more than {MAX_POWER_BITS} bits)"
+    if name in ("logarithm", "square_root"):
+        precision = bound.get("precision")
+        if isinstance(precision, int) and precision > MAX_PRECISION:
+            return f"precision above {MAX_PRECISION} digits is not supported"
+    return None
 
 
 def execute_calls(table: Mapping[str, Callable[..., Any]], calls: Iterable[Any]) -> list[str]:

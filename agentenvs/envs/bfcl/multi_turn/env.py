@@ -559,17 +559,30 @@ class BFCLMultiTurnEnv(TextEnv):
         entry = self.task_set.entries.get(base["task_id"])
         if entry is None:
             raise SnapshotError(f"entry {base['task_id']!r} is not among this env's entries")
-        for name, high in (("user_turn", entry.n_turns), ("passed", entry.n_turns), ("call_steps", None)):
+        for name, high in (
+            ("user_turn", entry.n_turns),
+            ("passed", entry.n_turns),
+            ("call_steps", None),
+        ):
             value = state[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (
-                high is not None and value > high
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < 0
+                or (high is not None and value > high)
             ):
-                raise SnapshotError(f"{name} must be an int in [0, {high or 'inf'}], got {value!r:.40}")
+                raise SnapshotError(
+                    f"{name} must be an int in [0, {high or 'inf'}], got {value!r:.40}"
+                )
         if not isinstance(state["over"], bool):
             raise SnapshotError("over must be a bool")
-        if not isinstance(state["results"], tuple) or not all(isinstance(r, str) for r in state["results"]):
+        if not isinstance(state["results"], tuple) or not all(
+            isinstance(r, str) for r in state["results"]
+        ):
             raise SnapshotError("results must be a tuple of str")
-        if not isinstance(state["turn_calls"], tuple) or not all(isinstance(c, Call) for c in state["turn_calls"]):
+        if not isinstance(state["turn_calls"], tuple) or not all(
+            isinstance(c, Call) for c in state["turn_calls"]
+        ):
             raise SnapshotError("turn_calls must be a tuple of calls")
         if not isinstance(state["instances"], bytes):
             raise SnapshotError("instances must be bytes")
