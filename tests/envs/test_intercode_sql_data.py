@@ -306,3 +306,19 @@ def test_spider_layout_on_mysql_with_gold_in_another_case(tmp_path: Path) -> Non
             assert env.step("submit")[1] == 1.0, task_id
     finally:
         env.close()
+
+
+def test_a_mysql_flavoured_gold_runs_on_sqlite_through_sqlglot(tmp_path: Path) -> None:
+    """InterCode's gold queries are MySQL's: one SQLite cannot run as written is read as
+    MySQL and written as SQLite by sqlglot, and the agent's SQLite answer scores 1.0."""
+    dump = _dump_file(tmp_path)
+    questions = tmp_path / "q.csv"
+    questions.write_text(
+        "query,gold,db\n"
+        "Codes with a mark?,\"SELECT CONCAT(Code, '!'), LOCATE('1', Code) FROM Student\",school\n"
+    )
+    env = InterCodeSQLEnv(tasks_path=questions, databases_path=dump)
+    env.reset(seed=0)
+    assert "||" in env.gold_query and "INSTR" in env.gold_query.upper()
+    env.step("SELECT Code || '!', instr(Code, '1') FROM Student")
+    assert env.step("submit")[1] == 1.0

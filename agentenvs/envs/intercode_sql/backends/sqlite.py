@@ -29,8 +29,9 @@ from agentenvs.envs.intercode_sql.backends.base import (
 )
 from agentenvs.envs.intercode_sql.data import DatabaseSource
 
-_TEMPLATES: dict[tuple[str, int, int], bytes] = {}
-_DIGESTS: dict[tuple[str, int, int], str] = {}
+_TEMPLATES: dict[tuple[str, int, int, str], bytes] = {}
+_DIGESTS: dict[tuple[str, int, int, str], str] = {}
+_GOLD_SQL: dict[tuple[tuple[str, int, int, str], str], str] = {}
 _LOCK = threading.Lock()
 
 # pragmas an agent may use (schema inspection, all read-only); every other pragma is refused
@@ -321,6 +322,27 @@ class SqliteBackend(Backend):
             }
         finally:
             conn.close()
+
+    def translate_gold(self, source: DatabaseSource, gold: str) -> str:
+        """The gold as written when SQLite accepts it, else sqlglot's SQLite version of it
+        read as MySQL (InterCode's gold queries are MySQL's; Spider's run as written)."""
+        key = (source.cache_key(), gold)
+        with _LOCK:
+            chosen = _GOLD_SQL.get(key)
+        if chosen is None:
+            chosen = gold
+            if not self.run_on_template(source, gold).ok:
+                import sqlglot
+
+                try:
+                    candidate = sqlglot.transpile(gold, read="mysql", write="sqlite")[0]
+                except Exception:  # sqlglot cannot read it either: the error stays the gold's
+                    candidate = gold
+                if self.run_on_template(source, candidate).ok:
+                    chosen = candidate
+            with _LOCK:
+                _GOLD_SQL[key] = chosen
+        return chosen
 
     def run_on_template(self, source: DatabaseSource, sql: str) -> QueryResult:
         episode = SqliteEpisode(template_bytes(source), self.limits)
