@@ -50,7 +50,7 @@ def main() -> None:
     decoded = []
     for task, text in replies:
         try:
-            decoded.append((task, decode_calls(text)))
+            decoded.append((task, decode_calls(text, language=task.language)))
         except ValueError:
             decoded.append((task, None))
 
