@@ -540,3 +540,25 @@ def test_a_gold_query_that_fails_is_reported_not_silent(tmp_path) -> None:
     env.reset(seed=0, options={"task_id": "pets_1-001"})
     env.step("SELECT count(*) FROM pets")
     assert "gold_error" not in env.step("submit")[4]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_env_contract_on_the_package_data(backend) -> None:
+    import functools
+
+    from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
+    from agentenvs.testing import check_env_contract
+
+    url = mysql_url() if backend == "mysql" else None
+    report = check_env_contract(
+        functools.partial(
+            InterCodeSQLEnv,
+            tasks_path="intercode-bench",
+            backend=backend,
+            mysql_url=url,
+            statement_timeout_s=2.0,
+        ),
+        steps=4,
+        options={"task_id": "network_1-001"},
+    )
+    assert report.passed, report.summary()
