@@ -199,11 +199,6 @@ def mysql_schema(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], li
     return out
 
 
-def is_read_only(sql: str) -> bool:
-    """The statement cannot change the database (decided from its tokens)."""
-    return not classify(sql, "mysql").writes
-
-
 class _Server:
     """What we know about the server and how to reach it."""
 
