@@ -20,45 +20,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-
-from agentenvs.core import info as keys
-from agentenvs.eval.records import stable_seed
-from agentenvs.eval.states import State
+from agentenvs.eval.states import continuation_successes
 from agentenvs.eval.step_quality import (
     AnalysisResult,
     StepQualityConfig,
     run_step_quality,
 )
-from agentenvs.policy.base import Policy
 
 DEFAULT_CONTINUATIONS = 8
 
-
-def continuation_successes(
-    env: gym.Env, policy: Policy, state: State, rollouts: int, seed: int, slot: str
-) -> list[bool]:
-    """Whether each of ``rollouts`` continuations of ``policy`` from ``state`` succeeded."""
-    wins: list[bool] = []
-    for j in range(rollouts):
-        conversation = state.restore_into(env)
-        inner: Any = env.unwrapped
-        # a fresh env stream per rollout (else every rollout would see the same slips),
-        # shared by both policies' j-th rollout
-        inner.np_random = np.random.default_rng(stable_seed(seed, state.state_id, "continue", j))
-        success = False
-        turn = 0
-        while not inner.done:
-            turn += 1
-            action = policy.sample(
-                [conversation], 1, seed=stable_seed(seed, state.state_id, "continue", slot, j, turn)
-            )[0][0]
-            observation, _, _, _, info = env.step(action)
-            success = bool(info.get(keys.SUCCESS, False))
-            conversation.add_turn(action, observation)
-        wins.append(success)
-    return wins
+__all__ = [
+    "DEFAULT_CONTINUATIONS",
+    "continuation_successes",
+    "error_states_config",
+    "run_error_states",
+]
 
 
 def error_states_config(

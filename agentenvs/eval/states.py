@@ -40,6 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 from agentenvs.eval.records import (
@@ -351,6 +352,31 @@ def load_trajectories(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     return config, records
 
 
+def continuation_successes(
+    env: gym.Env, policy: Any, state: State, rollouts: int, seed: int, slot: str
+) -> list[bool]:
+    """Whether each of ``rollouts`` continuations of ``policy`` from ``state`` succeeded."""
+    wins: list[bool] = []
+    for j in range(rollouts):
+        conversation = state.restore_into(env)
+        inner: Any = env.unwrapped
+        # a fresh env stream per rollout (else every rollout would see the same slips),
+        # shared by both policies' j-th rollout
+        inner.np_random = np.random.default_rng(stable_seed(seed, state.state_id, "continue", j))
+        success = False
+        turn = 0
+        while not inner.done:
+            turn += 1
+            action = policy.sample(
+                [conversation], 1, seed=stable_seed(seed, state.state_id, "continue", slot, j, turn)
+            )[0][0]
+            observation, _, _, _, info = env.step(action)
+            success = bool(info.get(keys.SUCCESS, False))
+            conversation.add_turn(action, observation)
+        wins.append(success)
+    return wins
+
+
 # ---------------------------------------------------------------- the job driver
 def done_ids(path: str | os.PathLike[str], key: str) -> set[str]:
     """Ids (``record[key]``) of the results already in a JSONL file."""
@@ -440,6 +466,7 @@ def check_records(records: Sequence[dict[str, Any]], where: str) -> None:
 
 __all__ = [
     "DRAWN_KINDS",
+    "continuation_successes",
     "KINDS",
     "action_regret",
     "STATES_NAME",

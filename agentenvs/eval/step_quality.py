@@ -66,6 +66,7 @@ from agentenvs.eval.states import (
     State,
     check_records,
     collect_states,
+    continuation_successes,
     done_ids,
     import_modules,
     load_trajectories,
@@ -229,8 +230,6 @@ def evaluate_state(
         "scores_b": scores["b"],
     }
     if config.continuations > 0 and _continues(state.kind, config.continue_kinds):
-        from agentenvs.eval.error_states import continuation_successes
-
         for slot, policy in policies.items():
             wins = continuation_successes(env, policy, state, config.continuations, config.seed, slot)
             result[f"continue_success_{slot}"] = sum(wins) / len(wins)

@@ -266,7 +266,7 @@ def test_cli_eval_on_ray(ray_cluster: dict, tmp_path: Path, capsys: pytest.Captu
     assert main([*args, "--out", str(tmp_path / "ray"), "--backend", "ray"]) == 0
     assert main([*args, "--out", str(tmp_path / "local")]) == 0
     assert sorted_lines(tmp_path / "ray") == sorted_lines(tmp_path / "local")
-    assert len(sorted_lines(tmp_path / "ray")) == 4
+    assert len(sorted_lines(tmp_path / "ray")) == 8  # rerun by default: one run per budget
     assert main([*args, "--out", str(tmp_path / "x"), "--address", "auto"]) == 2
     assert "address is for backend='ray'" in capsys.readouterr().err
 
