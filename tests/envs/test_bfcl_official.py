@@ -190,3 +190,11 @@ def test_calls_that_would_hold_the_process_are_refused() -> None:
     lines = obs.splitlines()
     assert all("Error during execution" in line for line in lines[:3])
     assert "1024" in lines[3]
+
+
+def test_underscored_names_agree_with_bfcl_eval_for_such_models() -> None:
+    report = compare_single_turn(
+        "bfcl-eval", SINGLE_TURN_CATEGORIES, per_category=15, seed=5, underscore_to_dot=True
+    )
+    assert report.agree == report.cases, _show(report)
+    assert 0 < report.accepted < report.cases

@@ -123,9 +123,19 @@ def compare_single_turn(
     *,
     per_category: int | None = None,
     seed: int = 0,
+    underscore_to_dot: bool = False,
 ) -> Agreement:
-    """Compare verdicts on every entry (or ``per_category`` drawn ones) of ``categories``."""
-    env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1)
+    """Compare verdicts on every entry (or ``per_category`` drawn ones) of ``categories``.
+
+    ``underscore_to_dot``: names shown and expected with ``_`` for ``.``, against the
+    official checker run for a model so configured.
+    """
+    env = BFCLEnv(
+        tasks_path=tasks_path,
+        categories=categories,
+        max_turns=1,
+        underscore_to_dot=underscore_to_dot,
+    )
     rng = np.random.default_rng(seed)
     tasks = list(env.tasks.values())
     if per_category is not None:
@@ -142,6 +152,7 @@ def compare_single_turn(
                 copy.deepcopy(task.functions),
                 copy.deepcopy(task.ground_truth),
                 task.category,
+                underscore_to_dot=underscore_to_dot,
             )
             detail = {"id": task.id, "kind": kind, "reply": reply[:300]}
             detail["official_error"] = theirs.error_type
@@ -341,12 +352,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-multi-turn", action="store_true")
     parser.add_argument("--per-category", type=int, default=None, help="sample entries")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--underscore-to-dot", action="store_true", help="names with _ for . (single-turn)"
+    )
     args = parser.parse_args(argv)
     failed = False
     if args.single_turn:
         start = time.perf_counter()
         single = compare_single_turn(
-            args.tasks, args.single_turn, per_category=args.per_category, seed=args.seed
+            args.tasks,
+            args.single_turn,
+            per_category=args.per_category,
+            seed=args.seed,
+            underscore_to_dot=args.underscore_to_dot,
         )
         _print("single-turn text replies", single, time.perf_counter() - start)
         kinds = Counter(d["kind"] for d in single.disagreements)
