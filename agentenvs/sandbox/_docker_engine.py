@@ -183,6 +183,7 @@ class _Exec:
         self._sel.register(self.sock, selectors.EVENT_READ)
         self._stdin = bytearray()
         self._stdin_done = False  # stdin is closed on our side
+        self._close_when_written = False
         self._eof = False
 
     def _read_head(self) -> bytes:
@@ -201,9 +202,18 @@ class _Exec:
     def send(self, data: bytes) -> None:
         """Queue ``data`` as the whole of stdin (written while reading), then close it."""
         self._stdin += data
+        self._close_when_written = True
         if not self._stdin:
             self._close_stdin()
         else:
+            self._sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+
+    def queue(self, data: bytes) -> None:
+        """Queue ``data`` for stdin, written while reading; stdin stays open (``end_input``)."""
+        if self._stdin_done:
+            return
+        self._stdin += data
+        if self._stdin:
             self._sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
 
     def _close_stdin(self) -> None:
@@ -256,11 +266,15 @@ class _Exec:
             self._stdin.clear()  # the process ended without reading all its input
         if not self._stdin:
             self._sel.modify(self.sock, selectors.EVENT_READ)
-            self._close_stdin()
+            if self._close_when_written:
+                self._close_stdin()
 
     def end_input(self) -> None:
-        """Close the process's stdin (after ``write_now``)."""
-        if not self._stdin_done:
+        """Close the process's stdin once what is queued is written."""
+        if self._stdin_done:
+            return
+        self._close_when_written = True
+        if not self._stdin:
             self._close_stdin()
 
     def write_now(self, data: bytes, timeout: float = 30.0) -> None:

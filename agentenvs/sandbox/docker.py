@@ -417,15 +417,15 @@ class DockerSandbox(Sandbox):
             return json.loads(line)
 
         try:
-            ex.write_now(harness.encode_header(source, timeout_per_case, self.limits))
+            ex.queue(harness.encode_header(source, timeout_per_case, self.limits))
+            # one case ahead: the next case's input waits in the exec's stdin pipe, which
+            # only the worker reads, once the case before is over
+            ex.queue(harness.encode_case(cases[0]))
             msg = next_line(time.monotonic() + CASE_START_S)
             ready = bool(msg and msg.get("ready"))
-            for case in cases if ready else ():
-                # each case's input enters the container only now, when it runs
-                try:
-                    ex.write_now(harness.encode_case(case), timeout=timeout_per_case)
-                except SandboxError:
-                    break
+            for i in range(len(cases)) if ready else ():
+                if i + 1 < len(cases):
+                    ex.queue(harness.encode_case(cases[i + 1]))
                 # due within one case's timeout plus the worker's own clean-up of it
                 msg = next_line(time.monotonic() + timeout_per_case + CASE_SLACK_S)
                 if msg is None:

@@ -246,28 +246,6 @@ def _seccomp_program() -> bytes | None:
     return _seccomp.program()
 
 
-def _send(fd: int, data: bytes, wait_s: float) -> bool:
-    """Write all of ``data`` to the non-blocking pipe ``fd``; False if the reader is gone or
-    stalls ``wait_s`` seconds."""
-    view = memoryview(data)
-    deadline = time.monotonic() + wait_s
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_WRITE)
-        while view:
-            try:
-                view = view[os.write(fd, view[:_CHUNK]) :]
-                continue
-            except BlockingIOError:
-                pass
-            except OSError:
-                return False
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            sel.select(left)
-    return True
-
-
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """Kill a sandbox: its pid 1 first (the pid namespace dies with it), then bwrap.
 
@@ -580,22 +558,23 @@ class LocalSandbox(Sandbox):
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None
-        stdin_fd = proc.stdin.fileno()
-        os.set_blocking(stdin_fd, False)
         try:
-            alive = _send(stdin_fd, harness.encode_header(source, timeout, self.limits), 10.0)
             reader = _LineReader(proc)
-            ready = reader.next(_WORKER_START_S) if alive else None
+            reader.feed(harness.encode_header(source, timeout, self.limits))
+            # one case ahead: the next case's input waits in the pipe (kernel memory no
+            # case can reach; the worker reads it only once the case before is over), so
+            # the host's round trip is off the critical path
+            reader.feed(harness.encode_case(cases[0]))
+            ready = reader.next(_WORKER_START_S)
             if ready is None or not ready.get("ready"):
                 _kill_tree(proc)
                 err = reader.err_tail.decode(errors="replace").strip()
                 raise SandboxError(
                     f"the case worker did not start: {err or f'exit status {proc.returncode}'}"
                 )
-            for case in cases:
-                # each case's input enters the sandbox only now, when it runs
-                if not _send(stdin_fd, harness.encode_case(case), timeout + 5.0):
-                    break
+            for i in range(len(cases)):
+                if i + 1 < len(cases):
+                    reader.feed(harness.encode_case(cases[i + 1]))
                 # the worker enforces each timeout; this only guards against a stuck worker
                 msg = reader.next(timeout + 5.0)
                 if msg is None:
@@ -760,20 +739,50 @@ def _pump(
 
 
 class _LineReader:
-    """JSON messages from a worker's stdout, each awaited at most a given time.
+    """JSON messages from a worker's stdout, each awaited at most a given time, while what
+    is queued for its stdin (``feed``) is written as the pipe takes it.
 
     stderr is drained alongside (so the worker never blocks on it) and its tail kept for
     error messages.
     """
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout and proc.stderr
+        assert proc.stdout and proc.stderr and proc.stdin
         self._sel = selectors.DefaultSelector()
         self._sel.register(proc.stdout, selectors.EVENT_READ, "out")
         self._sel.register(proc.stderr, selectors.EVENT_READ, "err")
+        self._stdin = proc.stdin.fileno()
+        os.set_blocking(self._stdin, False)
+        self._pending = bytearray()
+        self._writing = False
+        self.stdin_broken = False
         self._out_open = True
         self._buf = bytearray()
         self.err_tail = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        """Queue ``data`` for the worker's stdin (written now as far as the pipe takes it)."""
+        if self.stdin_broken:
+            return
+        self._pending += data
+        self._write_some()
+
+    def _write_some(self) -> None:
+        try:
+            while self._pending:
+                del self._pending[: os.write(self._stdin, self._pending[:_CHUNK])]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.stdin_broken = True
+            self._pending.clear()
+        want = bool(self._pending)
+        if want != self._writing:
+            if want:
+                self._sel.register(self._stdin, selectors.EVENT_WRITE, "in")
+            else:
+                self._sel.unregister(self._stdin)
+            self._writing = want
 
     def next(self, wait_s: float) -> dict[str, Any] | None:
         """The next message, or None when the worker ended or stayed silent ``wait_s``."""
@@ -783,6 +792,9 @@ class _LineReader:
             if left <= 0 or not self._out_open:
                 return None
             for key, _ in self._sel.select(left):
+                if key.data == "in":
+                    self._write_some()
+                    continue
                 chunk = os.read(key.fd, _CHUNK)
                 if not chunk:
                     self._sel.unregister(key.fileobj)
@@ -794,6 +806,10 @@ class _LineReader:
         line, _, rest = bytes(self._buf).partition(b"\n")
         self._buf[:] = rest
         return json.loads(line)
+
+    @property
+    def all_written(self) -> bool:
+        return not self._pending
 
     def close(self) -> None:
         self._sel.close()

@@ -281,3 +281,48 @@ def test_worker_is_out_of_reach_of_cases(local_box: LocalSandbox) -> None:
     )
     got = list(local_box.run_python_cases(src, [PyCase("stdin", stdin=s) for s in "0123"]))
     assert [r.stdout for r in got] == ["0\n", "1\n", "2\n", "3\n"]
+
+
+SYSCALLS = """
+import ctypes, errno, json
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+for name, nr, args in [("ptrace", 101, (16, 1, 0, 0)), ("unshare", 272, (0x20000,)),
+                       ("io_uring_setup", 425, (1, 0)), ("bpf", 321, (0, 0, 0)),
+                       ("process_vm_readv", 310, (1, 0, 0, 0, 0, 0)), ("getpid", 39, ())]:
+    rc = libc.syscall(nr, *args)
+    out[name] = "ok" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+print(json.dumps(out))
+"""
+
+
+def test_seccomp_filter_refuses_kernel_surface(local_box: LocalSandbox) -> None:
+    import json
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the syscall numbers below are x86_64's")
+    for got in (
+        json.loads(local_box.run(["python3", "-c", SYSCALLS]).stdout),
+        json.loads(local_box.run_python_cases(SYSCALLS, [PyCase("stdin")]).__next__().stdout),
+    ):
+        assert got.pop("getpid") == "ok"
+        assert got == dict.fromkeys(got, "EPERM")
+    assert "Seccomp:\t2" in local_box.run("cat /proc/self/status").stdout
+
+
+def test_shm_and_case_workdir_are_capped() -> None:
+    ok, why = local_available()
+    if not ok:
+        pytest.skip(why)
+    with LocalSandbox(Limits(disk_mb=8, shm_mb=4)) as box:
+        r = box.run("df -k /dev/shm /tmp | tail -n 2")
+        assert r.stdout.split()[1] == "4096"
+        fill = "import os\nn = 0\ntry:\n    with open(input(), 'wb') as f:\n        while n < 64:\n"
+        fill += "            f.write(b'x' * (1 << 20)); f.flush(); n += 1\nexcept OSError:\n    pass\nprint(n)"
+        got = list(
+            box.run_python_cases(fill, [PyCase("stdin", stdin=p) for p in ("big", "/dev/shm/big")])
+        )
+        wrote = [int(r.stdout) for r in got]
+        assert 0 < wrote[0] <= 8 and 0 < wrote[1] <= 4, wrote
+        assert os.listdir(box.workdir) == []  # the host's work dir saw none of it
