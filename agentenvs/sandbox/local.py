@@ -12,6 +12,15 @@ is our own (``--as-pid-1``): a shell that runs the command as its child, or the 
 worker, which signals from inside cannot kill. A timeout kills that pid 1, which takes
 the whole pid namespace along, then bwrap's process group as a fallback.
 
+Also on everything it starts: a seccomp filter (``_seccomp.py``) refusing the kernel
+surface no test program needs (``ptrace``, ``bpf``, ``io_uring``, mounts, the keyring, ...),
+``/dev/shm`` as a tmpfs of ``Limits.shm_mb`` and a private ``/dev/mqueue`` (with the IPC
+namespace, nothing outlives the process tree). ``run_python_cases`` and
+``spawn(scratch=True)`` see a fresh tmpfs of ``Limits.disk_mb`` at ``/work`` instead of the
+host dir, so a program can neither leave files for the next one nor fill the host's disk.
+The host dir is named after this process (pid and start time); a later process sweeps the
+dirs of dead owners (``_leftovers.py``).
+
 Where user namespaces are not permitted, constructing a sandbox raises ``SandboxError``
 naming the likely cause; nothing ever runs unsandboxed.
 """

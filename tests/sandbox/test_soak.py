@@ -100,7 +100,6 @@ def test_soak_leaves_nothing_behind(
         DeepCoderMTEnv(tasks_path=path, sandbox=backend, rules=rules, limits=limits, parallel=1)
         for rules in ("strict", "official")
     ]
-    program = "```python\n" + LITTER.replace("MARKER", marker) + "\n```"
     start = time.monotonic()
     before: dict[str, object] = {}
     try:
@@ -112,7 +111,8 @@ def test_soak_leaves_nothing_behind(
             env = envs[episode % 2]
             env.reset(seed=episode, options={"task_id": "echo"})
             # a new text each time: the result cache must not answer for the sandbox
-            _, reward, terminated, _, info = env.step(program + f"\n# {episode}\n")
+            code = LITTER.replace("MARKER", marker) + f"EPISODE = {episode}\n"
+            _, reward, terminated, _, info = env.step(f"```python\n{code}```")
             assert reward == 1.0 and terminated, (episode, info)
         for env in envs:  # what the next episode sees: nothing of the 1,000 before it
             env.reset(options={"task_id": "census"})
