@@ -282,6 +282,8 @@ class FrozenLakeEnv(TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 20
+    #: ``_set_state`` only assigns what ``_check_state`` has checked: nothing to roll back
+    restore_rollback: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -507,8 +509,13 @@ class FrozenLakeEnv(TextEnv):
         regret = state["last_regret"]
         if isinstance(regret, bool) or not isinstance(regret, float | int) or not math.isfinite(regret):
             raise ValueError(f"last_regret must be a finite number, got {regret!r}")
-        view = _lake_view(rows, self.is_slippery, self.success_rate)
-        self._check_horizon(view, base["episode_max_turns"])
+        view = self._view
+        if view is None or rows is not view.model.rows:
+            view = _lake_view(rows, self.is_slippery, self.success_rate)
+        oracle = view.oracle
+        moves = base["episode_max_turns"] * self.actions_per_turn
+        if oracle.converged_at is None and moves > oracle.horizon:
+            self._check_horizon(view, base["episode_max_turns"])
 
     def _set_state(self, state: dict[str, Any]) -> None:
         rows = state["rows"]

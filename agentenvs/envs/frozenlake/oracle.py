@@ -219,6 +219,18 @@ class FrozenLakeOracle:
         self.max_horizon = max(limit // (40 * n) - 1, 1)  # 5 floats a cell: V and 4 Q
         self._lock = threading.Lock()
 
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenLakeOracle:
+        return self  # read-only tables shared by every env on the map (a deep-copied env too)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def horizon(self) -> int:
         """The largest horizon computed so far."""
