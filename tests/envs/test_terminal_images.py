@@ -72,11 +72,12 @@ def test_harbor_task_toml_network_timeouts_and_problems(tmp_path: Path) -> None:
 
 
 def test_official_names_map_to_local_images() -> None:
-    assert normalize("docker.io/library/python:3.13") == "python:3.13"
+    assert normalize("mirror.example:5000/library/python:3.13") == "python:3.13"
+    assert normalize("localhost/me/tool@sha256:" + "0" * 64) == "me/tool:latest"
     assert normalize("ubuntu") == "ubuntu:latest"
     cases = {
         "python:3.13-slim-bookworm": "agentenvs/tb-python:3.13",
-        "docker.io/library/python:3.13": "agentenvs/tb-python:3.13",
+        "mirror.example/library/python:3.13": "agentenvs/tb-python:3.13",
         "registry.example/laude-institute/t-bench/python-3-13:20250620": "agentenvs/tb-python:3.13",
         "registry.example/laude-institute/t-bench/ubuntu-24-04:20250624": "agentenvs/tb-debian:13",
         "ubuntu:24.04": "agentenvs/tb-debian:13",

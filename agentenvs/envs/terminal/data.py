@@ -82,6 +82,8 @@ class TerminalTask:
     #: Harbor ``[environment] docker_image``: a prebuilt image instead of a Dockerfile
     docker_image: str | None = None
     workdir: str = "/app"
+    #: Harbor ``[environment] workdir``: where commands run, over the image's WORKDIR
+    workdir_override: str | None = None
     #: the official network defaults: TB1's compose network and Harbor's ``public`` mode
     #: give both phases the internet; Harbor's ``network_mode``/``allow_internet`` can say no
     agent_network: bool = True
@@ -494,6 +496,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         docker_image=docker_image,
         solution_env=tuple((str(k), str(v)) for k, v in solution_env.items()),
         workdir=str(environment.get("workdir") or image["workdir"]),
+        workdir_override=str(environment["workdir"]) if environment.get("workdir") else None,
         agent_network=agent_mode != "no-network",
         verifier_network=verifier_mode != "no-network",
         problems=tuple(problems),

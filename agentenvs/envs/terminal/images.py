@@ -30,15 +30,15 @@ from agentenvs.envs.terminal.data import TerminalTask, _dockerfile_steps, expand
 
 PYTHON_313 = "agentenvs/tb-python:3.13"
 DEBIAN_13 = "agentenvs/tb-debian:13"
-#: official base image names (globs over ``name:tag``, registry host optional) -> the
+#: official base image names (globs over ``name:tag``, any registry host) -> the
 #: local image with the same tools, built offline. Ubuntu bases get Debian 13's userland
 #: (same tools, apt, bash; another libc version and Python 3.13): see docs/terminal.md.
 DEFAULT_IMAGE_MAP: dict[str, str] = {
     "python:3.13": PYTHON_313,
     "python:3.13-*": PYTHON_313,
     "python:3.13.*": PYTHON_313,
-    "*/laude-institute/t-bench/python-3-13:*": PYTHON_313,
-    "*/laude-institute/t-bench/ubuntu-24-04:*": DEBIAN_13,
+    "laude-institute/t-bench/python-3-13:*": PYTHON_313,
+    "laude-institute/t-bench/ubuntu-24-04:*": DEBIAN_13,
     "ubuntu:24.04": DEBIAN_13,
     "ubuntu:noble*": DEBIAN_13,
     "debian:trixie*": DEBIAN_13,
@@ -51,15 +51,18 @@ class UnprovidableError(Exception):
 
 
 def normalize(image: str) -> str:
-    """``docker.io/library/python:3.13`` -> ``python:3.13``; no tag -> ``:latest``."""
-    name = image.strip()
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "library/"):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            break
-    name = name.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    if ":" not in last:
+    """The image's name without its registry host and ``library/`` (a mirror's copy of an
+    official image is that image): ``<host>/library/python:3.13`` -> ``python:3.13``; no
+    tag -> ``:latest``; a digest is dropped."""
+    name = image.strip().split("@", 1)[0]
+    parts = name.split("/")
+    # Docker's reference grammar: a first part with a dot or a port, or localhost, is a host
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]
+    if len(parts) > 1 and parts[0] == "library":
+        parts = parts[1:]
+    name = "/".join(parts)
+    if ":" not in parts[-1]:
         name += ":latest"
     return name
 
@@ -68,7 +71,7 @@ def map_image(image: str, image_map: Mapping[str, str]) -> str | None:
     """The local equivalent of ``image`` from ``image_map`` (None: no entry)."""
     name = normalize(image)
     for pattern, target in image_map.items():
-        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, "*/" + pattern):
+        if fnmatch.fnmatchcase(name, normalize(pattern)):
             return target
     return None
 

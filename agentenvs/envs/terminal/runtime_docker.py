@@ -68,8 +68,8 @@ BUILD_TIMEOUT_S = 600
 NETWORKS = ("task", "tests-only", "none")
 #: the engine's network for containers that may reach the internet
 ONLINE_NETWORK = "bridge"
-#: (image, task id, exec environment, shell init text, output cap, network) of a session
-_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str]
+#: (image, task id, exec environment, shell init text, output cap, network, work dir)
+_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str, str]
 _Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | threading.Thread"]
 
 
@@ -380,9 +380,8 @@ class DockerRuntime:
 
     def _open(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
         """A new container of ``key``'s image with the agent's shell started in it."""
-        image, task_id, env, init, max_output_bytes, network = key
+        image, task_id, env, init, max_output_bytes, network, workdir = key
         box = self._start(image, task_id, network)
-        workdir = dict(env).get("AGENTENVS_WORKDIR", "/")
 
         def spawn(argv: Sequence[str]) -> DockerProcess:
             return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir=workdir)
@@ -466,13 +465,13 @@ class DockerRuntime:
     # ------------------------------------------------------------------ the runtime API
     def workdir(self, task: TerminalTask) -> str:
         """Where the agent starts: Harbor's ``[environment] workdir``, else the image's."""
-        if task.layout == "harbor" and task.workdir not in ("", "/") and task.docker_image:
-            return task.workdir
+        if task.workdir_override:
+            return task.workdir_override
         return str(self.image_config(task)["workdir"]) or "/"
 
     def exec_environment(self, task: TerminalTask) -> dict[str, str]:
         """What a command sees besides the image's ENV: offline, the stand-ins first."""
-        env = {"TERM": "dumb", "AGENTENVS_WORKDIR": self.workdir(task)}
+        env = {"TERM": "dumb"}
         if self.offline:
             path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
             env.update(offline.environment())
@@ -502,7 +501,7 @@ class DockerRuntime:
             self._discard_later(old)
         mode, _, _ = network_plan(task, offline=self.offline, network=self.network)
         env = tuple(sorted(self.exec_environment(task).items()))
-        key = (image, task.id, env, init, max_output_bytes, mode)
+        key = (image, task.id, env, init, max_output_bytes, mode, self.workdir(task))
         self._current, shell = self._take(key)
         if self.prestart:
             self._prestart(key)
