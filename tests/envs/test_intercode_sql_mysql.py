@@ -214,7 +214,9 @@ def test_writes_are_private_and_databases_are_dropped_at_close(url) -> None:
     play(a, ORDERED, "DELETE FROM singer")
     b.reset(seed=0, options={"task_id": ORDERED})
     assert "(6 rows)" in b.step("SELECT * FROM singer")[0]
-    assert len(episode_dbs(url) - before) == 2
+    # each env its own database (spares made ahead for later episodes may exist beside)
+    assert a.episode.name != b.episode.name
+    assert {a.episode.name, b.episode.name} <= episode_dbs(url) - before
     play(a, ORDERED, "SELECT count(*) FROM singer")  # a new episode starts from the template
     assert "(6,)" in a.step("SELECT count(*) FROM singer")[0]
     names = (a.episode.name, b.episode.name)
@@ -446,3 +448,46 @@ def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
         assert "time limit" in (outcome["result"].error or ""), outcome
     finally:
         env.close()
+
+
+def test_a_database_only_read_serves_a_later_episode_in_a_new_session(url) -> None:
+    before = episode_dbs(url)
+    env = make(url)
+    try:
+        play(env, ORDERED, "SELECT @seen := 41 + 1")
+        first = env.episode.name
+        env.reset(seed=0, options={"task_id": ORDERED})  # the first is still open meanwhile
+        env.reset(seed=0, options={"task_id": ORDERED})
+        assert env.episode.name == first  # only read: kept and served again
+        # a new session: nothing the earlier episode set in its session is there
+        assert "(None,)" in env.step("SELECT @seen")[0]
+        env.step("DELETE FROM singer")
+        written = env.episode.name
+        for _ in range(3):
+            env.reset(seed=0, options={"task_id": ORDERED})
+            assert env.episode.name != written  # a written database never comes back
+            assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]
+    finally:
+        env.close()
+    assert episode_dbs(url) - before == set()  # spares included
+
+
+def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
+    from agentenvs.envs.intercode_sql.backends.base import Limits
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.data import load_tasks
+
+    before = episode_dbs(url)
+    backend = MySQLBackend(url, Limits(), spares=0)
+    source = next(iter(load_tasks(str(FIXTURES)).databases.values()))
+    try:
+        names = []
+        for _ in range(3):
+            episode = backend.open_episode(source)
+            names.append(episode.name)
+            assert episode_dbs(url) - before == {episode.name}
+            episode.close()
+            assert episode_dbs(url) - before == set()
+        assert len(set(names)) == 3
+    finally:
+        backend.close()

@@ -20,15 +20,26 @@
   env makes them canonical only in its comparable mode. The database and user are
   dropped at ``close()`` and at exit; ``sweep_orphans`` drops those whose owner process
   is dead (run at start-up).
+- **Fast resets** (``spares``, default 4): a reset takes a pristine database made ahead
+  by the backend's pool thread (on a connection of its own), which then makes the next
+  spare and drops finished episodes off the hot path. An episode whose statements all
+  only read (``statements.classify``; a restore or a probe of a write counts as a write)
+  leaves its database pristine: it is kept as a spare, and the episode that takes it
+  connects anew, so no session state (user variables, locks) carries over. A written
+  database is never reused. Spares are per template, the least recently used dropped
+  first; ``spares=0`` builds each episode's database at reset and drops it at close.
 - **Snapshots** dump every table (definition and rows) into a picklable value.
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import dataclasses
+import functools
 import hashlib
 import os
+import queue
 import re
 import secrets
 import socket
@@ -59,6 +70,8 @@ TEMPLATE_PREFIX = "ae_tpl_"
 FOREIGN_ORPHAN_AGE_S = 24 * 3600
 #: a statement still running this long after its time limit is killed from outside its session
 KILL_GRACE_S = 0.5
+#: pristine episode databases a backend keeps ready (made ahead, or only read and kept)
+DEFAULT_SPARES = 4
 
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
 _NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
@@ -209,7 +222,20 @@ class _Server:
         local = "unix_socket" in self.args or self.args.get("host") in ("localhost",)
         self.user_host = "localhost" if local else "%"
         self.lock = threading.RLock()
+        # PyMySQL builds a new TLS context (reading the system's CA store: tens of ms) on
+        # every connect that does not say otherwise. Over a unix socket TLS secures
+        # nothing; over TCP the first connection's choice (TLS when the server offers it)
+        # and its context are reused, so episodes connect as fast and as securely.
+        self.tls: dict[str, Any] = (
+            {"ssl_disabled": True} if local and "unix_socket" in self.args else {}
+        )
         self.admin = self.connect()
+        if not self.tls:
+            import ssl
+
+            ctx = getattr(self.admin, "ctx", None)
+            encrypted = isinstance(getattr(self.admin, "_sock", None), ssl.SSLSocket)
+            self.tls = {"ssl": ctx} if encrypted and ctx is not None else {"ssl_disabled": True}
         version = self.scalar("SELECT VERSION()")
         self.is_mariadb = "mariadb" in str(version).lower()
 
@@ -219,6 +245,7 @@ class _Server:
             "autocommit": True,
             "charset": "utf8mb4",
             "connect_timeout": 5,
+            **self.tls,
             **overrides,
         }
         try:
@@ -271,8 +298,11 @@ class MySQLEpisode(Episode):
         self.alias = source.name
         self.server = backend.server
         self.limits = backend.limits
-        self.name = episode_name()
+        self.template = template
+        self.name: str | None = None
         self._digest: str | None = template_digest
+        #: any statement that may write (or a load) ran: the database is not pristine
+        self.dirty = False
         self.conn: Any = None
         self.thread_id = 0
         # the statement now running (0: none), so a late watchdog never hits the next one
@@ -280,39 +310,34 @@ class MySQLEpisode(Episode):
         self._statements = 0
         self._watch = threading.Lock()
         self._case: dict[str, str] | None = None
-        server = self.server
-        password = secrets.token_urlsafe(18)
+        self._password = ""
         try:
-            server.run(f"CREATE DATABASE {_q(self.name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-            backend.clone_tables(template, self.name)
-            server.run(
-                "CREATE USER %s@%s IDENTIFIED BY %s", (self.name, server.user_host, password)
-            )
-            server.run(
-                "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
-                f"ON {_q(self.name)}.* TO %s@%s",
-                (self.name, server.user_host),
-            )
-            self.conn = server.connect(
-                user=self.name,
-                password=password,
-                database=self.name,
-                read_timeout=self.limits.statement_timeout_s
-                + 30,  # backstop for the server's limit
-                write_timeout=30,
-            )
-            with self.conn.cursor() as cur:
-                for statement in server.session_settings(
-                    self.limits.statement_timeout_s,
-                    self.limits.max_result_rows,
-                    comparable=backend.comparable,
-                ):
-                    cur.execute(statement)
-            self.thread_id = self.conn.thread_id()
+            # a pristine database and user made ahead (or now, when none is ready)
+            self.name, self._password, self._case = backend.take_prepared(template)
+            self.connect()
         except Exception:
             self.close()
             raise
         backend.episodes.add(self)
+
+    def connect(self) -> None:
+        """A new session as the episode's user: nothing of an earlier session survives."""
+        server = self.server
+        self.conn = server.connect(
+            user=self.name,
+            password=self._password,
+            database=self.name,
+            read_timeout=self.limits.statement_timeout_s + 30,  # backstop for the server's limit
+            write_timeout=30,
+        )
+        with self.conn.cursor() as cur:
+            for statement in server.session_settings(
+                self.limits.statement_timeout_s,
+                self.limits.max_result_rows,
+                comparable=self.backend.comparable,
+            ):
+                cur.execute(statement)
+        self.thread_id = self.conn.thread_id()
 
     def _spelt(self, sql: str) -> str:
         """``sql`` with tables spelt as stored (whatever the server's lower_case_table_names)."""
@@ -327,6 +352,7 @@ class MySQLEpisode(Episode):
         sql = self._spelt(sql)
         if statement.writes:
             self._digest = None
+            self.dirty = True
         result = self._run(sql)
         if statement.writes:
             self._case = None  # tables may have come or gone
@@ -397,6 +423,7 @@ class MySQLEpisode(Episode):
         if not statement.writes:
             return self._run(sql)
         saved = self.dump()
+        self.dirty = True
         try:
             return self._run(sql)
         finally:
@@ -407,6 +434,7 @@ class MySQLEpisode(Episode):
         return self.backend.dump_tables(self.name)
 
     def load(self, state: Any) -> None:
+        self.dirty = True
         self.backend.load_tables(self.name, state)
         self._digest = None
         self._case = None
@@ -425,9 +453,14 @@ class MySQLEpisode(Episode):
                 pass
         if self.name is None:
             return
-        name, self.name = self.name, None  # type: ignore[assignment]
-        self.backend.drop_episode(name)
+        name, self.name = self.name, None
         self.backend.episodes.discard(self)
+        if self.dirty:
+            self.backend.drop_episode(name)
+        else:
+            # only read: still pristine, so its database and user serve a later episode
+            # (through a new session, so no session state carries over)
+            self.backend.give_back(self.template, name, self._password, self._case)
 
 
 class MySQLBackend(Backend):
@@ -437,8 +470,28 @@ class MySQLBackend(Backend):
     dialect = "mysql"
     _swept: set[str] = set()  # servers swept by this process
 
-    def __init__(self, url: str, limits: Limits | None = None, *, comparable: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        limits: Limits | None = None,
+        *,
+        comparable: bool = False,
+        spares: int = DEFAULT_SPARES,
+    ) -> None:
         self.limits = limits or Limits()
+        #: pristine episode databases kept ready, at most this many (0: none, every
+        #: reset builds its database itself and drops the last one before it returns)
+        self.spares = max(0, int(spares))
+        # template -> pristine (name, password, table case) ready to serve an episode
+        self._ready: collections.OrderedDict[str, list[tuple[str, str, dict[str, str] | None]]] = (
+            collections.OrderedDict()
+        )
+        self._pool_lock = threading.Lock()
+        self._jobs: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._wanted: set[str] = set()  # templates a spare is being prepared for
+        self._worker: threading.Thread | None = None
+        self._worker_pid = 0
+        self._closed = False
         #: session settings that make results comparable with SQLite's (division precision)
         self.comparable = comparable
         self.server = _Server(url)
@@ -568,14 +621,143 @@ class MySQLBackend(Backend):
         )
         return [r[0] for r in rows]
 
-    def clone_tables(self, template: str, target: str) -> None:
-        for table in self._tables(template):
-            self.server.run(
-                f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}"
+    def clone_tables(self, template: str, target: str, conn: Any = None) -> None:
+        """Copy every table of ``template`` into ``target`` (on ``conn``, else the admin's)."""
+        run = self.server.run if conn is None else functools.partial(_run_on, conn)
+        tables = [
+            r[0]
+            for r in run(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> '_ae_ready' ORDER BY TABLE_NAME",
+                (template,),
             )
-            self.server.run(
-                f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}"
+        ]
+        for table in tables:
+            run(f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}")
+            run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
+
+    # the pool of pristine episode databases ----------------------------------------
+    def prepare(self, template: str, conn: Any = None) -> tuple[str, str]:
+        """A new episode database cloned from ``template`` and its own user, granted only
+        on it: (name, password). Runs on ``conn`` (the pool's own), else the admin's."""
+        server = self.server
+        run = server.run if conn is None else functools.partial(_run_on, conn)
+        name = episode_name()
+        password = secrets.token_urlsafe(18)
+        try:
+            run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+            self.clone_tables(template, name, conn)
+            run("CREATE USER %s@%s IDENTIFIED BY %s", (name, server.user_host, password))
+            run(
+                "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
+                f"ON {_q(name)}.* TO %s@%s",
+                (name, server.user_host),
             )
+        except Exception:
+            _drop(run, name, server.user_host)
+            raise
+        return name, password
+
+    def take_prepared(self, template: str) -> tuple[str, str, dict[str, str] | None]:
+        """A pristine database and user for an episode on ``template``: one made ahead
+        when there is one, else made now; a spare for the next episode is then prepared
+        in the background."""
+        with self._pool_lock:
+            ready = self._ready.get(template)
+            taken = ready.pop() if ready else None
+            if ready is not None and not ready:
+                del self._ready[template]
+        if taken is None:
+            name, password = self.prepare(template)
+            taken = (name, password, None)
+        self._want_spare(template)
+        return taken
+
+    def give_back(
+        self, template: str, name: str, password: str, case: dict[str, str] | None
+    ) -> None:
+        """Keep a database that episodes only read for a later episode, else drop it."""
+        with self._pool_lock:
+            keep = not self._closed and self.spares > 0 and self._worker_pid == os.getpid()
+            if keep:
+                self._ready.setdefault(template, []).append((name, password, case))
+                self._ready.move_to_end(template)
+                extra = self._over_limit()
+        if not keep:
+            self.drop_episode(name)
+            return
+        for old in extra:
+            self.drop_episode(old)
+
+    def _over_limit(self) -> list[str]:
+        """Pop the oldest spares past ``spares`` (least recently used templates first)."""
+        extra = []
+        while sum(len(v) for v in self._ready.values()) > self.spares:
+            template, ready = next(iter(self._ready.items()))
+            extra.append(ready.pop(0)[0])
+            if not ready:
+                del self._ready[template]
+        return extra
+
+    def _want_spare(self, template: str) -> None:
+        if self.spares <= 0 or self._closed:
+            return
+        with self._pool_lock:
+            if self._ready.get(template) or template in self._wanted:
+                return
+            self._wanted.add(template)
+        self._ensure_worker()
+        self._jobs.put(("prepare", template))
+
+    def _ensure_worker(self) -> None:
+        with self._pool_lock:
+            if self._worker is not None and self._worker_pid == os.getpid():
+                return
+            if self._worker_pid != os.getpid():  # a forked child: the parent's spares are not ours
+                self._ready.clear()
+                self._wanted.clear()
+                self._jobs = queue.Queue()
+            self._worker_pid = os.getpid()
+            self._worker = threading.Thread(
+                target=self._work, args=(self._jobs,), name="mysql-episode-pool", daemon=True
+            )
+            self._worker.start()
+
+    def _work(self, jobs: queue.Queue) -> None:
+        """Prepare spares and drop finished episodes on a connection of the pool's own,
+        off the hot path of ``reset``."""
+        conn = None
+        while True:
+            job = jobs.get()
+            if job is None:
+                break
+            kind, arg = job
+            try:
+                if conn is None or not conn.open:
+                    conn = self.server.connect()
+                if kind == "drop":
+                    _drop(functools.partial(_run_on, conn), arg, self.server.user_host)
+                elif kind == "prepare":
+                    try:
+                        made = self.prepare(arg, conn)
+                    finally:
+                        with self._pool_lock:
+                            self._wanted.discard(arg)
+                    with self._pool_lock:
+                        keep = not self._closed
+                        if keep:
+                            self._ready.setdefault(arg, []).append((*made, None))
+                            self._ready.move_to_end(arg)
+                            extra = self._over_limit()
+                    for old in extra if keep else [made[0]]:
+                        _drop(functools.partial(_run_on, conn), old, self.server.user_host)
+            except Exception:  # the server went away: the sweep drops what is left
+                conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
 
     def dump_tables(self, db: str) -> list[tuple[str, str, tuple[tuple, ...]]]:
         out = []
@@ -631,9 +813,19 @@ class MySQLBackend(Backend):
             pass
 
     def drop_episode(self, name: str) -> None:
+        """Drop an episode's database and user: in the background while the pool works,
+        else now."""
+        worker = self._worker
+        if (
+            not self._closed
+            and worker is not None
+            and worker.is_alive()
+            and self._worker_pid == os.getpid()
+        ):
+            self._jobs.put(("drop", name))
+            return
         try:
-            self.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-            self.server.run("DROP USER IF EXISTS %s@%s", (name, self.server.user_host))
+            _drop(self.server.run, name, self.server.user_host)
         except Exception:  # the server went away: the sweep removes it later
             pass
 
@@ -692,6 +884,21 @@ class MySQLBackend(Backend):
     def close(self) -> None:
         for episode in list(self.episodes):
             episode.close()
+        # the pool finishes its queued drops, then every spare goes too
+        with self._pool_lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None and self._worker_pid == os.getpid():
+            self._jobs.put(None)
+            worker.join(timeout=60)
+        with self._pool_lock:
+            spares = [name for ready in self._ready.values() for name, _, _ in ready]
+            self._ready.clear()
+        for name in spares:
+            try:
+                _drop(self.server.run, name, self.server.user_host)
+            except Exception:  # the server went away: the sweep removes it later
+                pass
         for conn in (self._gold_conn, self.server.admin):
             try:
                 if conn is not None and conn.open:
@@ -699,6 +906,17 @@ class MySQLBackend(Backend):
             except Exception:
                 pass
         self._gold_conn = None
+
+
+def _run_on(conn: Any, sql: str, args: Any = None) -> list[tuple]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
+
+
+def _drop(run: Any, name: str, user_host: str) -> None:
+    run(f"DROP DATABASE IF EXISTS {_q(name)}")
+    run("DROP USER IF EXISTS %s@%s", (name, user_host))
 
 
 def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
