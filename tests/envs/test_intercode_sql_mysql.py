@@ -97,6 +97,13 @@ def episode_dbs(url: str) -> set[str]:
     return names
 
 
+def own_episode_dbs(url: str) -> set[str]:
+    """Episode databases of this process (tests elsewhere may run beside)."""
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_episode_name
+
+    return {n for n in episode_dbs(url) if (parse_episode_name(n) or (0,))[0] == os.getpid()}
+
+
 def make(url: str, **kwargs) -> InterCodeSQLEnv:
     return InterCodeSQLEnv(tasks_path=FIXTURES, backend="mysql", mysql_url=url, **kwargs)
 
@@ -209,20 +216,20 @@ def test_hostile_statements_harm_nothing(url) -> None:
 
 
 def test_writes_are_private_and_databases_are_dropped_at_close(url) -> None:
-    before = episode_dbs(url)
+    before = own_episode_dbs(url)
     a, b = make(url), make(url)
     play(a, ORDERED, "DELETE FROM singer")
     b.reset(seed=0, options={"task_id": ORDERED})
     assert "(6 rows)" in b.step("SELECT * FROM singer")[0]
     # each env its own database (spares made ahead for later episodes may exist beside)
     assert a.episode.name != b.episode.name
-    assert {a.episode.name, b.episode.name} <= episode_dbs(url) - before
+    assert {a.episode.name, b.episode.name} <= own_episode_dbs(url) - before
     play(a, ORDERED, "SELECT count(*) FROM singer")  # a new episode starts from the template
     assert "(6,)" in a.step("SELECT count(*) FROM singer")[0]
     names = (a.episode.name, b.episode.name)
     a.close()
     b.close()
-    assert episode_dbs(url) - before == set()
+    assert own_episode_dbs(url) - before == set()
     conn = admin(url)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM mysql.user WHERE User IN (%s, %s)", names)
@@ -451,7 +458,7 @@ def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
 
 
 def test_a_database_only_read_serves_a_later_episode_in_a_new_session(url) -> None:
-    before = episode_dbs(url)
+    before = own_episode_dbs(url)
     env = make(url)
     try:
         play(env, ORDERED, "SELECT @seen := 41 + 1")
@@ -469,7 +476,7 @@ def test_a_database_only_read_serves_a_later_episode_in_a_new_session(url) -> No
             assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]
     finally:
         env.close()
-    assert episode_dbs(url) - before == set()  # spares included
+    assert own_episode_dbs(url) - before == set()  # spares included
 
 
 def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
@@ -477,7 +484,7 @@ def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
     from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
     from agentenvs.envs.intercode_sql.data import load_tasks
 
-    before = episode_dbs(url)
+    before = own_episode_dbs(url)
     backend = MySQLBackend(url, Limits(), spares=0)
     source = next(iter(load_tasks(str(FIXTURES)).databases.values()))
     try:
@@ -485,9 +492,9 @@ def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
         for _ in range(3):
             episode = backend.open_episode(source)
             names.append(episode.name)
-            assert episode_dbs(url) - before == {episode.name}
+            assert own_episode_dbs(url) - before == {episode.name}
             episode.close()
-            assert episode_dbs(url) - before == set()
+            assert own_episode_dbs(url) - before == set()
         assert len(set(names)) == 3
     finally:
         backend.close()

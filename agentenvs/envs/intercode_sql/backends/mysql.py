@@ -38,6 +38,7 @@ import collections
 import dataclasses
 import functools
 import hashlib
+import itertools
 import os
 import queue
 import re
@@ -72,6 +73,9 @@ FOREIGN_ORPHAN_AGE_S = 24 * 3600
 KILL_GRACE_S = 0.5
 #: pristine episode databases a backend keeps ready (made ahead, or only read and kept)
 DEFAULT_SPARES = 4
+#: a reset that finds no spare waits this long for the one being made for its template
+PREPARE_WAIT_S = 5.0
+PRIORITY_PREPARE, PRIORITY_DROP, PRIORITY_STOP = 0, 1, 2
 
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
 _NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
@@ -487,7 +491,10 @@ class MySQLBackend(Backend):
             collections.OrderedDict()
         )
         self._pool_lock = threading.Lock()
-        self._jobs: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._pool_changed = threading.Condition(self._pool_lock)
+        # (priority, order, kind, arg): spares are made before finished episodes are dropped
+        self._jobs: queue.PriorityQueue[tuple[int, int, str, str]] = queue.PriorityQueue()
+        self._job_order = itertools.count()
         self._wanted: set[str] = set()  # templates a spare is being prepared for
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
@@ -497,6 +504,7 @@ class MySQLBackend(Backend):
         self.server = _Server(url)
         self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
         self._templates: dict[str, tuple[str, str]] = {}
+        self._source_templates: dict[tuple, tuple[str, str]] = {}
         self._gold_conn: Any = None
         self._gold_sql: dict[tuple[str, str], str] = {}
         self._case: dict[str, dict[str, str]] = {}
@@ -509,6 +517,11 @@ class MySQLBackend(Backend):
     # templates -----------------------------------------------------------------
     def template(self, source: DatabaseSource) -> tuple[str, str]:
         """(template database name, content digest), creating the template if needed."""
+        # the source's content hash, once per file version (a dump's text is long)
+        source_key = source.cache_key()
+        known = self._source_templates.get(source_key)
+        if known is not None:
+            return known
         if source.kind == "mysql_dump":
             dump = source.dump_database()
             data = "\n;\n".join(["mysql dump", *dump.statements()]).encode()
@@ -516,6 +529,7 @@ class MySQLBackend(Backend):
             data = template_bytes(source)
         key = hashlib.blake2b(data, digest_size=6).hexdigest()
         if key in self._templates:
+            self._source_templates[source_key] = self._templates[key]
             return self._templates[key]
         safe = re.sub(r"[^0-9a-z_]", "_", source.name.lower())[:30]
         name = f"{TEMPLATE_PREFIX}{safe}_{key}"
@@ -544,6 +558,7 @@ class MySQLBackend(Backend):
             server.scalar("SELECT RELEASE_LOCK(%s)", (name,))
         digest = self.digest(name)
         self._templates[key] = (name, digest)
+        self._source_templates[source_key] = (name, digest)
         return name, digest
 
     def _build_template(self, name: str, data: bytes) -> None:
@@ -663,6 +678,13 @@ class MySQLBackend(Backend):
         when there is one, else made now; a spare for the next episode is then prepared
         in the background."""
         with self._pool_lock:
+            # one being made for this template is nearer done than one begun now
+            worker = self._worker
+            if worker is not None and worker.is_alive() and self._worker_pid == os.getpid():
+                self._pool_changed.wait_for(
+                    lambda: self._ready.get(template) or template not in self._wanted,
+                    timeout=PREPARE_WAIT_S,
+                )
             ready = self._ready.get(template)
             taken = ready.pop() if ready else None
             if ready is not None and not ready:
@@ -707,7 +729,10 @@ class MySQLBackend(Backend):
                 return
             self._wanted.add(template)
         self._ensure_worker()
-        self._jobs.put(("prepare", template))
+        self._put(PRIORITY_PREPARE, "prepare", template)
+
+    def _put(self, priority: int, kind: str, arg: str) -> None:
+        self._jobs.put((priority, next(self._job_order), kind, arg))
 
     def _ensure_worker(self) -> None:
         with self._pool_lock:
@@ -716,7 +741,7 @@ class MySQLBackend(Backend):
             if self._worker_pid != os.getpid():  # a forked child: the parent's spares are not ours
                 self._ready.clear()
                 self._wanted.clear()
-                self._jobs = queue.Queue()
+                self._jobs = queue.PriorityQueue()
             self._worker_pid = os.getpid()
             self._worker = threading.Thread(
                 target=self._work, args=(self._jobs,), name="mysql-episode-pool", daemon=True
@@ -728,10 +753,9 @@ class MySQLBackend(Backend):
         off the hot path of ``reset``."""
         conn = None
         while True:
-            job = jobs.get()
-            if job is None:
+            _, _, kind, arg = jobs.get()
+            if kind == "stop":
                 break
-            kind, arg = job
             try:
                 if conn is None or not conn.open:
                     conn = self.server.connect()
@@ -740,15 +764,19 @@ class MySQLBackend(Backend):
                 elif kind == "prepare":
                     try:
                         made = self.prepare(arg, conn)
-                    finally:
+                    except Exception:
                         with self._pool_lock:
                             self._wanted.discard(arg)
+                            self._pool_changed.notify_all()
+                        raise
                     with self._pool_lock:
+                        self._wanted.discard(arg)
                         keep = not self._closed
                         if keep:
                             self._ready.setdefault(arg, []).append((*made, None))
                             self._ready.move_to_end(arg)
                             extra = self._over_limit()
+                        self._pool_changed.notify_all()
                     for old in extra if keep else [made[0]]:
                         _drop(functools.partial(_run_on, conn), old, self.server.user_host)
             except Exception:  # the server went away: the sweep drops what is left
@@ -822,7 +850,7 @@ class MySQLBackend(Backend):
             and worker.is_alive()
             and self._worker_pid == os.getpid()
         ):
-            self._jobs.put(("drop", name))
+            self._put(PRIORITY_DROP, "drop", name)
             return
         try:
             _drop(self.server.run, name, self.server.user_host)
@@ -889,7 +917,7 @@ class MySQLBackend(Backend):
             self._closed = True
             worker, self._worker = self._worker, None
         if worker is not None and self._worker_pid == os.getpid():
-            self._jobs.put(None)
+            self._put(PRIORITY_STOP, "stop", "")  # after every queued drop
             worker.join(timeout=60)
         with self._pool_lock:
             spares = [name for ready in self._ready.values() for name, _, _ in ready]
