@@ -331,30 +331,35 @@ def test_every_gold_query_of_the_package_scores_one(backend) -> None:
     assert report.scored_one == report.tasks and not report.invalid
 
 
-def _agent_queries(env, rng) -> list[str]:
-    """Right, wrong, partial and reordered answers for the current task."""
+def _agent_queries(env) -> list[str]:
+    """Right, wrong, partial, reordered and failing answers for the current task, each with
+    one right result (no ties left to the engine's choice: a query like ``... ORDER BY x
+    LIMIT 1`` with tied x may return either row, on any driver)."""
     tables = env.tables_of(env.task)
     table, columns = next(iter(tables.items()))
+    first, last = columns[0], columns[-1]
     gold = env.gold_query.rstrip().rstrip(";")
-    queries = [
+    key = env.gold_result()
+    every_column = ", ".join(f"{i} DESC" for i in range(1, len(key.columns) + 1)) or "1"
+    half = max(1, len(key.rows or ()) // 2)
+    return [
         gold,
+        f"SELECT * FROM ({gold}) AS answer ORDER BY {every_column}",  # the rows, reordered
+        f"SELECT * FROM ({gold}) AS answer ORDER BY {every_column} LIMIT {half}",  # some
         f"SELECT * FROM {table.upper()}",
         f"SELECT count(*) FROM {table}",
-        f"SELECT avg({columns[0]}), sum({columns[-1]}) FROM {table}",
-        f"SELECT {columns[0]} FROM {table} ORDER BY {columns[0]} DESC",
-        f"SELECT * FROM ({gold}) AS answer LIMIT 1",
-        "SELECT 1 FROM nowhere_at_all",
+        f"SELECT avg({first}), sum({last}) FROM {table}",  # Decimal and float values
+        f"SELECT {first}, {first} + 0.5 FROM {table} ORDER BY {first}, 2",
+        f"SELECT {first} FROM {table} ORDER BY {first} DESC",
+        f"SELECT {first} FROM {table} WHERE 1 = 0",  # empty
+        "SELECT 1 FROM nowhere_at_all",  # an error
     ]
-    queries += [env.error_action(rng) for _ in range(3)]
-    return queries
 
 
 @pytest.mark.mysql
 def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
     """On MySQL, ``rules="official"`` gives the reward InterCode's ``get_reward`` gives when
     its own driver (mysql-connector) runs the same queries on the same database."""
-    import numpy as np
-
     connector = pytest.importorskip("mysql.connector")
     from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
     from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
@@ -372,7 +377,6 @@ def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
         env.limits.statement_timeout_s, env.limits.max_result_rows
     ):
         cur.execute(statement)
-    rng = np.random.default_rng(0)
     compared, kinds = 0, set()
     try:
         for task_id in env.task_ids:
@@ -385,7 +389,7 @@ def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
             # rows) between the two sides while it recomputes them in the background
             for table in case.values():
                 env.backend.server.run(f"ANALYZE TABLE `{database}`.`{table}`")
-            for query in _agent_queries(env, rng):
+            for query in _agent_queries(env):
                 ours = env.score_action(f"```sql\n{query}\n```")  # as if submitted after it
                 cur.execute(f"USE `{database}`")
                 official = sql_env.SqlEnv.__new__(sql_env.SqlEnv)
