@@ -443,3 +443,27 @@ def test_statement_kind_comes_from_tokens_not_from_how_text_starts(
     got = classify(sql, "mysql")
     assert (got.kind, got.writes) == (kind, writes), got
     assert (got.problem is None) if problem is None else (problem in (got.problem or "")), got
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT t1.name FROM highschooler AS T1 JOIN FRIEND f ON T1.id = F.student_id",
+            "SELECT T1.name FROM Highschooler AS T1 JOIN Friend f ON T1.id = f.student_id",
+        ),
+        # strings, comments and functions keep their letters; quoted names are fixed inside
+        (
+            "SELECT 'highschooler', `HIGHSCHOOLER`.name FROM `highschooler` -- highschooler",
+            "SELECT 'highschooler', `Highschooler`.name FROM `Highschooler` -- highschooler",
+        ),
+        ("SELECT likes(1) FROM likes", "SELECT likes(1) FROM Likes"),
+        ("SELECT 1", "SELECT 1"),
+        ("SELECT 'unterminated", "SELECT 'unterminated"),
+    ],
+)
+def test_table_names_are_spelt_as_stored(sql, expected) -> None:
+    from agentenvs.envs.intercode_sql.statements import match_table_case
+
+    tables = {"highschooler": "Highschooler", "friend": "Friend", "likes": "Likes"}
+    assert match_table_case(sql, tables) == expected
