@@ -13,6 +13,7 @@ import pytest
 from agentenvs.core.errors import TaskError
 from agentenvs.envs.terminal.data import load_task, load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 
@@ -291,6 +292,19 @@ def test_registered_with_policies() -> None:
         env.close()
 
 
+#: the contract's file_modes check: modes, an empty dir, a symlink, old mtimes
+FILE_PROBE = FileProbe(
+    options={"task_id": "tb1-greeting"},
+    setup=(
+        "cd /app && mkdir -p probe/empty && printf x > probe/a && printf y > probe/b "
+        "&& chmod 777 probe/a && chmod 666 probe/b && chmod 700 probe/empty "
+        "&& ln -s a probe/link && touch -h -d @1000000000 probe/a probe/link",
+    ),
+    disturb=("cd /app && chmod 755 probe/a && chmod 644 probe/b && rmdir probe/empty",),
+    listing="cd /app && find probe -printf '%p %M %y %l %s %U:%G %T@\\n' | sort",
+)
+
+
 def test_contract_local() -> None:
     from agentenvs.testing import check_env_contract
 
@@ -299,6 +313,7 @@ def test_contract_local() -> None:
         env_kwargs={"tasks_path": str(FIXTURES), "command_timeout": 5},
         options={"task_id": "tb1-greeting"},
         steps=4,
+        file_probe=FILE_PROBE,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from agentenvs.envs.terminal.data import load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.runtime_docker import TASK_LABEL
+from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 #: every bundled task: its solution passes and doing nothing fails, as on the local runtime
@@ -132,6 +133,19 @@ def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
         other.close()
 
 
+#: the contract's file_modes check: modes, an empty dir, a symlink, old mtimes, owners
+FILE_PROBE = FileProbe(
+    options={"task_id": "tb1-greeting"},
+    setup=(
+        "cd /app && mkdir -p probe/empty && printf x > probe/a && printf y > probe/b "
+        "&& chmod 777 probe/a && chmod 666 probe/b && chmod 700 probe/empty "
+        "&& ln -s a probe/link && touch -h -d @1000000000 probe/a probe/link && chown 1234:5678 probe/b",
+    ),
+    disturb=("cd /app && chmod 755 probe/a && chmod 644 probe/b && chown 0:0 probe/b && rmdir probe/empty",),
+    listing="cd /app && find probe -printf '%p %M %y %l %s %U:%G %T@\\n' | sort",
+)
+
+
 def test_contract_docker() -> None:
     from agentenvs.testing import check_env_contract
 
@@ -140,6 +154,7 @@ def test_contract_docker() -> None:
         env_kwargs={"tasks_path": str(FIXTURES), "runtime": "docker", "command_timeout": 5},
         options={"task_id": "tb1-greeting"},
         steps=4,
+        file_probe=FILE_PROBE,
     )
 
 
