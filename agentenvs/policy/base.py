@@ -36,6 +36,9 @@ class Conversation:
         system = info.get("system_prompt")
         if system:
             messages.append({"role": "system", "content": system})
+            # a reset observation starts with the system prompt: show the rules once
+            if observation.startswith(system):
+                observation = observation[len(system) :].lstrip("\n")
         messages.append({"role": "user", "content": observation})
         return cls(messages=messages, tools=info.get("tools"), env=env)
 

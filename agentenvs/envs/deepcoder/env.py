@@ -452,7 +452,9 @@ class DeepCoderMTEnv(TextEnv):
         self._attempts = []
         self._outcomes = None
         self._feedback = ""
-        return self._question(task)
+        # the suite's convention: the first observation is the system prompt, a blank
+        # line, then the task (chat formatting sends the two as system and user messages)
+        return f"{self.system_prompt()}\n\n{self._question(task)}"
 
     def _reset_info(self) -> dict[str, Any]:
         return {keys.SYSTEM_PROMPT: self.system_prompt()}

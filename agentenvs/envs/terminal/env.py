@@ -327,7 +327,8 @@ class TerminalBenchEnv(TextEnv):
         self._reset_episode_state()
         shell = self._new_session(task)
         self.runtime().starting_state(task, shell)
-        return self._prompt(task)
+        # the suite's convention: system prompt, a blank line, then the task
+        return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
 
     def _reset_info(self) -> dict[str, Any]:
         return {"system_prompt": SYSTEM_PROMPT}
