@@ -1,0 +1,153 @@
+"""verifiers: any agentenvs env as a verifiers taskset with the env playing the user.
+
+verifiers (``verifiers.v1``) loads a taskset by id: the id names an installed module that
+exports its ``Taskset`` subclass (and optionally its ``Env`` subclass) in ``__all__``.
+The module ``agentenvs_verifiers`` (shipped beside ``agentenvs``) re-exports this one,
+so ``--env.taskset.id agentenvs_verifiers --env.taskset.env agentenvs/InterCodeSQL-v0``
+or, in Python, ``vf.load_environment(AgentEnvsEnvConfig(taskset=AgentEnvsConfig(...)))``
+runs it.
+
+- ``AgentEnvsTaskset`` yields one task per (task id, seed): the system prompt as the
+  task's ``system_prompt``, the task text as its ``prompt`` (the rules once), and the
+  reset's ``task_id``/``seed``/``max_turns`` in ``info``.
+- ``AgentEnvsEnv.run`` resets the env host-side with those, then plays the user: each
+  assistant reply is one env action, the observation comes back as the next user turn,
+  and the episode ends when the env terminates or truncates. The summed env reward is
+  recorded as ``agentenvs_reward``; success, score and turns go to the trace's info.
+  The env is closed when the episode ends, failed or not.
+
+Each env's blocking calls run on a thread of its own (``AsyncEnv``), so many episodes
+share verifiers' event loop. ``play_episode`` is the loop itself, with the model's turn
+as a coroutine argument; ``run`` hands it verifiers' interaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import verifiers.v1 as vf
+from pydantic import Field
+from verifiers.v1.harnesses.null import NullHarnessConfig
+
+from agentenvs.core.aio import AsyncEnv
+from agentenvs.integrations.common import split_prompt
+
+
+class AgentEnvsConfig(vf.TasksetConfig):
+    env: str = "agentenvs/FrozenLake-v0"
+    """The agentenvs env id."""
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """``gym.make`` keyword arguments of the env."""
+    task_ids: list[str] | None = None
+    """Tasks to play (default: every task of the env)."""
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    """One task per (task id, seed)."""
+    max_turns: int | None = None
+    """Turn budget per episode (default: the env's)."""
+
+
+class AgentEnvsData(vf.TaskData):
+    info: dict
+    """The env id, its kwargs and the reset's task_id, seed and max_turns."""
+
+
+class AgentEnvsTask(vf.Task[AgentEnvsData, vf.State, vf.TaskConfig]):
+    pass
+
+
+class AgentEnvsEnvConfig(vf.EnvConfig):
+    # the env plays the user; the agent only chats (no shell, no code of its own)
+    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"))
+
+
+Turn = Callable[[str | None], Awaitable[str | None]]
+
+
+async def play_episode(info: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    """One episode: ``turn(text)`` sends a user turn (``None``: the task prompt is already
+    the model's) and returns the model's reply, or ``None`` when the model stopped."""
+    import functools
+
+    import gymnasium as gym
+
+    env = await AsyncEnv.create(functools.partial(gym.make, info["env"], **info.get("env_kwargs", {})))
+    outcome: dict[str, Any] = {"reward": 0.0, "success": False, "score": 0.0, "turns": 0, "stopped": None}
+    try:
+        options = {k: info[k] for k in ("task_id", "max_turns") if info.get(k) is not None}
+        await env.areset(seed=info.get("seed"), options=options or None)
+        reply = await turn(None)
+        while True:
+            if reply is None:
+                outcome["stopped"] = "model"
+                break
+            observation, reward, terminated, truncated, step_info = await env.astep(reply)
+            outcome["reward"] += float(reward)
+            outcome["turns"] += 1
+            outcome["success"] = bool(step_info.get("success"))
+            outcome["score"] = float(step_info.get("score") or 0.0)
+            if terminated or truncated:
+                outcome["stopped"] = "terminated" if terminated else "truncated"
+                break
+            reply = await turn(observation)
+    finally:
+        await env.aclose()
+    return outcome
+
+
+class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
+    async def run(self, task: AgentEnvsTask, agents: Any) -> None:
+        async with agents.player.interaction(task) as interaction:
+
+            async def turn(text: str | None) -> str | None:
+                segment = await (interaction.turn() if text is None else interaction.turn(text))
+                return None if segment.terminated else segment.last_reply
+
+            outcome = await play_episode(task.data.info, turn)
+        trace = interaction.trace
+        trace.record_reward("agentenvs_reward", outcome["reward"], 1.0)
+        trace.info.update({f"agentenvs_{k}": v for k, v in outcome.items() if k != "reward"})
+
+
+class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
+    def load(self) -> Iterator[AgentEnvsTask]:
+        from agentenvs.integrations.trl import task_rows
+
+        config = self.config
+        rows = task_rows(config.env, task_ids=config.task_ids, seeds=config.seeds,
+                         max_turns=config.max_turns, **config.env_kwargs)
+        import gymnasium as gym
+
+        env = gym.make(config.env, **config.env_kwargs)
+        try:
+            for row in rows:
+                options = {"task_id": row["task_id"]}
+                if config.max_turns is not None:
+                    options["max_turns"] = config.max_turns
+                observation, info = env.reset(seed=row["seed"], options=options)
+                system, prompt = split_prompt(observation, info)
+                yield AgentEnvsTask(
+                    AgentEnvsData(
+                        id=f"{row['task_id']}#{row['seed']}",
+                        name=f"{config.env}:{row['task_id']}#{row['seed']}",
+                        prompt=prompt,
+                        system_prompt=system or None,
+                        info={"env": config.env, "env_kwargs": dict(config.env_kwargs),
+                              "task_id": row["task_id"], "seed": row["seed"],
+                              "max_turns": config.max_turns},
+                    ),
+                    config.task,
+                )
+        finally:
+            env.close()
+
+
+__all__ = [
+    "AgentEnvsConfig",
+    "AgentEnvsData",
+    "AgentEnvsEnv",
+    "AgentEnvsEnvConfig",
+    "AgentEnvsTask",
+    "AgentEnvsTaskset",
+    "play_episode",
+]
