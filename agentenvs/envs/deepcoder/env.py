@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -162,6 +163,7 @@ class _LRU:
 _OUTCOMES = _LRU(OUTCOME_CACHE_SIZE)
 _OWN_SANDBOXES = itertools.count()
 _ERROR_POOLS = _LRU(1024)
+_ERROR_SEARCH_LOCK = threading.RLock()
 
 
 class _MutantSearch:
@@ -690,6 +692,12 @@ class DeepCoderMTEnv(TextEnv):
         Candidates are verified a batch at a time, concurrently; each is judged on its
         own, so the list found does not depend on the batch sizes.
         """
+        # the search is shared by the process's envs, which may live on several threads
+        # (the async face): one thread advances it at a time
+        with _ERROR_SEARCH_LOCK:
+            return self._verified_mutants_locked(task, want)
+
+    def _verified_mutants_locked(self, task: CodeTask, want: int) -> list[str]:
         search = self._mutant_search(task)
         while len(search.found) < want and not search.exhausted:
             batch: list[str] = []
