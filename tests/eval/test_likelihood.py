@@ -125,15 +125,15 @@ def test_env_history_adds_the_system_prompt_and_checks_the_reset(runs: dict[str,
     env = gym.make(ENV, **ENV_KWARGS)
     convs = histories(record, env=env)
     assert convs[0].messages[0]["role"] == "system"
-    assert convs[0].messages[1]["content"] == record["initial_observation"]
+    system, first = convs[0].messages[0]["content"], convs[0].messages[1]["content"]
+    assert record["initial_observation"] == f"{system}\n\n{first}"  # the rules shown once
     assert len(convs) == len(record["steps"])
     for t in range(1, len(convs)):  # history t ends with the observation of step t
         assert convs[t].messages[-2]["content"] == record["steps"][t - 1]["action"]
         assert convs[t].messages[-1]["content"] == record["steps"][t - 1]["observation"]
     a = CharUnigramScorer(1.0)
     result = trajectory_likelihood(record, a, env=env)
-    system = convs[0].messages[0]["content"]
-    assert result["logp_a"][0] == hand_logp(system + record["initial_observation"], record["steps"][0]["action"], 1.0)
+    assert result["logp_a"][0] == hand_logp(system + first, record["steps"][0]["action"], 1.0)
     assert "llr_cumulative" not in result
     # a reset that does not give the stored first observation is refused
     other = gym.make(ENV, success_rate=0.5)
