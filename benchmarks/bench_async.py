@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import os
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -145,7 +146,8 @@ def main() -> None:
                 secs, returns = asyncio.run(async_run(env_id, kwargs, act, seeds, c))
             except Exception as exc:  # noqa: BLE001 - e.g. the server's connection limit
                 cells.append(f"refused: {type(exc).__name__}")
-                print(f"  {name} c={c}: {exc}")
+                print(f"  {name} c={c}: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
                 continue
             same = same and returns == sync_returns
             cells.append(f"{n / secs:7.1f} ({sync_s / secs:4.2f}x)")
