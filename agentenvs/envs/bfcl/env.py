@@ -232,7 +232,13 @@ class BFCLEnv(TextEnv):
 
     def tools(self) -> list[dict[str, Any]]:
         """The current task's docs as tools, schema-checked once per task."""
-        task = self.task
+        return self._tools_of(self.task)
+
+    def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
+        # a task whose docs are not valid schemas is refused before the episode changes
+        self._tools_of(self.tasks[task_id])
+
+    def _tools_of(self, task: BfclTask) -> list[dict[str, Any]]:
         if task.id not in self._tools:
             tools = task_tools(task, underscore_to_dot=self.underscore_to_dot)
             from jsonschema.exceptions import SchemaError
