@@ -450,6 +450,151 @@ def for_trl(
     return TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows)
 
 
+# ------------------------------------------------------------------ rollout_func over GroupEnv
+def reward_from_rollout(prompts: Any = None, completions: Any = None, env_reward: Any = None, **kwargs: Any) -> list[float]:
+    """TRL reward function for ``make_rollout_func``: the episode rewards it returned."""
+    if env_reward is None:
+        raise ValueError("reward_from_rollout reads 'env_reward' from make_rollout_func's output")
+    return [float(r) for r in env_reward]
+
+
+def _prompt_key(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        return json.dumps([[m.get("role"), m.get("content")] for m in prompt])
+    return json.dumps(prompt)
+
+
+def make_rollout_func(
+    env_id: str,
+    *,
+    task_ids: Iterable[str] | None = None,
+    seeds: Iterable[int] = (0,),
+    max_turns: int | None = None,
+    max_new_tokens: int = 64,
+    temperature: float = 1.0,
+    **env_kwargs: Any,
+) -> tuple[Callable[[list[Any], Any], dict[str, Any]], Any]:
+    """``(rollout_func, dataset)`` for ``GRPOTrainer(rollout_func=..., train_dataset=dataset,
+    reward_funcs=[reward_from_rollout])``: free-text multi-turn episodes, no tools.
+
+    The dataset's prompts are the system prompt and the task. TRL hands the function its
+    batch with each prompt repeated once per generation; each run of equal prompts is
+    played as one ``GroupEnv`` group from the row's task and seed (each rollout on its own
+    random stream). Every turn the trainer's model samples a reply for each live rollout
+    (``max_new_tokens`` per turn), the env steps, and the observation is appended as the
+    next user message in the chat template. Returned: ``prompt_ids``, ``completion_ids``
+    (the model's turns and the observations between them, up to the trainer's
+    ``max_completion_length``), ``logprobs`` (sampling log-probabilities; 0 for
+    observation tokens), ``env_mask`` (1 for model tokens, 0 for observation tokens) and
+    ``env_reward`` (each episode's summed reward).
+    """
+    import torch
+    from datasets import Dataset
+
+    from agentenvs.wrappers import GroupEnv
+
+    rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs)
+    probe = gym.make(env_id, **env_kwargs)
+    by_key: dict[str, dict[str, Any]] = {}
+    try:
+        for row in rows:
+            row.pop("_tools", None)
+            options = {"task_id": row["task_id"]}
+            if max_turns is not None:
+                options["max_turns"] = max_turns
+            observation, info = probe.reset(seed=row["seed"], options=options)
+            row["prompt"][1]["content"] = split_prompt(observation, info)[1]
+            by_key.setdefault(_prompt_key(row["prompt"]), row)
+    finally:
+        probe.close()
+
+    def render(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        limit = int(getattr(trainer.args, "max_completion_length", None) or 256)
+        device = next(model.parameters()).device
+        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward")}
+        i = 0
+        while i < len(prompts):
+            key = _prompt_key(prompts[i])
+            j = i
+            while j < len(prompts) and _prompt_key(prompts[j]) == key:
+                j += 1
+            row = by_key.get(key)
+            if row is None:
+                raise ValueError("a prompt that make_rollout_func's dataset does not hold")
+            group = GroupEnv(env_id, group_size=j - i, **env_kwargs)
+            try:
+                options = {"task_id": row["task_id"]}
+                if row.get("max_turns") is not None:
+                    options["max_turns"] = row["max_turns"]
+                group.reset(seed=row["seed"], options=options)
+                agents = list(group.possible_agents)
+                messages = {a: [dict(m) for m in row["prompt"]] for a in agents}
+                prompt_ids = {a: render(tokenizer, messages[a]) for a in agents}
+                ids = {a: [] for a in agents}
+                logps = {a: [] for a in agents}
+                mask = {a: [] for a in agents}
+                total = dict.fromkeys(agents, 0.0)
+                while group.agents:
+                    live = [a for a in group.agents if len(ids[a]) < limit]
+                    if not live:
+                        break
+                    actions = {}
+                    for a in group.agents:
+                        if a not in live:
+                            actions[a] = ""
+                            continue
+                        context = torch.tensor([prompt_ids[a] + ids[a]], device=device)
+                        with torch.no_grad():
+                            gen = model.generate(
+                                input_ids=context, attention_mask=torch.ones_like(context),
+                                do_sample=True, temperature=temperature,
+                                max_new_tokens=max(1, min(max_new_tokens, limit - len(ids[a]))),
+                                output_scores=True, return_dict_in_generate=True,
+                                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                            )
+                        new = gen.sequences[0, context.shape[1] :].tolist()
+                        for step, token in enumerate(new):
+                            logps[a].append(float(torch.log_softmax(gen.scores[step][0].float(), -1)[token]))
+                        ids[a] += new
+                        mask[a] += [1] * len(new)
+                        actions[a] = tokenizer.decode(new, skip_special_tokens=True).strip()
+                    observations, rewards, terms, truncs, _ = group.step(actions)
+                    for a, text in actions.items():
+                        total[a] += rewards[a]
+                        if terms[a] or truncs[a]:
+                            continue
+                        # the observation as the template renders the next user turn
+                        messages[a] += [{"role": "assistant", "content": text},
+                                        {"role": "user", "content": observations[a]}]
+                        full = render(tokenizer, messages[a])
+                        done = prompt_ids[a] + ids[a]
+                        extra = full[len(done):] if full[: len(done)] == done else tokenizer(
+                            observations[a], add_special_tokens=False)["input_ids"]
+                        room = max(limit - len(ids[a]), 0)
+                        extra = extra[:room]
+                        ids[a] += extra
+                        logps[a] += [0.0] * len(extra)
+                        mask[a] += [0] * len(extra)
+                for a in agents:
+                    out["prompt_ids"].append(prompt_ids[a])
+                    out["completion_ids"].append(ids[a] or [tokenizer.eos_token_id])
+                    out["logprobs"].append(logps[a] or [0.0])
+                    out["env_mask"].append(mask[a] or [1])
+                    out["env_reward"].append(total[a])
+            finally:
+                group.close()
+            i = j
+        return out
+
+    return rollout_func, Dataset.from_list(rows)
+
+
 __all__ = [
     "AgentEnvsTRLEnv",
     "TRLSetup",
@@ -458,7 +603,9 @@ __all__ = [
     "bfcl_task_class",
     "environment_class",
     "for_trl",
+    "make_rollout_func",
     "make_tool_method",
+    "reward_from_rollout",
     "schema_hint",
     "task_rows",
     "tool_params",

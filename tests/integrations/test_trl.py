@@ -190,3 +190,39 @@ def test_the_example_trains_two_grpo_steps_on_cpu() -> None:
     assert summary["grpo_steps"] == 2
     assert summary["envs_left_open"] == 0
     assert len(summary["mean_reward"]) == 2
+
+
+def test_rollout_func_plays_groupenv_groups_for_free_text_actions(tmp_path) -> None:
+    pytest.importorskip("torch", reason="could not import torch: pip install 'agentenvs[hf]'")
+    import importlib.util
+
+    from trl import GRPOConfig, GRPOTrainer
+
+    from agentenvs.integrations.trl import make_rollout_func, reward_from_rollout
+
+    spec = importlib.util.spec_from_file_location("trl_grpo_example_rf", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rollout_func, dataset = make_rollout_func(
+        "agentenvs/FrozenLake-v0", task_ids=["4x4"], seeds=range(4), max_turns=3, max_new_tokens=8
+    )
+    assert len(dataset) == 4 and dataset[0]["prompt"][1]["content"].startswith("Map:")
+    tokenizer = example.build_tokenizer([m["content"] for r in dataset for m in r["prompt"]])
+    model = example.build_model(tokenizer, 0)
+    config = GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
+                        max_completion_length=48, report_to=[], use_cpu=True, save_strategy="no", logging_steps=1)
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
+                          reward_funcs=[reward_from_rollout], rollout_func=rollout_func)
+    # one group of 4 rollouts of one row: same start, own streams, an episode each
+    out = rollout_func([dataset[0]["prompt"]] * 4, trainer)
+    assert len(out["completion_ids"]) == 4 and len(out["env_reward"]) == 4
+    for ids, logps, mask in zip(out["completion_ids"], out["logprobs"], out["env_mask"], strict=True):
+        assert len(ids) == len(logps) == len(mask) <= 48
+        assert mask[0] == 1 and all(lp == 0.0 for lp, m in zip(logps, mask, strict=True) if m == 0)
+        assert any(lp < 0 for lp, m in zip(logps, mask, strict=True) if m == 1)
+    observation_turns = [tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
+                         for ids, mask in zip(out["completion_ids"], out["env_mask"], strict=True)]
+    assert any("Map:" in text or "Invalid" in text for text in observation_turns)  # env answers in the stream
+    trainer.train()
+    assert trainer.state.global_step == 2
