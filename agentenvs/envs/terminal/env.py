@@ -657,6 +657,10 @@ class TerminalBenchEnv(TextEnv):
         }
         if self._lost is None and self._shell is not None:
             try:
+                # a wrecked system (no base64, no sh) answers this at once, not at a timeout
+                rc, _ = self.shell.control("true", timeout=30)
+                if rc != 0:
+                    raise SandboxError(f"the sandbox cannot run commands (status {rc})")
                 cwd, exports = self.shell.shell_state()
                 files = self._files_tar()
             except SandboxError as exc:

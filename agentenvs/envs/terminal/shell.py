@@ -44,7 +44,8 @@ start
 while IFS= read -r line; do
   arg=${line#? }
   case $line in
-    S\ *) printf %s "$arg" | base64 -d >&3 ;;
+    S\ *) printf %s "$arg" | base64 -d >&3 ||
+          { [ -x "$(command -v base64)" ] || printf '\n__AE_BROKEN_%s\n' "$n"; } ;;
     X\ *) cmd=$(printf %s "$arg" | base64 -d) || cmd='exit 127'  # a wrecked system fails
           sh -c "$cmd" </dev/null 2>&1
           printf '\n__AE_X_%s_%d\n' "$n" "$?" ;;
@@ -103,6 +104,7 @@ class ShellSession:
         self._done = re.compile(rb"\n__AE_DONE_" + self.nonce.encode() + rb"_(\d+)_([^\n]*)\n")
         self._exit = re.compile(rb"\n__AE_EXIT_" + self.nonce.encode() + rb"_(\d+)\n")
         self._xdone = re.compile(rb"\n__AE_X_" + self.nonce.encode() + rb"_(\d+)\n")
+        self._broken = b"\n__AE_BROKEN_" + self.nonce.encode() + b"\n"
         self.bash_pid = 0
         self._eval_line = 0
         self._start_bash()
@@ -118,6 +120,9 @@ class ShellSession:
             found = pattern.search(data) or self._exit.search(data)
             if found is not None:
                 return found
+            if self._broken in data:
+                # the system under the shell is wrecked (`rm -rf /`): no command reaches it
+                raise SandboxError("the sandbox can no longer decode commands (base64 is gone)")
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
