@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check agentenvs tests benchmarks
 
 bench: $(STAMP)
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in benchmarks/bench_*.py benchmarks/peers/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) out build dist .pytest_cache
