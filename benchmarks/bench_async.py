@@ -10,6 +10,13 @@ every episode's return matched the sync loop's.
   (``$AGENTENVS_MYSQL_URL`` or the default socket): gold query, then submit.
 - Terminal-Bench on Docker (``--terminal``), concurrency 1 and 8: the solution, then submit.
 
+Beside each figure, CPU utilisation over the timed run, as a share of the machine's cores:
+``cpu P%/M%``: P this process with its finished child processes (sandboxed runs) and,
+for MySQL, the server process (``/run/mysqld/mysqld.pid`` when readable); M the whole
+machine, busy time from ``/proc/stat`` (other work on a shared machine counts there).
+Concurrency hides waiting when P rises toward 100% with it; M near 100% means the cores,
+not waiting, bound the throughput.
+
 Usage: python benchmarks/bench_async.py [--episodes N] [--only NAME] [--terminal]
 """
 
@@ -34,6 +41,59 @@ from agentenvs.policy.registry import make_policy
 MYSQL_URL = os.environ.get("AGENTENVS_MYSQL_URL", "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock")
 
 
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all cores since boot (0, 0 where /proc/stat is missing)."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def _server_seconds() -> float:
+    """CPU seconds of the local MySQL/MariaDB server so far (0 where it cannot be read)."""
+    try:
+        with open("/run/mysqld/mysqld.pid") as fh:
+            pid = int(fh.read().strip())
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class CpuMeter:
+    """CPU utilisation over a timed block: ours (with children, and the server if asked)
+    and the machine's, each as a share of all cores."""
+
+    def __init__(self, server: bool = False) -> None:
+        self.server = server
+
+    def __enter__(self) -> CpuMeter:
+        t = os.times()
+        self._ours = t.user + t.system + t.children_user + t.children_system
+        self._server = _server_seconds() if self.server else 0.0
+        self._busy, self._total = _machine_ticks()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._wall
+        t = os.times()
+        ours = t.user + t.system + t.children_user + t.children_system - self._ours
+        if self.server:
+            ours += _server_seconds() - self._server
+        busy, total = _machine_ticks()
+        cores = os.cpu_count() or 1
+        self.ours = 100 * ours / (wall * cores) if wall > 0 else 0.0
+        self.machine = 100 * (busy - self._busy) / (total - self._total) if total > self._total else 0.0
+
+    def __str__(self) -> str:
+        return f"cpu {self.ours:3.0f}%/{self.machine:3.0f}%"
+
+
 def actor(policy_name: str) -> Callable[[gym.Env, np.random.Generator], str]:
     policy = make_policy(policy_name)
 
@@ -52,10 +112,11 @@ def forget_results() -> None:
     deepcoder_env._ERROR_POOLS.data.clear()
 
 
-def sync_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int]) -> tuple[float, list[float]]:
+def sync_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int]) -> tuple[float, list[float], CpuMeter]:
     env = gym.make(env_id, **kwargs)
     returns = []
     forget_results()
+    meter = CpuMeter(server=kwargs.get("backend") == "mysql").__enter__()
     t0 = time.perf_counter()
     for seed in seeds:
         env.reset(seed=seed)
@@ -67,11 +128,14 @@ def sync_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int
             done = terminated or truncated
         returns.append(total)
     elapsed = time.perf_counter() - t0
+    meter.__exit__()
     env.close()
-    return elapsed, returns
+    return elapsed, returns, meter
 
 
-async def async_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int], concurrency: int) -> tuple[float, list[float]]:
+async def async_run(
+    env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int], concurrency: int
+) -> tuple[float, list[float], CpuMeter]:
     async def episode(pool: AsyncEnvPool, seed: int) -> float:
         async with pool.env() as env:
             await env.areset(seed=seed)
@@ -93,9 +157,11 @@ async def async_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: l
 
         await asyncio.gather(*(build(s) for s in seeds[:concurrency]))
         forget_results()
-        t0 = time.perf_counter()
-        returns = await asyncio.gather(*(episode(pool, s) for s in seeds))
-        return time.perf_counter() - t0, list(returns)
+        with CpuMeter(server=kwargs.get("backend") == "mysql") as meter:
+            t0 = time.perf_counter()
+            returns = await asyncio.gather(*(episode(pool, s) for s in seeds))
+            elapsed = time.perf_counter() - t0
+        return elapsed, list(returns), meter
 
 
 def mysql_up() -> tuple[bool, str]:
@@ -123,7 +189,12 @@ def main() -> None:
     ]
     if args.terminal or args.only == "terminal":
         configs.append(("terminal", "agentenvs/TerminalBench-v0", {"runtime": "docker"}, "terminal/solution", (1, 8)))
-    print(f"{'env':<10} {'sync eps/s':>10} " + " ".join(f"{'c=' + str(c):>16}" for c in (1, 8, 64)) + "  returns equal")
+    print(f"cores: {os.cpu_count()}; cpu P%/M%: this process (+children, +server) / the machine")
+    print(
+        f"{'env':<10} {'sync eps/s, cpu':>20} "
+        + " ".join(f"{'c=' + str(c):>30}" for c in (1, 8, 64))
+        + "  returns equal"
+    )
     for name, env_id, kwargs, policy, concurrencies in configs:
         if args.only and name != args.only:
             continue
@@ -136,22 +207,26 @@ def main() -> None:
         seeds = list(range(n))
         act = actor(policy)
         try:
-            sync_s, sync_returns = sync_run(env_id, kwargs, act, seeds)
+            sync_s, sync_returns, sync_cpu = sync_run(env_id, kwargs, act, seeds)
         except Exception as exc:  # noqa: BLE001 - a missing service skips the row
             print(f"{name:<10} skipped: {exc}")
             continue
         cells, same = [], True
         for c in concurrencies:
             try:
-                secs, returns = asyncio.run(async_run(env_id, kwargs, act, seeds, c))
+                secs, returns, cpu = asyncio.run(async_run(env_id, kwargs, act, seeds, c))
             except Exception as exc:  # noqa: BLE001 - e.g. the server's connection limit
                 cells.append(f"refused: {type(exc).__name__}")
                 print(f"  {name} c={c}: {type(exc).__name__}: {exc}")
                 traceback.print_exc()
                 continue
             same = same and returns == sync_returns
-            cells.append(f"{n / secs:7.1f} ({sync_s / secs:4.2f}x)")
-        print(f"{name:<10} {n / sync_s:10.1f} " + " ".join(f"{cell:>16}" for cell in cells) + f"  {same}")
+            cells.append(f"{n / secs:7.1f} ({sync_s / secs:4.2f}x) {cpu}")
+        print(
+            f"{name:<10} {n / sync_s:7.1f} {sync_cpu} "
+            + " ".join(f"{cell:>30}" for cell in cells)
+            + f"  {same}"
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@
   dropped at ``close()`` and at exit; ``sweep_orphans`` drops those whose owner process
   is dead (run at start-up).
 - **Fast resets** (``spares``, default 4): a reset takes a pristine database made ahead
-  by the backend's pool thread (on a connection of its own), which then makes the next
+  by the backend's pool thread (on the admin connection), which then makes the next
   spare and drops finished episodes off the hot path. An episode whose statements all
   only read (``statements.classify``; a restore or a probe of a write counts as a write)
   leaves its database pristine: it is kept as a spare, and the episode that takes it
@@ -749,21 +749,20 @@ class MySQLBackend(Backend):
             self._worker.start()
 
     def _work(self, jobs: queue.Queue) -> None:
-        """Prepare spares and drop finished episodes on a connection of the pool's own,
-        off the hot path of ``reset``."""
-        conn = None
+        """Prepare spares and drop finished episodes off the hot path of ``reset``, on the
+        admin connection statement by statement (so it adds no connection to the
+        server's limit, and a watchdog's kill waits for one statement at most)."""
+        run = self.server.run
         while True:
             _, _, kind, arg = jobs.get()
             if kind == "stop":
                 break
             try:
-                if conn is None or not conn.open:
-                    conn = self.server.connect()
                 if kind == "drop":
-                    _drop(functools.partial(_run_on, conn), arg, self.server.user_host)
+                    _drop(run, arg, self.server.user_host)
                 elif kind == "prepare":
                     try:
-                        made = self.prepare(arg, conn)
+                        made = self.prepare(arg)
                     except Exception:
                         with self._pool_lock:
                             self._wanted.discard(arg)
@@ -778,13 +777,8 @@ class MySQLBackend(Backend):
                             extra = self._over_limit()
                         self._pool_changed.notify_all()
                     for old in extra if keep else [made[0]]:
-                        _drop(functools.partial(_run_on, conn), old, self.server.user_host)
+                        _drop(run, old, self.server.user_host)
             except Exception:  # the server went away: the sweep drops what is left
-                conn = None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
                 pass
 
     def dump_tables(self, db: str) -> list[tuple[str, str, tuple[tuple, ...]]]:
