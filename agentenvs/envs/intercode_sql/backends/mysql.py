@@ -501,7 +501,9 @@ class MySQLBackend(Backend):
         self._closed = False
         #: session settings that make results comparable with SQLite's (division precision)
         self.comparable = comparable
-        self.server = _Server(url)
+        # one admin connection per server and process, shared by every backend on it
+        self.server = _acquire_server(url)
+        self._released = False
         self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
         self._templates: dict[str, tuple[str, str]] = {}
         self._source_templates: dict[tuple, tuple[str, str]] = {}
@@ -921,13 +923,51 @@ class MySQLBackend(Backend):
                 _drop(self.server.run, name, self.server.user_host)
             except Exception:  # the server went away: the sweep removes it later
                 pass
-        for conn in (self._gold_conn, self.server.admin):
-            try:
-                if conn is not None and conn.open:
-                    conn.close()
-            except Exception:
-                pass
+        try:
+            if self._gold_conn is not None and self._gold_conn.open:
+                self._gold_conn.close()
+        except Exception:
+            pass
         self._gold_conn = None
+        if not self._released:
+            self._released = True
+            _release_server(self.server)
+
+
+_SERVERS: dict[tuple[int, str], list[Any]] = {}  # (pid, url) -> [server, backends using it]
+_SERVERS_LOCK = threading.Lock()
+
+
+def _acquire_server(url: str) -> _Server:
+    """The process's connection to the server at ``url`` (one admin connection, however
+    many envs: 64 envs stay within a server's default limit of 151 connections)."""
+    key = (os.getpid(), url)
+    with _SERVERS_LOCK:
+        entry = _SERVERS.get(key)
+        if entry is None:
+            entry = _SERVERS[key] = [_Server(url), 0]
+        elif not entry[0].admin.open:  # the server went away meanwhile: connect anew
+            with entry[0].lock:
+                entry[0].admin = entry[0].connect()
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_server(server: _Server) -> None:
+    """One backend less on ``server``; the last one closes its admin connection."""
+    with _SERVERS_LOCK:
+        for key, entry in list(_SERVERS.items()):
+            if entry[0] is server:
+                entry[1] -= 1
+                if entry[1] > 0:
+                    return
+                del _SERVERS[key]
+                break
+    try:
+        if server.admin.open:
+            server.admin.close()
+    except Exception:
+        pass
 
 
 def _run_on(conn: Any, sql: str, args: Any = None) -> list[tuple]:
