@@ -461,6 +461,7 @@ class MySQLEpisode(Episode):
         self.backend.episodes.discard(self)
         if self.dirty:
             self.backend.drop_episode(name)
+            self.backend._want_spare(self.template)  # a pristine one in its place
         else:
             # only read: still pristine, so its database and user serve a later episode
             # (through a new session, so no session state carries over)
@@ -677,8 +678,9 @@ class MySQLBackend(Backend):
 
     def take_prepared(self, template: str) -> tuple[str, str, dict[str, str] | None]:
         """A pristine database and user for an episode on ``template``: one made ahead
-        when there is one, else made now; a spare for the next episode is then prepared
-        in the background."""
+        (or only read) when there is one, else made now, and then a spare is made in the
+        background. Spares are made only on a miss and in place of a written database
+        dropped, so episodes that only read cause no DDL at all once warm."""
         with self._pool_lock:
             # one being made for this template is nearer done than one begun now
             worker = self._worker
@@ -694,7 +696,7 @@ class MySQLBackend(Backend):
         if taken is None:
             name, password = self.prepare(template)
             taken = (name, password, None)
-        self._want_spare(template)
+            self._want_spare(template)  # the next episode on it finds one
         return taken
 
     def give_back(
