@@ -498,3 +498,33 @@ def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
         assert len(set(names)) == 3
     finally:
         backend.close()
+
+
+def test_backends_share_one_admin_connection_and_the_last_closes_it(url) -> None:
+    from agentenvs.envs.intercode_sql.backends.base import Limits
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.data import load_tasks
+
+    from agentenvs.envs.intercode_sql.backends.mysql import _SERVERS
+
+    source = next(iter(load_tasks(str(FIXTURES)).databases.values()))
+    others = _SERVERS.get((os.getpid(), url), [None, 0])[1]  # backends of other tests alive
+    a, b = MySQLBackend(url, Limits()), MySQLBackend(url, Limits())
+    try:
+        assert a.server is b.server
+        a.close()
+        a.close()  # idempotent: b keeps the connection
+        assert b.server.admin.open
+        episode = b.open_episode(source)
+        assert episode.execute("SELECT 1").rows == ((1,),)
+        episode.close()
+    finally:
+        b.close()
+    if others:
+        return
+    assert not b.server.admin.open
+    c = MySQLBackend(url, Limits())  # a new one after the last closed connects anew
+    try:
+        assert c.server is not a.server and c.server.admin.open
+    finally:
+        c.close()
