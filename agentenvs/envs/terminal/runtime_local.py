@@ -90,6 +90,31 @@ def pytest_dir() -> str | None:
         return root
 
 
+_offline_dir: str | None = None
+
+
+def offline_dir() -> str:
+    """A world-readable copy of the offline stand-ins (made once per process): the package
+    may be installed under a directory the sandbox's user cannot enter (a 0700 home or
+    temp dir), and a bind of such a path leaves the sandbox without its stand-ins."""
+    global _offline_dir
+    with _pylib_lock:
+        if _offline_dir is not None:
+            return _offline_dir
+        root = owned_mkdtemp("agentenvs-pylib-")  # swept by a later start if we are killed
+        atexit.register(shutil.rmtree, root, True)
+        dest = Path(root) / "offline"
+        shutil.copytree(offline.ROOT, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        os.chmod(root, 0o755)
+        for d, _, files in os.walk(dest):
+            os.chmod(d, 0o755)
+            for f in files:
+                path = os.path.join(d, f)
+                os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
+        _offline_dir = str(dest)
+        return _offline_dir
+
+
 def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
     """A tar of host paths (files or dirs' contents), each placed under a sandbox path."""
     buf = io.BytesIO()
@@ -127,7 +152,7 @@ class LocalRuntime:
         from agentenvs.sandbox.local import LocalSandbox
 
         lib = pytest_dir()
-        binds = {str(offline.ROOT): offline.MOUNT}
+        binds = {offline_dir(): offline.MOUNT}
         if lib:
             binds[lib] = PYLIB
         self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds=binds)
