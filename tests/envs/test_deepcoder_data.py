@@ -303,5 +303,8 @@ def test_rllm_training_rows_load_with_their_prompt(tmp_path: Path) -> None:
     assert (task.problem, task.prompt_formatted, task.source_format) == (prompt, True, "lcb")
     assert task.tests[0].input == "1 2\n"
     env = DeepCoderMTEnv(tasks_path=path)
-    assert env.reset(seed=0)[0] == prompt
+    # the row's own prompt is the task, shown as is after the system prompt (the one
+    # reset-observation convention of every env)
+    obs, info = env.reset(seed=0)
+    assert obs == f"{info['system_prompt']}\n\n{prompt}"
     env.close()

@@ -98,9 +98,16 @@ def test_states_are_the_replayed_states_of_their_trajectories(run_dir: Path) -> 
         assert fresh.unwrapped.state_key() == check.unwrapped.state_key()
         assert fresh.unwrapped.turns_left == check.unwrapped.turns_left == state.turns_left
         assert conversation.env is fresh.unwrapped
-        assert conversation.messages[-1]["content"] == (
-            record["steps"][t - 1]["observation"] if t else record["initial_observation"]
-        )
+        if t:
+            assert conversation.messages[-1]["content"] == record["steps"][t - 1]["observation"]
+        else:
+            # the first user message is the reset observation less the system prompt it
+            # starts with (the system message shows the rules once)
+            system = conversation.messages[0]["content"]
+            assert conversation.messages[0]["role"] == "system"
+            assert record["initial_observation"] == (
+                f"{system}\n\n{conversation.messages[-1]['content']}"
+            )
         assert len([m for m in conversation.messages if m["role"] == "assistant"]) == t
         # the restored env steps on exactly as the trajectory did
         observation, *_ = fresh.step(record["steps"][t]["action"])
