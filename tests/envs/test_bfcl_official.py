@@ -63,7 +63,7 @@ def test_single_turn_text_replies_agree_with_bfcl_eval() -> None:
 @pytest.mark.parametrize(
     ("category", "reply", "valid"),
     [
-        # the examples: values read as Java source, unquoted expressions
+        # known replies: values read as Java source, unquoted expressions
         ("simple_java", None, True),
         ("live_irrelevance", "", True),
         ("irrelevance", "   ", True),
