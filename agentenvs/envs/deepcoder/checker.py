@@ -295,6 +295,18 @@ def truncate(text: Any, length: int = TRUNCATE_AT) -> str:
     return text[: length // 2] + "...(truncated) ..." + text[-length // 2 :]
 
 
+def failure_block(number: int, test_input: Any, expected: Any, outcome: TestOutcome) -> str:
+    """One failing test in rLLM's message: ``Input``, ``Expected``, ``Actual`` (when the
+    program produced output), ``Error message`` (when there is one), each truncated."""
+    block = f"### Test {number} failed\n  Input: {truncate(test_input)}\n"
+    block += f"  Expected: {truncate(expected)}\n"
+    if outcome.output is not None:
+        block += f"  Actual: {truncate(outcome.output)}\n\n"
+    if outcome.error_message is not None:
+        block += f"  Error message: {truncate(outcome.error_message)}\n"
+    return block
+
+
 def format_feedback(
     tests: Sequence[CodeTest],
     outcomes: Sequence[TestOutcome],
@@ -311,13 +323,7 @@ def format_feedback(
     for i, (test, outcome) in enumerate(zip(tests, outcomes, strict=True)):
         if outcome.passed or outcome.verdict == VERDICT_NOT_RUN:
             continue
-        parts.append(f"### Test {i + 1} failed\n")
-        parts.append(f"  Input: {truncate(test.input)}\n")
-        parts.append(f"  Expected: {truncate(test.output)}\n")
-        if outcome.output is not None:
-            parts.append(f"  Actual: {truncate(outcome.output)}\n\n")
-        if outcome.error_message is not None:
-            parts.append(f"  Error message: {truncate(outcome.error_message)}\n")
+        parts.append(failure_block(i + 1, test.input, test.output, outcome))
         failed += 1
         if max_failures is not None and failed >= max_failures:
             break

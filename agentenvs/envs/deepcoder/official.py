@@ -49,6 +49,7 @@ from agentenvs.envs.deepcoder.checker import (
     VERDICT_TIMEOUT,
     VERDICT_WRONG,
     TestOutcome,
+    failure_block,
     truncate,
 )
 from agentenvs.envs.deepcoder.data import CodeTask, CodeTest
@@ -556,13 +557,7 @@ def feedback(
         if outcome.passed:
             continue
         test = task.tests[i]
-        parts.append(f"### Test {number} failed\n")
-        parts.append(f"  Input: {truncate(_raw_input(test))}\n")
-        parts.append(f"  Expected: {truncate(_raw_output(test))}\n")
-        if outcome.output is not None:
-            parts.append(f"  Actual: {truncate(outcome.output)}\n\n")
-        if outcome.error_message is not None:
-            parts.append(f"  Error message: {truncate(outcome.error_message)}\n")
+        parts.append(failure_block(number, _raw_input(test), _raw_output(test), outcome))
         failed += 1
         if max_failures is not None and failed >= max_failures:
             break
