@@ -19,19 +19,32 @@ runs it.
 Each env's blocking calls run on a thread of its own (``AsyncEnv``), so many episodes
 share verifiers' event loop. ``play_episode`` is the loop itself, with the model's turn
 as a coroutine argument; ``run`` hands it verifiers' interaction.
+
+The player is verifiers' plain chat harness (``null``) in the ``subprocess`` runtime on
+this host: each model turn runs verifiers' chat program, which reaches the model through
+verifiers' interception server, so the trace records every request. verifiers prepares
+that program's environment with ``uv`` (from the package index on first use, cached
+afterwards); the ``integrations`` extra installs ``uv``, and ``AgentEnvsEnv.start`` puts
+its directory on ``PATH`` when no ``uv`` is there.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import Field
 from verifiers.v1.harnesses.null import NullHarnessConfig
+from verifiers.v1.runtimes import SubprocessConfig
 
 from agentenvs.core.aio import AsyncEnv
 from agentenvs.integrations.common import split_prompt
+
+logger = logging.getLogger(__name__)
 
 
 class AgentEnvsConfig(vf.TasksetConfig):
@@ -57,8 +70,11 @@ class AgentEnvsTask(vf.Task[AgentEnvsData, vf.State, vf.TaskConfig]):
 
 
 class AgentEnvsEnvConfig(vf.EnvConfig):
-    # the env plays the user; the agent only chats (no shell, no code of its own)
-    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"))
+    # the env plays the user; the agent only chats (no shell, no code of its own), so
+    # its chat program runs as a plain subprocess on this host (verifiers' own default
+    # runtime is a remote sandbox)
+    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"),
+                                            runtime=SubprocessConfig())
 
 
 Turn = Callable[[str | None], Awaitable[str | None]]
@@ -95,7 +111,31 @@ async def play_episode(info: dict[str, Any], turn: Turn) -> dict[str, Any]:
     return outcome
 
 
+def ensure_uv_on_path() -> str | None:
+    """Put the directory of the ``uv`` that the ``uv`` package installed on ``PATH`` when
+    ``PATH`` has none (verifiers prepares its chat program with ``uv`` and would otherwise
+    try to download one); returns the ``uv`` found, or ``None``."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return None
+    try:
+        binary = find_uv_bin()
+    except FileNotFoundError:
+        return None
+    directory = os.path.dirname(binary)
+    os.environ["PATH"] = os.pathsep.join([directory, os.environ.get("PATH", "")]).rstrip(os.pathsep)
+    logger.info("uv was not on PATH: using %s", binary)
+    return binary
+
+
 class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
+    async def start(self) -> None:
+        ensure_uv_on_path()
+
     async def run(self, task: AgentEnvsTask, agents: Any) -> None:
         async with agents.player.interaction(task) as interaction:
 
@@ -104,9 +144,11 @@ class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
                 return None if segment.terminated else segment.last_reply
 
             outcome = await play_episode(task.data.info, turn)
-        trace = interaction.trace
-        trace.record_reward("agentenvs_reward", outcome["reward"], 1.0)
-        trace.info.update({f"agentenvs_{k}": v for k, v in outcome.items() if k != "reward"})
+            # recorded before the interaction closes, so verifiers' scoring and its
+            # end-of-rollout log see the reward
+            trace = interaction.trace
+            trace.record_reward("agentenvs_reward", outcome["reward"], 1.0)
+            trace.info.update({f"agentenvs_{k}": v for k, v in outcome.items() if k != "reward"})
 
 
 class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
@@ -149,5 +191,6 @@ __all__ = [
     "AgentEnvsEnvConfig",
     "AgentEnvsTask",
     "AgentEnvsTaskset",
+    "ensure_uv_on_path",
     "play_episode",
 ]
