@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
@@ -144,10 +143,11 @@ def _children() -> list[int]:
 
 @pytest.fixture
 def uv_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """verifiers prepares its chat program with ``uv``: the one in this interpreter's
-    environment (the ``uv`` package of the ``integrations`` extra) comes first."""
+    """verifiers prepares its chat program with ``uv``: ``AgentEnvsEnv.start`` finds the
+    one of the ``uv`` package (``integrations`` extra) when ``PATH`` has none; whatever
+    it adds to ``PATH`` is undone after the test."""
     pytest.importorskip("uv", reason="could not import uv: pip install 'agentenvs[integrations]'")
-    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+    monkeypatch.setenv("PATH", os.environ.get("PATH", ""))
 
 
 @pytest.fixture
@@ -286,3 +286,17 @@ def test_verifiers_eval_runs_real_episodes_equal_to_in_process_ones(
             thread.join(timeout=60)
     assert {t.ident for t in _env_threads()} <= threads_before
     assert _children() == []
+
+
+def test_uv_of_the_extra_is_put_on_path_when_path_has_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uv = pytest.importorskip("uv", reason="could not import uv: pip install 'agentenvs[integrations]'")
+    from agentenvs.integrations.verifiers import ensure_uv_on_path
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without uv
+    found = ensure_uv_on_path()
+    assert found == uv.find_uv_bin()
+    assert os.environ["PATH"].split(os.pathsep) == [os.path.dirname(found), str(tmp_path)]
+    assert ensure_uv_on_path() == found  # already there: PATH is left alone
+    assert os.environ["PATH"].split(os.pathsep) == [os.path.dirname(found), str(tmp_path)]
