@@ -131,7 +131,12 @@ def peer_image() -> tuple[bool, str]:
     """Build the peer image when missing (idempotent); (ok, why not)."""
     proc = subprocess.run(
         ["bash", str(HERE / "build_terminal_bench_image.sh")],
-        env={**os.environ, "PYTHON": sys.executable, "AGENTENVS_PEER_TB_IMAGE": PEER_IMAGE},
+        env={
+            **os.environ,
+            "PYTHON": sys.executable,
+            "AGENTENVS_PEER_TB_IMAGE": PEER_IMAGE,
+            "TERMINAL_BENCH_VERSION": PEER_VERSION,
+        },
         capture_output=True,
         text=True,
     )
