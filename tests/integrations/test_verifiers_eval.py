@@ -300,3 +300,27 @@ def test_uv_of_the_extra_is_put_on_path_when_path_has_none(
     assert os.environ["PATH"].split(os.pathsep) == [os.path.dirname(found), str(tmp_path)]
     assert ensure_uv_on_path() == found  # already there: PATH is left alone
     assert os.environ["PATH"].split(os.pathsep) == [os.path.dirname(found), str(tmp_path)]
+
+
+def test_a_player_turn_limit_ends_the_episode_through_verifiers_and_closes_the_env(
+    tmp_path: Path, uv_on_path: None, made_envs: list[dict[str, Any]]
+) -> None:
+    # "Up" along the top row never reaches a hole or the goal: only the limit can end it
+    lake = AgentEnvsConfig(id=TASKSET_ID, env="agentenvs/FrozenLake-v0", task_ids=["4x4"], seeds=[3])
+    [task] = list(load_taskset(lake))
+    script = ["<answer>Up</answer>"] * 10
+    with ScriptedModel({task.data.prompt: script}) as model:
+        env = AgentEnvsEnvConfig(taskset=lake, player={"max_turns": 2})
+        config = EvalConfig(env=env, model="scripted", push=False, rich=None, output_dir=tmp_path,
+                            client=vf.EvalClientConfig(base_url=model.base_url, api_key_var="AGENTENVS_TEST_KEY"))
+        [episode] = asyncio.run(run_eval(config))
+    [trace] = episode.traces
+    expected = _replay(task.data.info, script[:2])
+    assert trace.info["agentenvs_stopped"] == "model"  # verifiers ended the exchange, not the env
+    assert trace.info["agentenvs_turns"] == 2
+    assert trace.rewards["agentenvs_reward"].score == expected["reward"] == 0.0
+    users = [_text(m.content) for m in trace.branches[-1].messages if m.role == "user"]
+    assert users[1:] == expected["observations"][:1]
+    assert len(model.requests) == 2
+    played = [r for r in made_envs if r["id"] == "agentenvs/FrozenLake-v0"]
+    assert played and all(r["closed"] for r in played)
