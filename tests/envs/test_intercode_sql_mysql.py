@@ -471,12 +471,106 @@ def test_a_database_only_read_serves_a_later_episode_in_a_new_session(url) -> No
         env.step("DELETE FROM singer")
         written = env.episode.name
         for _ in range(3):
-            env.reset(seed=0, options={"task_id": ORDERED})
-            assert env.episode.name != written  # a written database never comes back
+            env.reset(seed=0, options={"task_id": ORDERED})  # the written one, if served, as new
             assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]
     finally:
         env.close()
     assert own_episode_dbs(url) - before == set()  # spares included
+
+
+def ready_names(env) -> set[str]:
+    pool = env.unwrapped.backend.pool
+    pool.settle()
+    with pool.lock:
+        return {entry[0] for ready in pool.ready.values() for entry in ready}
+
+
+def test_a_written_database_serves_again_once_its_rows_are_copied_back(url) -> None:
+    env = make(url)
+    try:
+        play(env, ORDERED, "DELETE FROM singer", "UPDATE stadium SET capacity = 0")
+        written = env.episode.name
+        env.reset(seed=0, options={"task_id": ORDERED})  # the written one goes to the pool
+        assert written in ready_names(env)
+        for _ in range(6):  # served again, pristine
+            if env.episode.name == written:
+                break
+            env.reset(seed=0, options={"task_id": ORDERED})
+        assert env.episode.name == written
+        assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]
+        assert "(0,)" in env.step("SELECT count(*) FROM stadium WHERE capacity = 0")[0]
+        env.step(ORDERED_GOLD)
+        assert env.step("submit")[1] == 1.0
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "CREATE INDEX by_age ON singer (age)",
+        "CREATE TABLE extra (a INT)",
+        "CREATE VIEW old AS SELECT * FROM singer WHERE age > 40",
+        "ALTER TABLE singer ADD COLUMN z INT",
+        "DROP TABLE concert",
+    ],
+)
+def test_a_database_whose_tables_changed_is_dropped_not_reused(url, change) -> None:
+    before = own_episode_dbs(url)
+    env = make(url)
+    try:
+        obs, *_ = play(env, ORDERED, "DELETE FROM singer", change)
+        assert "rror" not in obs, obs
+        written = env.episode.name
+        env.reset(seed=0, options={"task_id": ORDERED})
+        assert written not in ready_names(env)
+        assert written not in own_episode_dbs(url)  # dropped
+        for _ in range(4):
+            env.reset(seed=0, options={"task_id": ORDERED})
+            assert env.episode.name != written
+            assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]
+    finally:
+        env.close()
+    assert own_episode_dbs(url) - before == set()
+
+
+SHOP_DUMP = """CREATE DATABASE `shop`;
+USE `shop`;
+CREATE TABLE `item` (
+  `id` int(11) NOT NULL AUTO_INCREMENT,
+  `name` varchar(20) DEFAULT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB AUTO_INCREMENT=3 DEFAULT CHARSET=utf8mb4;
+INSERT INTO `item` VALUES (1,'pen'),(2,'ink');
+"""
+
+
+def test_an_advanced_auto_increment_counter_is_not_reused(url, tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "shop.sql").write_text(SHOP_DUMP)
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps([{"db": "shop", "query": "Items?", "gold": "SELECT name FROM item"}]))
+    env = InterCodeSQLEnv(tasks_path=questions, databases_path=tmp_path / "shop.sql",
+                          backend="mysql", mysql_url=url)
+    try:
+        task = env.task_ids[0]
+        # a delete leaves the counter as it was: the rows come back, the database serves again
+        play(env, task, "DELETE FROM item WHERE id = 2")
+        deleted = env.episode.name
+        env.reset(seed=0, options={"task_id": task})
+        assert deleted in ready_names(env)
+        # an insert moves the counter on: copying rows back cannot undo that
+        env.step("INSERT INTO item (name) VALUES ('cap')")
+        inserted = env.episode.name
+        env.reset(seed=0, options={"task_id": task})
+        assert inserted not in ready_names(env)
+        for _ in range(4):  # every episode sees the next id the dump's table gives
+            env.reset(seed=0, options={"task_id": task})
+            env.step("INSERT INTO item (name) VALUES ('cap')")
+            assert "(3, 'cap')" in env.step("SELECT id, name FROM item WHERE name = 'cap'")[0]
+    finally:
+        env.close()
 
 
 def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:

@@ -20,14 +20,17 @@
   env makes them canonical only in its comparable mode. The database and user are
   dropped at ``close()`` and at exit; ``sweep_orphans`` drops those whose owner process
   is dead (run at start-up).
-- **Fast resets** (``spares``, default 4): a reset takes a pristine database made ahead
-  by the backend's pool thread (on the admin connection), which then makes the next
-  spare and drops finished episodes off the hot path. An episode whose statements all
-  only read (``statements.classify``; a restore or a probe of a write counts as a write)
-  leaves its database pristine: it is kept as a spare, and the episode that takes it
-  connects anew, so no session state (user variables, locks) carries over. A written
-  database is never reused. Spares are per template, the least recently used dropped
-  first; ``spares=0`` builds each episode's database at reset and drops it at close.
+- **Fast resets** (``spares``, default two per task database opened): a reset takes a
+  pristine database made ahead by the pool's thread (on its own connection), which then
+  makes the template's next one while the episode runs and drops finished episodes off
+  the hot path. An episode whose statements all only read (``statements.classify``; a
+  restore or a probe of a write counts as a write) leaves its database pristine: it is
+  kept as a spare, and the episode that takes it connects anew, so no session state
+  (user variables, locks) carries over. A written database is never reused. The pool is
+  the process's, shared by every backend on the server (so 64 envs reuse each other's
+  databases); the least recently used template's spares go first, and a backend's own go
+  when it closes. ``spares=0`` builds each episode's database at reset and drops it at
+  close.
 - **Snapshots** dump every table (definition and rows) into a picklable value.
 """
 
@@ -71,12 +74,16 @@ TEMPLATE_PREFIX = "ae_tpl_"
 FOREIGN_ORPHAN_AGE_S = 24 * 3600
 #: a statement still running this long after its time limit is killed from outside its session
 KILL_GRACE_S = 0.5
-#: pristine episode databases a backend keeps ready (made ahead, or only read and kept)
+#: pristine episode databases a backend keeps ready (made ahead, or only read and kept):
+#: by default two per task database its episodes opened, at least DEFAULT_SPARES and at
+#: most MAX_AUTO_SPARES
 DEFAULT_SPARES = 4
+MAX_AUTO_SPARES = 64
 #: a reset that finds no spare waits this long for the one being made for its template
 PREPARE_WAIT_S = 5.0
 PRIORITY_PREPARE, PRIORITY_DROP, PRIORITY_STOP = 0, 1, 2
 
+_AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
 _NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
 
@@ -242,6 +249,11 @@ class _Server:
             self.tls = {"ssl": ctx} if encrypted and ctx is not None else {"ssl_disabled": True}
         version = self.scalar("SELECT VERSION()")
         self.is_mariadb = "mariadb" in str(version).lower()
+        self.pool = _Pool(self)
+        # gold queries on templates, for every backend of the process
+        self.gold_lock = threading.Lock()
+        self.gold_conn: Any = None
+        self.gold_settings: tuple[str, ...] = ()
 
     def connect(self, **overrides: Any) -> Any:
         args = {
@@ -282,6 +294,296 @@ class _Server:
             # AVG and division keep SQLite's precision, so floats come out the same
             settings.append("SET SESSION div_precision_increment = 30")
         return settings
+
+
+class _Pool:
+    """The pristine episode databases of one server, shared by the process's backends.
+
+    ``ready`` holds, per template, databases no statement wrote (made ahead, or given back
+    by an episode that only read), each with the backend that holds it; any backend's
+    episode may take one. The pool keeps at most the sum of its backends' shares
+    (``spares_limit``), the least recently used template's first to go. A thread on its
+    own connection makes spares and drops finished databases, so neither the reset nor
+    the admin connection (watchdog kills, schema reads) waits behind their DDL.
+    """
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        # template -> [(name, password, holder)], the most recently given back last
+        self.ready: collections.OrderedDict[str, list[tuple[str, str, MySQLBackend]]] = (
+            collections.OrderedDict()
+        )
+        self.wanted: collections.Counter[str] = collections.Counter()  # spares being made
+        self.shapes: dict[str, dict[str, str]] = {}  # template -> its tables' definitions
+        self.backends: weakref.WeakSet[MySQLBackend] = weakref.WeakSet()
+        # (priority, order, kind, arg): spares are made before finished episodes are dropped
+        self.jobs: queue.PriorityQueue[tuple[int, int, str, Any]] = queue.PriorityQueue()
+        self.order = itertools.count()
+        self.worker: threading.Thread | None = None
+        self.conn: Any = None
+        self.pid = os.getpid()
+        self.closed = False
+
+    def _forked(self) -> None:
+        """In a forked child the parent's spares, thread and connection are not ours."""
+        if self.pid != os.getpid():
+            self.pid = os.getpid()
+            self.ready.clear()
+            self.wanted.clear()
+            self.jobs = queue.PriorityQueue()
+            self.worker = None
+            self.conn = None  # closing it would end the parent's session
+
+    def join(self, backend: MySQLBackend) -> None:
+        with self.lock:
+            self._forked()
+            self.backends.add(backend)
+
+    def _limit(self) -> int:
+        return sum(b.spares_limit() for b in list(self.backends) if not b._closed)
+
+    def take(self, template: str) -> tuple[str, str] | None:
+        """A pristine database of ``template``, waiting a little for one being made."""
+        with self.lock:
+            self._forked()
+            if self.wanted[template] and not self.ready.get(template):
+                self.changed.wait_for(
+                    lambda: self.ready.get(template) or not self.wanted[template],
+                    timeout=PREPARE_WAIT_S,
+                )
+            ready = self.ready.get(template)
+            if not ready:
+                return None
+            name, password, _ = ready.pop()
+            if not ready:
+                del self.ready[template]
+            return name, password
+
+    def want(self, template: str, backend: MySQLBackend) -> None:
+        """Make a spare of ``template`` for ``backend`` unless one is ready or being made."""
+        with self.lock:
+            self._forked()
+            if self.closed or self.ready.get(template) or self.wanted[template]:
+                return
+            self.wanted[template] += 1
+            self._put(PRIORITY_PREPARE, "prepare", (template, backend))
+
+    def recycle(self, template: str, name: str, password: str, backend: MySQLBackend) -> bool:
+        """Make a written database pristine again in the background (its data copied back
+        from the template, when no table, view or index differs from it), else drop it and
+        make a new one; False: no pool thread here, the caller drops it."""
+        with self.lock:
+            if self.closed or self.pid != os.getpid():
+                return False
+            self.wanted[template] += 1
+            self._put(PRIORITY_PREPARE, "recycle", (template, name, password, backend))
+        return True
+
+    def give(self, template: str, name: str, password: str, backend: MySQLBackend) -> bool:
+        """Keep a pristine database for later episodes; False: the caller drops it."""
+        with self.lock:
+            if self.closed or self.pid != os.getpid():
+                return False
+            self.ready.setdefault(template, []).append((name, password, backend))
+            self.ready.move_to_end(template)
+            self._trim()
+            self.changed.notify_all()
+        return True
+
+    def drop(self, name: str) -> bool:
+        """Drop ``name`` in the background; False: no pool thread here, the caller drops it."""
+        with self.lock:
+            if self.closed or self.pid != os.getpid():
+                return False
+            self._put(PRIORITY_DROP, "drop", name)
+        return True
+
+    def leave(self, backend: MySQLBackend) -> None:
+        """``backend`` closes: the databases it holds go, and the drops queued so far are
+        done before this returns."""
+        with self.lock:
+            self.backends.discard(backend)
+            if self.pid != os.getpid():
+                return
+            for template in list(self.ready):
+                ready = self.ready[template]
+                for entry in [e for e in ready if e[2] is backend]:
+                    ready.remove(entry)
+                    self._put(PRIORITY_DROP, "drop", entry[0])
+                if not ready:
+                    del self.ready[template]
+            self._trim()
+        self.settle()
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until every job queued so far (spares, copies back, drops) is done."""
+        with self.lock:
+            worker = self.worker
+            if worker is None or not worker.is_alive() or self.pid != os.getpid():
+                return
+            done = threading.Event()
+            self._put(PRIORITY_DROP, "flush", done)  # after every spare and drop queued
+        done.wait(timeout)
+
+    def close(self) -> None:
+        """The last backend is gone: stop the thread, drop every spare."""
+        with self.lock:
+            self.closed = True
+            mine = self.pid == os.getpid()
+            worker, self.worker = self.worker, None
+            spares = [e[0] for ready in self.ready.values() for e in ready] if mine else []
+            self.ready.clear()
+            if worker is not None and mine:
+                self._put(PRIORITY_STOP, "stop", None)  # after every queued drop
+        if worker is not None and mine:
+            worker.join(timeout=60)
+        for name in spares:
+            try:
+                _drop(self.server.run, name, self.server.user_host)
+            except Exception:  # the server went away: the sweep removes it later
+                pass
+        conn, self.conn = self.conn, None
+        if conn is not None and mine:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    # under self.lock ------------------------------------------------------------------
+    def _trim(self) -> None:
+        """Past the limit, drop extra spares of a template first, then the least recently
+        used templates' (oldest first)."""
+        over = sum(len(v) for v in self.ready.values()) - self._limit()
+        for template in list(self.ready):
+            ready = self.ready[template]
+            while over > 0 and len(ready) > 1:
+                self._put(PRIORITY_DROP, "drop", ready.pop(0)[0])
+                over -= 1
+        for template in list(self.ready):
+            if over <= 0:
+                break
+            for entry in self.ready.pop(template):
+                self._put(PRIORITY_DROP, "drop", entry[0])
+                over -= 1
+
+    def _put(self, priority: int, kind: str, arg: Any) -> None:
+        if kind != "stop":
+            self._start()
+        self.jobs.put((priority, next(self.order), kind, arg))
+
+    def _start(self) -> None:
+        if self.worker is None or not self.worker.is_alive():
+            self.worker = threading.Thread(
+                target=self._work, args=(self.jobs,), name="mysql-episode-pool", daemon=True
+            )
+            self.worker.start()
+
+    # the pool's thread ---------------------------------------------------------------
+    def _run(self, sql: str, args: Any = None) -> list[tuple]:
+        for attempt in (0, 1):
+            if self.conn is None or not self.conn.open:
+                self.conn = self.server.connect()
+                # a lock left by an episode's last statement fails the job, not the pool
+                _run_on(self.conn, "SET SESSION lock_wait_timeout = 10")
+                _run_on(self.conn, "SET SESSION innodb_lock_wait_timeout = 10")
+            try:
+                return _run_on(self.conn, sql, args)
+            except self.server.pymysql.err.OperationalError:
+                self.conn = None  # the connection broke: once more on a new one
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _work(self, jobs: queue.Queue) -> None:
+        user_host = self.server.user_host
+        while True:
+            _, _, kind, arg = jobs.get()
+            if kind == "stop":
+                break
+            if kind == "flush":
+                arg.set()
+                continue
+            if kind == "drop":
+                try:
+                    _drop(self._run, arg, user_host)
+                except Exception:  # the server went away: the sweep drops what is left
+                    pass
+                continue
+            template, backend = arg[0], arg[-1]
+            made = None
+            try:
+                if kind == "recycle":
+                    name, password = arg[1], arg[2]
+                    if self._restore(template, name):
+                        made = (name, password)
+                    else:
+                        _drop(self._run, name, user_host)
+                if made is None:
+                    made = _prepare(self._run, template, user_host)
+                    if template not in self.shapes:  # what a fresh copy looks like
+                        self.shapes[template] = self._shape(made[0])
+            except Exception:  # the server went away: the sweep drops what is left
+                pass
+            with self.lock:
+                self.wanted[template] -= 1
+                if self.wanted[template] <= 0:
+                    del self.wanted[template]
+                keep = made is not None and not self.closed and not backend._closed
+                if keep:
+                    self.ready.setdefault(template, []).append((*made, backend))
+                    self.ready.move_to_end(template)
+                    self._trim()
+                self.changed.notify_all()
+            if made is not None and not keep:
+                try:
+                    _drop(self._run, made[0], user_host)
+                except Exception:
+                    pass
+
+    def _shape(self, db: str) -> dict[str, str]:
+        """Every table and view of ``db``: a table's full definition (auto-increment
+        counter included), a view's kind."""
+        shape = {}
+        for table, kind in self._run(
+            "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+            (db,),
+        ):
+            if kind == "BASE TABLE":
+                kind = self._run(f"SHOW CREATE TABLE {_q(db)}.{_q(table)}")[0][1]
+            shape[table] = kind
+        return shape
+
+    def _restore(self, template: str, name: str) -> bool:
+        """Copy the template's rows back into a written episode database in one
+        transaction, when its tables, views, indexes and options are those of a fresh
+        copy; True when it then equals a fresh copy, auto-increment counters included."""
+        fresh = self.shapes.get(template)
+        if fresh is None:  # not known yet: the next copy made tells
+            return False
+        if _uncounted(self._shape(name)) != _uncounted(fresh):
+            return False
+        self._run("SET SESSION foreign_key_checks = 0")
+        try:
+            self._run("START TRANSACTION")
+            for table, definition in fresh.items():
+                if definition.startswith("CREATE"):
+                    self._run(f"DELETE FROM {_q(name)}.{_q(table)}")
+                    self._run(
+                        f"INSERT INTO {_q(name)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}"
+                    )
+            self._run("COMMIT")
+        except Exception:
+            self._run("ROLLBACK")
+            raise
+        finally:
+            self._run("SET SESSION foreign_key_checks = 1")
+        return self._shape(name) == fresh
+
+
+def _uncounted(shape: dict[str, str]) -> dict[str, str]:
+    return {table: _AUTO_INCREMENT.sub("", definition) for table, definition in shape.items()}
 
 
 def _error_text(exc: Exception) -> str:
@@ -460,8 +762,9 @@ class MySQLEpisode(Episode):
         name, self.name = self.name, None
         self.backend.episodes.discard(self)
         if self.dirty:
-            self.backend.drop_episode(name)
-            self.backend._want_spare(self.template)  # a pristine one in its place
+            # written: its rows copied back from the template off the hot path (or, when
+            # its tables changed, dropped and a new one made), then it serves again
+            self.backend.recycle(self.template, name, self._password)
         else:
             # only read: still pristine, so its database and user serve a later episode
             # (through a new session, so no session state carries over)
@@ -481,34 +784,25 @@ class MySQLBackend(Backend):
         limits: Limits | None = None,
         *,
         comparable: bool = False,
-        spares: int = DEFAULT_SPARES,
+        spares: int | None = None,
     ) -> None:
         self.limits = limits or Limits()
-        #: pristine episode databases kept ready, at most this many (0: none, every
-        #: reset builds its database itself and drops the last one before it returns)
-        self.spares = max(0, int(spares))
-        # template -> pristine (name, password, table case) ready to serve an episode
-        self._ready: collections.OrderedDict[str, list[tuple[str, str, dict[str, str] | None]]] = (
-            collections.OrderedDict()
-        )
-        self._pool_lock = threading.Lock()
-        self._pool_changed = threading.Condition(self._pool_lock)
-        # (priority, order, kind, arg): spares are made before finished episodes are dropped
-        self._jobs: queue.PriorityQueue[tuple[int, int, str, str]] = queue.PriorityQueue()
-        self._job_order = itertools.count()
-        self._wanted: set[str] = set()  # templates a spare is being prepared for
-        self._worker: threading.Thread | None = None
-        self._worker_pid = 0
+        #: pristine episode databases kept ready, at most this many: ``None`` two per task
+        #: database opened (at least ``DEFAULT_SPARES``, at most ``MAX_AUTO_SPARES``);
+        #: 0 none, every reset builds its database itself and close drops it at once
+        self.spares = None if spares is None else max(0, int(spares))
+        self._opened: set[str] = set()  # templates this backend's episodes used
         self._closed = False
         #: session settings that make results comparable with SQLite's (division precision)
         self.comparable = comparable
         # one admin connection per server and process, shared by every backend on it
         self.server = _acquire_server(url)
+        self.pool = self.server.pool
+        self.pool.join(self)
         self._released = False
         self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
         self._templates: dict[str, tuple[str, str]] = {}
         self._source_templates: dict[tuple, tuple[str, str]] = {}
-        self._gold_conn: Any = None
         self._gold_sql: dict[tuple[str, str], str] = {}
         self._case: dict[str, dict[str, str]] = {}
         key = repr(sorted(self.server.args.items()))
@@ -641,149 +935,66 @@ class MySQLBackend(Backend):
 
     def clone_tables(self, template: str, target: str, conn: Any = None) -> None:
         """Copy every table of ``template`` into ``target`` (on ``conn``, else the admin's)."""
-        run = self.server.run if conn is None else functools.partial(_run_on, conn)
-        tables = [
-            r[0]
-            for r in run(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
-                "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> '_ae_ready' ORDER BY TABLE_NAME",
-                (template,),
-            )
-        ]
-        for table in tables:
-            run(f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}")
-            run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
+        _clone(
+            self.server.run if conn is None else functools.partial(_run_on, conn), template, target
+        )
 
     # the pool of pristine episode databases ----------------------------------------
+    def spares_limit(self) -> int:
+        """How many pristine databases this backend keeps ready (its share of the pool)."""
+        if self.spares is not None:
+            return self.spares
+        return min(max(DEFAULT_SPARES, 2 * len(self._opened) + 2), MAX_AUTO_SPARES)
+
     def prepare(self, template: str, conn: Any = None) -> tuple[str, str]:
         """A new episode database cloned from ``template`` and its own user, granted only
         on it: (name, password). Runs on ``conn`` (the pool's own), else the admin's."""
-        server = self.server
-        run = server.run if conn is None else functools.partial(_run_on, conn)
-        name = episode_name()
-        password = secrets.token_urlsafe(18)
-        try:
-            run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-            self.clone_tables(template, name, conn)
-            run("CREATE USER %s@%s IDENTIFIED BY %s", (name, server.user_host, password))
-            run(
-                "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
-                f"ON {_q(name)}.* TO %s@%s",
-                (name, server.user_host),
-            )
-        except Exception:
-            _drop(run, name, server.user_host)
-            raise
-        return name, password
+        run = self.server.run if conn is None else functools.partial(_run_on, conn)
+        return _prepare(run, template, self.server.user_host)
+
+    def template_case(self, template: str) -> dict[str, str]:
+        """Lower-cased name → stored name of the template's tables (its clones spell them
+        the same), read once."""
+        case = self._case.get(template)
+        if case is None:
+            case = self._case[template] = self.table_case(template)
+        return case
 
     def take_prepared(self, template: str) -> tuple[str, str, dict[str, str] | None]:
         """A pristine database and user for an episode on ``template``: one made ahead
-        (or only read) when there is one, else made now, and then a spare is made in the
-        background. Spares are made only on a miss and in place of a written database
-        dropped, so episodes that only read cause no DDL at all once warm."""
-        with self._pool_lock:
-            # one being made for this template is nearer done than one begun now
-            worker = self._worker
-            if worker is not None and worker.is_alive() and self._worker_pid == os.getpid():
-                self._pool_changed.wait_for(
-                    lambda: self._ready.get(template) or template not in self._wanted,
-                    timeout=PREPARE_WAIT_S,
-                )
-            ready = self._ready.get(template)
-            taken = ready.pop() if ready else None
-            if ready is not None and not ready:
-                del self._ready[template]
+        (or only read) when there is one, else made now. When it was the template's last,
+        the pool makes the next one while the episode runs; episodes that only read give
+        their database back, so once warm they cause no DDL at all."""
+        self._opened.add(template)
+        taken = None
+        if self.spares != 0:
+            taken = self.pool.take(template)
         if taken is None:
-            name, password = self.prepare(template)
-            taken = (name, password, None)
-            self._want_spare(template)  # the next episode on it finds one
-        return taken
+            taken = self.prepare(template)
+        if self.spares != 0:
+            self.pool.want(template, self)
+        return (*taken, self.template_case(template))
 
     def give_back(
         self, template: str, name: str, password: str, case: dict[str, str] | None
     ) -> None:
         """Keep a database that episodes only read for a later episode, else drop it."""
-        with self._pool_lock:
-            keep = not self._closed and self.spares > 0 and self._worker_pid == os.getpid()
-            if keep:
-                self._ready.setdefault(template, []).append((name, password, case))
-                self._ready.move_to_end(template)
-                extra = self._over_limit()
-        if not keep:
+        if self._closed or self.spares == 0 or not self.pool.give(template, name, password, self):
             self.drop_episode(name)
-            return
-        for old in extra:
-            self.drop_episode(old)
 
-    def _over_limit(self) -> list[str]:
-        """Pop the oldest spares past ``spares`` (least recently used templates first)."""
-        extra = []
-        while sum(len(v) for v in self._ready.values()) > self.spares:
-            template, ready = next(iter(self._ready.items()))
-            extra.append(ready.pop(0)[0])
-            if not ready:
-                del self._ready[template]
-        return extra
+    def recycle(self, template: str, name: str, password: str) -> None:
+        """A written episode database: made pristine again by the pool, else dropped."""
+        if (
+            self._closed
+            or self.spares == 0
+            or not self.pool.recycle(template, name, password, self)
+        ):
+            self.drop_episode(name)
+            self._want_spare(template)
 
     def _want_spare(self, template: str) -> None:
-        if self.spares <= 0 or self._closed:
-            return
-        with self._pool_lock:
-            if self._ready.get(template) or template in self._wanted:
-                return
-            self._wanted.add(template)
-        self._ensure_worker()
-        self._put(PRIORITY_PREPARE, "prepare", template)
-
-    def _put(self, priority: int, kind: str, arg: str) -> None:
-        self._jobs.put((priority, next(self._job_order), kind, arg))
-
-    def _ensure_worker(self) -> None:
-        with self._pool_lock:
-            if self._worker is not None and self._worker_pid == os.getpid():
-                return
-            if self._worker_pid != os.getpid():  # a forked child: the parent's spares are not ours
-                self._ready.clear()
-                self._wanted.clear()
-                self._jobs = queue.PriorityQueue()
-            self._worker_pid = os.getpid()
-            self._worker = threading.Thread(
-                target=self._work, args=(self._jobs,), name="mysql-episode-pool", daemon=True
-            )
-            self._worker.start()
-
-    def _work(self, jobs: queue.Queue) -> None:
-        """Prepare spares and drop finished episodes off the hot path of ``reset``, on the
-        admin connection statement by statement (so it adds no connection to the
-        server's limit, and a watchdog's kill waits for one statement at most)."""
-        run = self.server.run
-        while True:
-            _, _, kind, arg = jobs.get()
-            if kind == "stop":
-                break
-            try:
-                if kind == "drop":
-                    _drop(run, arg, self.server.user_host)
-                elif kind == "prepare":
-                    try:
-                        made = self.prepare(arg)
-                    except Exception:
-                        with self._pool_lock:
-                            self._wanted.discard(arg)
-                            self._pool_changed.notify_all()
-                        raise
-                    with self._pool_lock:
-                        self._wanted.discard(arg)
-                        keep = not self._closed
-                        if keep:
-                            self._ready.setdefault(arg, []).append((*made, None))
-                            self._ready.move_to_end(arg)
-                            extra = self._over_limit()
-                        self._pool_changed.notify_all()
-                    for old in extra if keep else [made[0]]:
-                        _drop(run, old, self.server.user_host)
-            except Exception:  # the server went away: the sweep drops what is left
-                pass
+        if self.spares != 0 and not self._closed:
+            self.pool.want(template, self)
 
     def dump_tables(self, db: str) -> list[tuple[str, str, tuple[tuple, ...]]]:
         out = []
@@ -841,51 +1052,45 @@ class MySQLBackend(Backend):
     def drop_episode(self, name: str) -> None:
         """Drop an episode's database and user: in the background while the pool works,
         else now."""
-        worker = self._worker
-        if (
-            not self._closed
-            and worker is not None
-            and worker.is_alive()
-            and self._worker_pid == os.getpid()
-        ):
-            self._put(PRIORITY_DROP, "drop", name)
-            return
-        try:
-            _drop(self.server.run, name, self.server.user_host)
-        except Exception:  # the server went away: the sweep removes it later
-            pass
-
-    def _gold_cursor(self, template: str) -> Any:
-        if self._gold_conn is None:
-            self._gold_conn = self.server.connect()
-            with self._gold_conn.cursor() as cur:
-                for statement in self.server.session_settings(
-                    self.limits.statement_timeout_s,
-                    self.limits.max_result_rows,
-                    comparable=self.comparable,
-                ):
-                    cur.execute(statement)
-        cur = self._gold_conn.cursor()
-        cur.execute(f"USE {_q(template)}")
-        return cur
+        if self._closed or self.spares == 0 or not self.pool.drop(name):
+            try:
+                _drop(self.server.run, name, self.server.user_host)
+            except Exception:  # the server went away: the sweep removes it later
+                pass
 
     def _run_gold(self, template: str, sql: str) -> QueryResult:
-        pymysql = self.server.pymysql
+        """``sql`` on a template, on the server's one gold connection (shared by the
+        process's backends, each statement under this backend's limits)."""
+        server = self.server
+        pymysql = server.pymysql
         if template not in self._case:
             self._case[template] = self.table_case(template)
         sql = match_table_case(sql, self._case[template])
-        cur = self._gold_cursor(template)
-        try:
-            cur.execute(sql)
-            if cur.description is None:
-                return QueryResult(rows=None, rowcount=cur.rowcount)
-            return QueryResult(
-                rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
+        settings = tuple(
+            server.session_settings(
+                self.limits.statement_timeout_s,
+                self.limits.max_result_rows,
+                comparable=self.comparable,
             )
-        except pymysql.err.MySQLError as exc:
-            return QueryResult(error=_error_text(exc))
-        finally:
-            cur.close()
+        )
+        with server.gold_lock:
+            if server.gold_conn is None or not server.gold_conn.open:
+                server.gold_conn, server.gold_settings = server.connect(), ()
+            with server.gold_conn.cursor() as cur:
+                if server.gold_settings != settings:
+                    for statement in settings:
+                        cur.execute(statement)
+                    server.gold_settings = settings
+                cur.execute(f"USE {_q(template)}")
+                try:
+                    cur.execute(sql)
+                    if cur.description is None:
+                        return QueryResult(rows=None, rowcount=cur.rowcount)
+                    return QueryResult(
+                        rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
+                    )
+                except pymysql.err.MySQLError as exc:
+                    return QueryResult(error=_error_text(exc))
 
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
         """The gold as written when the server accepts it, else sqlglot's MySQL version."""
@@ -910,27 +1115,10 @@ class MySQLBackend(Backend):
     def close(self) -> None:
         for episode in list(self.episodes):
             episode.close()
-        # the pool finishes its queued drops, then every spare goes too
-        with self._pool_lock:
+        if not self._closed:
             self._closed = True
-            worker, self._worker = self._worker, None
-        if worker is not None and self._worker_pid == os.getpid():
-            self._put(PRIORITY_STOP, "stop", "")  # after every queued drop
-            worker.join(timeout=60)
-        with self._pool_lock:
-            spares = [name for ready in self._ready.values() for name, _, _ in ready]
-            self._ready.clear()
-        for name in spares:
-            try:
-                _drop(self.server.run, name, self.server.user_host)
-            except Exception:  # the server went away: the sweep removes it later
-                pass
-        try:
-            if self._gold_conn is not None and self._gold_conn.open:
-                self._gold_conn.close()
-        except Exception:
-            pass
-        self._gold_conn = None
+            # its spares go, and every drop queued so far is done before close returns
+            self.pool.leave(self)
         if not self._released:
             self._released = True
             _release_server(self.server)
@@ -956,7 +1144,8 @@ def _acquire_server(url: str) -> _Server:
 
 
 def _release_server(server: _Server) -> None:
-    """One backend less on ``server``; the last one closes its admin connection."""
+    """One backend less on ``server``; the last one stops its pool and closes its
+    connections."""
     with _SERVERS_LOCK:
         for key, entry in list(_SERVERS.items()):
             if entry[0] is server:
@@ -965,17 +1154,53 @@ def _release_server(server: _Server) -> None:
                     return
                 del _SERVERS[key]
                 break
-    try:
-        if server.admin.open:
-            server.admin.close()
-    except Exception:
-        pass
+    server.pool.close()
+    for conn in (server.gold_conn, server.admin):
+        try:
+            if conn is not None and conn.open:
+                conn.close()
+        except Exception:
+            pass
 
 
 def _run_on(conn: Any, sql: str, args: Any = None) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(sql, args)
         return list(cur.fetchall()) if cur.description else []
+
+
+def _clone(run: Any, template: str, target: str) -> None:
+    tables = [
+        r[0]
+        for r in run(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> '_ae_ready' ORDER BY TABLE_NAME",
+            (template,),
+        )
+    ]
+    for table in tables:
+        run(f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}")
+        run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
+
+
+def _prepare(run: Any, template: str, user_host: str) -> tuple[str, str]:
+    """A new episode database cloned from ``template`` and its own user, granted only on
+    it: (name, password)."""
+    name = episode_name()
+    password = secrets.token_urlsafe(18)
+    try:
+        run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        _clone(run, template, name)
+        run("CREATE USER %s@%s IDENTIFIED BY %s", (name, user_host, password))
+        run(
+            "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
+            f"ON {_q(name)}.* TO %s@%s",
+            (name, user_host),
+        )
+    except Exception:
+        _drop(run, name, user_host)
+        raise
+    return name, password
 
 
 def _drop(run: Any, name: str, user_host: str) -> None:
