@@ -68,7 +68,7 @@ def bench_mysql_reset(tasks, url: str, n: int) -> None:
     from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend, _q
 
     source = max(tasks.databases.values(), key=lambda s: s.path.stat().st_size)
-    backend = MySQLBackend(url, Limits())
+    backend = MySQLBackend(url, Limits(), spares=0)  # a clone at every reset, no pool
     name = "ae_bench_rebuild"
 
     def clone() -> None:
