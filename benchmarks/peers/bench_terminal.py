@@ -1,27 +1,32 @@
-"""Terminal tasks side by side: Terminal-Bench's own harness vs ``agentenvs/TerminalBench-v0``.
+"""Terminal tasks side by side: Terminal-Bench's harnesses vs ``agentenvs/TerminalBench-v0``.
 
-The same task (a folder this script writes in Terminal-Bench 1's layout: ``task.yaml``,
-a ``Dockerfile`` on the offline Python 3.13 base, ``docker-compose.yaml`` as TB1 ships it
-plus ``network_mode: none``, since containers here never get a network) and the same
-image (ours builds it; the peer's compose file names that tag, so ``compose up`` starts
-exactly that image), the same first command (``ls /app``) on both sides:
-- peer: what the official harness does to open a trial, through its own classes
-  (``terminal-bench`` 0.2.18: ``Terminal.start`` = ``docker compose up -d`` via
-  ``DockerComposeManager``, with ``--no-rebuild``, its fastest start; ``create_session``
-  = the agent's tmux session; the first command with ``send_keys(..., block=True)`` and
-  ``capture_pane``), run under Python 3.13 in ``agentenvs/peer-terminal-bench``, a
-  container on the same engine (its socket mounted, ``--network none``), which
-  ``build_terminal_bench_image.sh`` builds when it is missing;
+The same task, the same image, the same first command (``ls /app``) on every side. The
+task is written by this script in Terminal-Bench 1's layout (``task.yaml``, a
+``Dockerfile`` on the offline Python 3.13 base, ``docker-compose.yaml`` as TB1 ships it
+plus ``network_mode: none``, since containers here never get a network) and in Harbor's
+(``task.toml`` naming the image as its ``docker_image``, ``environment/`` with the same
+Dockerfile and a compose override ``network_mode: none``). Ours builds the image; both
+peers start exactly that tag. The sides:
+- terminal-bench (0.2.18, Terminal-Bench 1's harness), what it does to open a trial,
+  through its own classes: ``Terminal.start`` = ``docker compose up -d`` via
+  ``DockerComposeManager``, with ``--no-rebuild``, its fastest start;
+  ``create_session`` = the agent's tmux session; the first command with
+  ``send_keys(..., block=True)`` and ``capture_pane`` (``terminal_bench_peer.py``);
+- Harbor (0.26.0, Terminal-Bench 2's harness): ``DockerEnvironment.start`` as its
+  ``Trial`` calls it (prebuilt image, ``docker compose up --wait``), the first command
+  with ``exec`` (``harbor_peer.py``);
 - ours: ``gym.make("agentenvs/TerminalBench-v0", runtime="docker")``, ``reset`` + the
   first ``step``.
-Trials alternate between the sides, with a pause after each so that neither side's
-background work (ours prestarts the next container while an agent works; the peer's
-``compose down``) runs during the other's timing. Ours is also timed back to back (no
-pause: the reset waits for its container), the cost when episodes are instant.
-Prints p50/p90 of each side and the ratio. Exits 0 with the reason when the engine or
-the peer image is not available. Removes everything it started: the peer's driver
-container and its compose projects (names ``agentenvs-tbpeer-<pid>-*``), our env's
-containers (``close``), and its temp folder.
+Each peer runs under Python 3.13 in ``agentenvs/peer-<package>``, a container on the
+same engine (its socket mounted, ``--network none``), which ``build_peer_image.sh``
+builds when it is missing. Trials alternate between the sides, with a pause after each
+so that no side's background work (ours prestarts the next container while an agent
+works; the peers' ``compose down``) runs during another's timing. Ours is also timed
+back to back (no pause: the reset waits for its container), the cost when episodes are
+instant. Prints p50/p90 of each side and the ratios. A peer whose image cannot be built
+is skipped with the reason; exits 0 with the reason when the engine is missing.
+Removes everything it started: the peers' driver containers and compose projects (names
+``agentenvs-tbpeer-<pid>-*``), our env's containers (``close``), and its temp folder.
 
 Usage: python benchmarks/peers/bench_terminal.py   (BENCH_REPEATS, default 10)
 """
@@ -45,14 +50,17 @@ import agentenvs  # noqa: F401  (registers agentenvs/TerminalBench-v0)
 REPEATS = int(os.environ.get("BENCH_REPEATS", 10))
 SETTLE_S = 1.5
 HERE = Path(__file__).resolve().parent
-PEER_VERSION = "0.2.18"
-PEER_IMAGE = os.environ.get(
-    "AGENTENVS_PEER_TB_IMAGE", f"agentenvs/peer-terminal-bench:{PEER_VERSION}"
+#: (label, package, version, driver)
+PEERS = (
+    ("terminal-bench", "terminal-bench", "0.2.18", "terminal_bench_peer.py"),
+    ("Harbor", "harbor", "0.26.0", "harbor_peer.py"),
 )
 BASE = "agentenvs/tb-python:3.13"
 TASK = "peer-list-app"
 COMMAND = "ls /app"
 MARKER = "prices.txt"
+INSTRUCTION = "/app/prices.txt holds one price per line. Write their sum to /app/total.txt."
+PRICES = "1.5\n2.25\n3\n"
 
 # the TB1 compose file, with the service kept off any network
 COMPOSE = """\
@@ -73,7 +81,7 @@ services:
 """
 TASK_YAML = """\
 instruction: |-
-  /app/prices.txt holds one price per line. Write their sum to /app/total.txt.
+  {instruction}
 author_name: agentenvs
 author_email: agentenvs@example.com
 difficulty: easy
@@ -102,19 +110,42 @@ RUN_TESTS = """\
 #!/bin/bash
 python3 -m pytest $TEST_DIR/test_outputs.py -rA
 """
+HARBOR_TOML = """\
+version = "1.0"
+
+[metadata]
+difficulty = "easy"
+category = "data-processing"
+tags = ["benchmark"]
+
+[verifier]
+timeout_sec = 60.0
+
+[agent]
+timeout_sec = 180.0
+
+[environment]
+docker_image = "{image}"
+"""
+# Harbor's own compose files give ``main``; the task's override keeps it off any network
+HARBOR_COMPOSE = """\
+services:
+  main:
+    network_mode: none
+"""
 SOLUTION = """\
 #!/bin/bash
 python3 -c 'print(sum(float(x) for x in open("/app/prices.txt")))' > /app/total.txt
 """
 
 
-def write_task(folder: Path) -> Path:
+def write_tb1_task(folder: Path) -> Path:
     """The task folder in TB1's layout; returns its compose file."""
     folder.mkdir(parents=True)
-    (folder / "task.yaml").write_text(TASK_YAML)
+    (folder / "task.yaml").write_text(TASK_YAML.format(instruction=INSTRUCTION))
     (folder / "Dockerfile").write_text(DOCKERFILE)
     (folder / "docker-compose.yaml").write_text(COMPOSE)
-    (folder / "prices.txt").write_text("1.5\n2.25\n3\n")
+    (folder / "prices.txt").write_text(PRICES)
     (folder / "run-tests.sh").write_text(RUN_TESTS)
     (folder / "solution.sh").write_text(SOLUTION)
     (folder / "tests").mkdir()
@@ -122,28 +153,39 @@ def write_task(folder: Path) -> Path:
     return folder / "docker-compose.yaml"
 
 
+def write_harbor_task(folder: Path, image: str) -> Path:
+    """The same task in Harbor's layout, its ``docker_image`` the tag ours built."""
+    for sub in ("environment", "tests", "solution"):
+        (folder / sub).mkdir(parents=True)
+    (folder / "task.toml").write_text(HARBOR_TOML.format(image=image))
+    (folder / "instruction.md").write_text(INSTRUCTION + "\n")
+    (folder / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "environment" / "prices.txt").write_text(PRICES)
+    (folder / "environment" / "docker-compose.yaml").write_text(HARBOR_COMPOSE)
+    (folder / "tests" / "test.sh").write_text(RUN_TESTS.replace("$TEST_DIR", "/tests"))
+    (folder / "tests" / "test_outputs.py").write_text(TEST)
+    (folder / "solution" / "solve.sh").write_text(SOLUTION)
+    return folder
+
+
 def engine_socket() -> str | None:
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     return host[len("unix://") :] if host.startswith("unix://") else None
 
 
-def peer_image() -> tuple[bool, str]:
-    """Build the peer image when missing (idempotent); (ok, why not)."""
+def peer_image(package: str, version: str) -> tuple[str | None, str]:
+    """Build the peer's image when missing (idempotent); (image or None, why not)."""
+    image = f"agentenvs/peer-{package}:{version}"
     proc = subprocess.run(
-        ["bash", str(HERE / "build_terminal_bench_image.sh")],
-        env={
-            **os.environ,
-            "PYTHON": sys.executable,
-            "AGENTENVS_PEER_TB_IMAGE": PEER_IMAGE,
-            "TERMINAL_BENCH_VERSION": PEER_VERSION,
-        },
+        ["bash", str(HERE / "build_peer_image.sh"), package, version],
+        env={**os.environ, "PYTHON": sys.executable, "AGENTENVS_PEER_IMAGE": image},
         capture_output=True,
         text=True,
     )
     if proc.returncode != 0:
         last = [line for line in proc.stderr.splitlines() if "is ignored" not in line][-5:]
-        return False, "building it failed: " + " | ".join(last)
-    return True, ""
+        return None, f"building {image} failed: " + " | ".join(last)
+    return image, ""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -153,26 +195,25 @@ def pct(values: list[float], q: float) -> float:
 
 
 class Peer:
-    """The driver container: one trial per request, over its stdin/stdout."""
+    """A driver container: one trial per request, over its stdin/stdout."""
 
-    def __init__(self, root: Path, compose: Path, image: str, socket: str, prefix: str) -> None:
-        logs = root / "peer-logs"
-        logs.mkdir()
-        self.prefix = prefix
-        self.count = 0
-        driver = HERE / "terminal_bench_peer.py"
-        # the same paths inside as outside: the engine resolves the compose file's
-        # bind mounts on this machine
+    def __init__(
+        self, label: str, image: str, driver: str, args: list[str], root: Path, socket: str,
+        prefix: str,
+    ) -> None:  # fmt: skip
+        self.label, self.prefix, self.count = label, prefix, 0
+        self.times: dict[str, list[float]] = {}
+        # the same paths inside as outside: the engine resolves bind mounts on this machine
         self.proc = subprocess.Popen(
             [
                 "docker", "run", "-i", "--rm", "--network", "none",
-                "--name", f"{prefix}driver", "--label", "agentenvs.bench=terminal-peer",
-                # litellm (imported by terminal_bench) would try to fetch its price list
+                "--name", f"{prefix}{label.lower()}-driver",
+                "--label", "agentenvs.bench=terminal-peer",
+                # litellm (both harnesses import it) would try to fetch its price list
                 "-e", "LITELLM_LOCAL_MODEL_COST_MAP=True",
                 "-v", f"{socket}:/var/run/docker.sock",
-                "-v", f"{root}:{root}", "-v", f"{driver}:/peer/driver.py:ro",
-                PEER_IMAGE, "python3", "-u", "/peer/driver.py",
-                str(compose), image, str(logs), COMMAND,
+                "-v", f"{root}:{root}", "-v", f"{HERE / driver}:/peer/driver.py:ro",
+                image, "python3", "-u", "/peer/driver.py", *args,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -183,31 +224,39 @@ class Peer:
     def _read(self) -> dict:
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"the peer's driver exited (rc {self.proc.wait()})")
+            raise RuntimeError(f"{self.label}'s driver exited (rc {self.proc.wait()})")
         out = json.loads(line)
         if "error" in out:
-            raise RuntimeError(f"peer trial failed: {out['error']}")
+            raise RuntimeError(f"{self.label} trial failed: {out['error']}")
         return out
 
-    def trial(self) -> dict:
+    def trial(self, keep: bool) -> None:
         self.count += 1
-        self.proc.stdin.write(f"trial {self.prefix}{self.count}\n")
+        self.proc.stdin.write(f"trial {self.prefix}{self.label.lower()}-{self.count}\n")
         self.proc.stdin.flush()
-        return self._read()
+        out = self._read()
+        if MARKER not in out["screen"]:
+            raise RuntimeError(
+                f"{self.label}: {COMMAND!r} did not show {MARKER}: {out['screen']!r}"
+            )
+        if keep:
+            for key, value in out.items():
+                if isinstance(value, float):
+                    self.times.setdefault(key, []).append(value)
 
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.write("quit\n")
                 self.proc.stdin.close()
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
 
 
 def remove_started(prefix: str) -> None:
     """Remove the containers and networks named with this run's prefix (none when all
-    went well: the peer's ``compose down`` and ``--rm`` remove theirs)."""
+    went well: the peers' ``compose down`` and ``--rm`` remove theirs)."""
     ids = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"name=^/{prefix}"],
         capture_output=True, text=True,
@@ -222,32 +271,56 @@ def remove_started(prefix: str) -> None:
         subprocess.run(["docker", "network", "rm", *nets], capture_output=True)
 
 
+#: (row label, timing key) per peer, in the order printed
+ROWS = {
+    "terminal-bench": (
+        ("compose up", "start"),
+        ("tmux session", "session"),
+        ("first command (send_keys, capture_pane)", "first"),
+        ("start + first command", "total"),
+        ("compose down (after)", "stop"),
+    ),
+    "Harbor": (
+        ("DockerEnvironment.start", "start"),
+        ("first command (exec)", "first"),
+        ("start + first command", "total"),
+        ("stop: compose down (after)", "stop"),
+    ),
+}
+
+
 def main() -> None:
     try:
         from agentenvs.sandbox.docker import docker_available
     except ImportError as exc:
-        print(f"terminal-bench: skipped ({exc}; pip install 'agentenvs[docker]')")
+        print(f"terminal peers: skipped ({exc}; pip install 'agentenvs[docker]')")
         return
     ok, why = docker_available(BASE)
     if not ok:
-        print(f"terminal-bench: skipped (no Docker engine with {BASE}: {why})")
+        print(f"terminal peers: skipped (no Docker engine with {BASE}: {why})")
         return
     socket = engine_socket()
     if socket is None:
         print(
-            "terminal-bench: skipped (the peer needs the engine's unix socket; DOCKER_HOST is not one)"
+            "terminal peers: skipped (they need the engine's unix socket; DOCKER_HOST is not one)"
         )
         return
-    ok, why = peer_image()
-    if not ok:
-        print(f"terminal-bench: skipped (its image {PEER_IMAGE}: {why})")
+    images = {}
+    for label, package, version, _ in PEERS:
+        image, why = peer_image(package, version)
+        if image is None:
+            print(f"{label}: skipped ({why})")
+        else:
+            images[label] = image
+    if not images:
         return
 
     prefix = f"agentenvs-tbpeer-{os.getpid()}-"
     root = Path(tempfile.mkdtemp(prefix="agentenvs-bench-tbpeer-"))
-    env = peer = None
+    env = None
+    peers: list[Peer] = []
     try:
-        compose = write_task(root / "tasks" / TASK)
+        compose = write_tb1_task(root / "tasks" / TASK)
         env = gym.make(
             "agentenvs/TerminalBench-v0",
             runtime="docker",
@@ -259,6 +332,16 @@ def main() -> None:
         env.reset(options=options)  # builds the task image once
         base = env.unwrapped
         image = base.runtime().image(base.tasks[TASK])
+        harbor_task = write_harbor_task(root / "harbor-tasks" / TASK, image)
+        logs = root / "peer-logs"
+        logs.mkdir()
+        args = {
+            "terminal-bench": [str(compose), image, str(logs), COMMAND],
+            "Harbor": [str(harbor_task), str(logs), COMMAND],
+        }
+        for label, _, _, driver in PEERS:
+            if label in images:
+                peers.append(Peer(label, images[label], driver, args[label], root, socket, prefix))
 
         def ours() -> float:
             start = time.perf_counter()
@@ -269,29 +352,18 @@ def main() -> None:
                 raise RuntimeError(f"ours: {COMMAND!r} did not show {MARKER}: {observation!r}")
             return took
 
-        peer = Peer(root, compose, image, socket, prefix)
-        peer_t: dict[str, list[float]] = {
-            "start": [],
-            "session": [],
-            "first": [],
-            "total": [],
-            "stop": [],
-        }
         ours_t: list[float] = []
-        for i in range(REPEATS + 1):  # the first round warms both sides up
-            out = peer.trial()
-            if MARKER not in out["screen"]:
-                raise RuntimeError(f"peer: {COMMAND!r} did not show {MARKER}: {out['screen']!r}")
-            time.sleep(SETTLE_S)
+        for i in range(REPEATS + 1):  # the first round warms every side up
+            for peer in peers:
+                peer.trial(keep=i > 0)
+                time.sleep(SETTLE_S)
             took = ours()
             time.sleep(SETTLE_S)
             if i:
-                for key, values in peer_t.items():
-                    values.append(out[key])
                 ours_t.append(took)
         ours_cold = [ours() for _ in range(REPEATS)]
     finally:
-        if peer is not None:
+        for peer in peers:
             peer.close()
         if env is not None:
             env.close()
@@ -301,23 +373,22 @@ def main() -> None:
     print(
         f"task {TASK} (image {image}), first command {COMMAND!r}, {REPEATS} trials each, alternating"
     )
-    print(f"{'ms per trial':44} {'p50':>8} {'p90':>8}")
-    rows = [
-        ("terminal-bench: compose up", peer_t["start"]),
-        ("terminal-bench: tmux session", peer_t["session"]),
-        ("terminal-bench: first command", peer_t["first"]),
-        ("terminal-bench: start + first command", peer_t["total"]),
-        ("terminal-bench: compose down (after)", peer_t["stop"]),
+    print(f"{'ms per trial':58} {'p50':>8} {'p90':>8}")
+    for peer in peers:
+        for name, key in ROWS[peer.label]:
+            values = peer.times[key]
+            print(f"{peer.label + ': ' + name:58} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f}")
+    for name, values in (
         ("agentenvs: reset + first step", ours_t),
         ("agentenvs: same, back to back", ours_cold),
-    ]
-    for name, values in rows:
-        print(f"{name:44} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f}")
-    peer_p50 = pct(peer_t["total"], 0.5)
-    print(
-        f"ratio (terminal-bench / ours), p50: {peer_p50 / pct(ours_t, 0.5):.1f}x, "
-        f"back to back {peer_p50 / pct(ours_cold, 0.5):.1f}x"
-    )
+    ):
+        print(f"{name:58} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f}")
+    for peer in peers:
+        total = pct(peer.times["total"], 0.5)
+        print(
+            f"ratio ({peer.label} / ours), start + first command, p50: "
+            f"{total / pct(ours_t, 0.5):.1f}x, back to back {total / pct(ours_cold, 0.5):.1f}x"
+        )
 
 
 if __name__ == "__main__":
