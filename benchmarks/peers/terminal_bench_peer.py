@@ -1,7 +1,7 @@
 """Terminal-Bench's own environment start, driven from inside its peer image.
 
 Runs under Python 3.13 in ``agentenvs/peer-terminal-bench`` (see
-``build_terminal_bench_image.sh``), started by ``bench_terminal.py`` with the engine's
+``build_peer_image.sh``), started by ``bench_terminal.py`` with the engine's
 socket mounted. Each line ``trial NAME`` on stdin runs one trial the way the official
 harness opens one: ``Terminal(...).start()`` (``docker compose up -d`` of the task's
 client container, through ``DockerComposeManager``), ``create_session("agent")`` (the
