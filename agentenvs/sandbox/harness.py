@@ -261,6 +261,10 @@ def _child(
         sys.stderr = open(
             2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
         )
+        # as in a fresh interpreter, sys.__stdin__ & co. are these same objects: a program
+        # that rewraps a stream (sys.stdin = io.TextIOWrapper(sys.stdin.buffer)) must not
+        # drop the last reference to the original, whose collection would close the buffer
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = ["solution.py"]
     except BaseException as exc:  # noqa: BLE001 - report set-up failures as a crash
         _send_result(result_addr, {"error": f"crashed: {exception_line(exc)}"})
@@ -294,7 +298,7 @@ def _child(
             traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
         except BaseException:  # noqa: BLE001
             pass
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.__stdout__, sys.stdout, sys.__stderr__, sys.stderr):
         try:
             stream.flush()
         except BaseException:  # noqa: BLE001 - e.g. a closed stdout

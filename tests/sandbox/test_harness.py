@@ -35,6 +35,20 @@ def test_stdin_kind_runs_main_guard_and_input(backend: Sandbox) -> None:
     assert r.stdout == "AB CD\n" and r.error is None
 
 
+def test_stdin_kind_rewrapped_streams(backend: Sandbox) -> None:
+    """The competitive programmer's idiom of rewrapping the standard streams works as in
+    a fresh interpreter (the originals stay referenced by ``sys.__stdin__`` & co.)."""
+    src = (
+        "import io, sys\n"
+        "print('first')\n"
+        "sys.stdin = io.TextIOWrapper(sys.stdin.buffer, encoding='utf-8')\n"
+        "sys.stdout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')\n"
+        "print(sum(map(int, sys.stdin.read().split())))\n"
+    )
+    got = run_all(backend, src, [PyCase("stdin", stdin=f"{i} 1\n") for i in range(3)])
+    assert [(r.error, r.stdout) for r in got] == [(None, f"first\n{i + 1}\n") for i in range(3)]
+
+
 def test_call_kind_function_and_solution_method(backend: Sandbox) -> None:
     src = (
         "def add(a, b):\n    return a + b\n"
