@@ -184,13 +184,56 @@ def _bundled_rows() -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     return rows, wrong
 
 
-def _programs(reference: str, wrong: list[str]) -> Iterator[tuple[str, str]]:
+#: programs written here that exercise the official checker's documented quirks (see
+#: docs/deepcoder.md): the reference with a twist that one grader accepts and another
+#: does not. Harmless on purpose: rLLM runs them on the host.
+STDIN_QUIRKS: dict[str, Callable[[str], str]] = {
+    "exit(1) after": lambda ref: ref.rstrip("\n") + "\nimport sys\nsys.exit(1)\n",
+    "raise after": lambda ref: ref.rstrip("\n") + "\nraise RuntimeError('after the answer')\n",
+    "recursion 3000": lambda ref: (
+        "def _depth(n):\n    return 0 if n == 0 else 1 + _depth(n - 1)\n\n\n_depth(3000)\n" + ref
+    ),
+    "stdin.buffer": lambda ref: (
+        "import io\nimport sys\nsys.stdin = io.TextIOWrapper(sys.stdin.buffer)\n" + ref
+    ),
+}
+CALL_QUIRKS: dict[str, str] = {
+    "tuple result": "tuple(r) if isinstance(r, list) else r",
+    "numpy int": "__import__('numpy').int64(r) if type(r) is int else r",
+    "inner tuples": "[tuple(x) for x in r] if isinstance(r, list) and r and "
+    "all(isinstance(x, list) for x in r) else r",
+}
+
+
+def _call_quirk(ref: str, func_name: str, convert: str) -> str:
+    """The reference with its result passed through ``convert`` (of ``r``)."""
+    target = f"Solution.{func_name}" if "class Solution" in ref else func_name
+    return (
+        f"{ref.rstrip()}\n\n\n_inner = {target}\n\n\n"
+        f"def _outer(*args):\n    r = _inner(*args)\n    return {convert}\n\n\n"
+        f"{target} = _outer\n"
+    )
+
+
+PLAIN = ("reference", "wrong", "mutant")
+
+
+def _programs(task: CodeTask, wrong: list[str], quirks: bool) -> Iterator[tuple[str, str]]:
+    reference = task.reference or ""
     yield "reference", reference
     if wrong:
         yield "wrong", wrong[0]
     for _, text in mutants(reference):
         yield "mutant", text
         break
+    if not quirks:
+        return
+    if task.func_name is None:
+        for name, make in STDIN_QUIRKS.items():
+            yield name, make(reference)
+    else:
+        for name, convert in CALL_QUIRKS.items():
+            yield name, _call_quirk(reference, task.func_name, convert)
 
 
 def _lcb_tests(tests: list[dict[str, Any]], func_name: str | None) -> list[dict[str, Any]]:
@@ -212,7 +255,7 @@ def _taco_tests(task: CodeTask) -> dict[str, Any]:
     }
 
 
-def workload(per_kind: int, taco_per_kind: int) -> list[Case]:
+def workload(per_kind: int, taco_per_kind: int, quirk_per_kind: int) -> list[Case]:
     rows, wrong = _bundled_rows()
     cases: list[Case] = []
     counts = {"stdin": 0, "call": 0}
@@ -224,7 +267,8 @@ def workload(per_kind: int, taco_per_kind: int) -> list[Case]:
         want_taco = taco_counts[kind] < taco_per_kind
         if not (want_lcb or want_taco) or base.reference is None:
             continue
-        programs = list(_programs(base.reference, wrong.get(base.id, [])))
+        quirks = counts[kind] < quirk_per_kind
+        programs = list(_programs(base, wrong.get(base.id, []), quirks))
         if want_lcb:
             counts[kind] += 1
             tests = _lcb_tests(json.loads(row["tests"]), base.func_name)
@@ -300,7 +344,7 @@ def report(cases: list[Case]) -> None:
     )
     forms = list(dict.fromkeys(c.form for c in cases)) + ["all"]
     for form in forms:
-        group = [c for c in cases if form in ("all", c.form)]
+        group = [c for c in cases if form in ("all", c.form) and c.program in PLAIN]
         p50 = {s: statistics.median(c.times[s] for c in group) * 1e3 for s in sides}
         total = {s: sum(c.times[s] for c in group) for s in sides}
         print(
@@ -309,7 +353,10 @@ def report(cases: list[Case]) -> None:
             f"{total['official']:>8.2f} | {total['rllm'] / total['strict']:>10.1f}x "
             f"{total['rllm'] / total['official']:>12.1f}x"
         )
-    print("(ratios: rLLM's total over ours; above 1x ours is faster)")
+    print(
+        "(reference, wrong and mutant programs; ratios: rLLM's total over ours, above 1x "
+        "ours is faster)"
+    )
     print("\nVerdicts (pass/fail), rLLM vs rules='official' (must agree) and vs strict:")
     for form in forms:
         group = [c for c in cases if form in ("all", c.form)]
@@ -355,13 +402,20 @@ def main() -> None:
         help="problems of each kind also written as TACO rows (rLLM starts an interpreter "
         "per stdin test there: seconds a program)",
     )
+    parser.add_argument(
+        "--quirk-problems",
+        type=int,
+        default=2,
+        help="problems of each kind also graded with programs written to exercise the "
+        "official checker's quirks",
+    )
     parser.add_argument("--sandbox", default="local")
     args = parser.parse_args()
     root, how = find_rllm(args.rllm_src)
     if root is None:
         print(f"rLLM code checker: skipped ({how})")
         return
-    cases = workload(args.problems, args.taco_problems)
+    cases = workload(args.problems, args.taco_problems, args.quirk_problems)
     with tempfile.TemporaryDirectory(prefix="agentenvs-bench-rllm-") as scratch:
         peer = Peer(args.rllm_python, root, Path(scratch))
         try:
