@@ -40,6 +40,7 @@ AGENTENVS_BASE_IMAGE=$BASE AGENTENVS_BASE_PACKAGES=$DEBS \
 BASE_ID=$(docker image inspect -f '{{.Id}}' "$BASE")
 WANT=$(printf '%s\n%s==%s\n' "$BASE_ID" "$PACKAGE" "$VERSION" | sha256sum | cut -c1-16)
 HAVE=$(docker image inspect -f "{{index .Config.Labels \"$LABEL_KEY\"}}" "$IMAGE" 2>/dev/null || true)
+OLD_ID=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 if [ -z "$FORCE" ] && [ "$HAVE" = "$WANT" ]; then
   say "$IMAGE present ($WANT); nothing to do"
   exit 0
@@ -76,3 +77,7 @@ if ! DOCKER_BUILDKIT=0 docker build --network none --label "$LABEL_KEY=$WANT" -t
   exit 1
 fi
 say "built $IMAGE ($(( $(date +%s) - T0 ))s total)"
+# the image this tag named before (built here: it carried our label), now untagged
+if [ -n "$HAVE" ] && [ -n "$OLD_ID" ] && [ "$OLD_ID" != "$(docker image inspect -f '{{.Id}}' "$IMAGE")" ]; then
+  docker rmi "$OLD_ID" >/dev/null 2>&1 || true
+fi
