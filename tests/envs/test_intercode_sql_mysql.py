@@ -469,7 +469,6 @@ def test_a_database_only_read_serves_a_later_episode_in_a_new_session(url) -> No
         # a new session: nothing the earlier episode set in its session is there
         assert "(None,)" in env.step("SELECT @seen")[0]
         env.step("DELETE FROM singer")
-        written = env.episode.name
         for _ in range(3):
             env.reset(seed=0, options={"task_id": ORDERED})  # the written one, if served, as new
             assert "(6,)" in env.step("SELECT count(*) FROM singer")[0]

@@ -116,3 +116,15 @@ def test_kendall_tau_is_fast_on_big_results() -> None:
 def test_kendall_tau_needs_equal_lengths() -> None:
     with pytest.raises(ValueError):
         kendall_tau_b([1, 2], [1])
+
+
+def test_iou_rules_leave_the_sort_order_scaling_out() -> None:
+    """``rules="iou"``: InterCode's reward before its Kendall-tau scaling (unrounded)."""
+    from agentenvs.envs.intercode_sql.reward import intercode_reward
+
+    ascending, descending = [(1,), (2,), (3,)], [(3,), (2,), (1,)]
+    assert intercode_reward(descending, ascending, rules="official") == -1.0
+    assert intercode_reward(descending, ascending, rules="iou") == 1.0
+    nine_of_fourteen = [(i,) for i in range(9)] + [(100 + i,) for i in range(5)]
+    assert intercode_reward(nine_of_fourteen, [(i,) for i in range(9)], rules="iou") == 9 / 14
+    assert intercode_reward([], [], rules="iou") == 1 and intercode_reward(None, [], rules="iou") == 0.0

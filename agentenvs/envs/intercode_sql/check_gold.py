@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--databases", help="a folder or a MySQL dump holding the databases")
     parser.add_argument("--backend", choices=["sqlite", "mysql", "both"], default="both")
     parser.add_argument("--mysql-url", help="default: $AGENTENVS_MYSQL_URL")
-    parser.add_argument("--rules", choices=["official", "normalized"], default="official")
+    parser.add_argument("--rules", choices=["official", "iou", "normalized"], default="official")
     parser.add_argument("--statement-timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
     engines = ["sqlite", "mysql"] if args.backend == "both" else [args.backend]

@@ -191,7 +191,9 @@ class InterCodeSQLEnv(TextEnv):
     ``round(tau * IoU, 2)`` with numpy's rounding (no scaling when tau is NaN, e.g. one
     matching row). The agent's side without a result set (an error, a statement, nothing
     run yet) gives 0; a gold without a result set counts as ``[]``. Reversed order gives
-    a negative reward. ``rules="normalized"`` is the comparable mode: values are made
+    a negative reward. ``rules="iou"`` leaves the sort-order scaling out (the reward some
+    of InterCode's published trajectories were scored with; ``python -m
+    agentenvs.envs.intercode_sql.replay`` tells which). ``rules="normalized"`` is the comparable mode: values are made
     canonical first (``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``), MySQL divides with
     SQLite's precision, and a gold without rows scores 0 (see ``docs/intercode_sql.md``).
     Only ``submit`` is rewarded (0 otherwise), unless ``try_again``: then every statement
@@ -229,8 +231,9 @@ class InterCodeSQLEnv(TextEnv):
     - ``show_schema``: put the tables and columns in the first observation.
     - ``try_again``: InterCode's "try again" protocol (score every statement, stop at 1,
       report the best).
-    - ``rules``: ``"official"`` (default, InterCode's reward exactly) or ``"normalized"``
-      (canonical values, comparable across SQLite and MySQL).
+    - ``rules``: ``"official"`` (default, InterCode's reward exactly), ``"iou"`` (without
+      its sort-order scaling) or ``"normalized"`` (canonical values, comparable across
+      SQLite and MySQL).
     - ``hardness``: keep only tasks of these levels (easy, medium, hard, extra).
     - ``statement_timeout_s``, ``max_result_rows``: limits on each statement.
     - ``max_rows``, ``max_observation_chars``: how much of a result is shown (InterCode

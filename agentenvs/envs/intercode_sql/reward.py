@@ -106,7 +106,7 @@ def intersecting_items(items: Sequence[str], intersection: Counter[str]) -> list
     return kept
 
 
-RULES = ("official", "normalized")
+RULES = ("official", "iou", "normalized")
 
 
 def intercode_reward(
@@ -125,6 +125,10 @@ def intercode_reward(
     - rows compare as ``str(tuple)`` of the driver's values (``(6.0,)`` is not ``(6,)``);
     - tau is a numpy float64, so ``round(tau * IoU, 2)`` rounds as numpy does
       (``0.975`` gives ``0.98``, where Python's ``round`` gives ``0.97``).
+
+    ``rules="iou"``: the same without the sort-order scaling (the IoU alone, unrounded):
+    the reward that scored some of InterCode's published trajectories (its GPT-4 runs,
+    for one), recorded before the scaling was added.
 
     ``rules="normalized"`` (the project's comparable mode): values are first made
     canonical (``normalize_value``: ``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``, dates
@@ -148,10 +152,10 @@ def intercode_reward(
     dist_agent, dist_gold = Counter(list_agent), Counter(list_gold)
     union = dist_agent | dist_gold
     if not union:
-        return 1 if rules == "official" else 1.0
+        return 1.0 if rules == "normalized" else 1
     intersection = dist_agent & dist_gold
     reward = sum(intersection.values()) * 1.0 / sum(union.values())
-    if intersection:
+    if intersection and rules != "iou":
         agent_items = intersecting_items(list_agent, intersection)
         gold_items = intersecting_items(list_gold, intersection)
         tau = kendall_tau_b(agent_items, gold_items)
