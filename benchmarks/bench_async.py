@@ -2,11 +2,13 @@
 
 For each env the same episodes (seeds 0..N-1, a scripted reference policy) run once in
 a plain loop on one env, then from one event loop through ``AsyncEnvPool`` with 1, 8
-and 64 envs at once. Prints episodes/s of each, the ratio to the sync loop, and whether
-every episode's return matched the sync loop's.
+and 64 envs at once, and with 64 envs of which at most 8 step at once
+(``max_concurrent_steps=8``). Prints episodes/s of each, the ratio to the sync loop, and
+whether every episode's return matched the sync loop's.
 
 - DeepCoder-MT, local sandbox (bubblewrap), ``deepcoder/buggy-then-fix``: sandboxed runs.
-- InterCode-SQL on SQLite (in process: CPU-bound, little to overlap) and on MySQL/MariaDB
+- InterCode-SQL on SQLite (in process, run inline on the event loop's thread: nothing
+  to overlap, so the aim is to cost nothing) and on MySQL/MariaDB
   (``$AGENTENVS_MYSQL_URL`` or the default socket): gold query, then submit.
 - Terminal-Bench on Docker (``--terminal``), concurrency 1 and 8: the solution, then submit.
 
@@ -134,7 +136,12 @@ def sync_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int
 
 
 async def async_run(
-    env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int], concurrency: int
+    env_id: str,
+    kwargs: dict[str, Any],
+    act: Callable,
+    seeds: list[int],
+    concurrency: int,
+    step_limit: int | None = None,
 ) -> tuple[float, list[float], CpuMeter]:
     async def episode(pool: AsyncEnvPool, seed: int) -> float:
         async with pool.env() as env:
@@ -148,7 +155,7 @@ async def async_run(
                 done = terminated or truncated
             return total
 
-    pool = AsyncEnvPool(env_id, max_envs=concurrency, **kwargs)
+    pool = AsyncEnvPool(env_id, max_envs=concurrency, max_concurrent_steps=step_limit, **kwargs)
     async with pool:
         # envs are built once per pool; time the episodes, not the pool's first builds
         async def build(seed: int) -> None:
@@ -162,6 +169,15 @@ async def async_run(
             returns = await asyncio.gather(*(episode(pool, s) for s in seeds))
             elapsed = time.perf_counter() - t0
         return elapsed, list(returns), meter
+
+
+#: (envs, steps at once) of each async run
+RUNS: tuple[tuple[int, int | None], ...] = ((1, None), (8, None), (64, None), (64, 8))
+DEFAULT_EPISODES = {"deepcoder": 64, "sqlite": 1024, "mysql": 512, "terminal": 16}
+
+
+def label(envs: int, limit: int | None) -> str:
+    return f"c={envs}" if limit is None else f"c={envs}, {limit} step"
 
 
 def mysql_up() -> tuple[bool, str]:
@@ -178,21 +194,24 @@ def mysql_up() -> tuple[bool, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument(
+        "--episodes", type=int, default=None,
+        help="episodes per run (default: DeepCoder-MT 64, SQLite 1024, MySQL 512, Terminal 16)",
+    )
     parser.add_argument("--only", default=None, help="deepcoder, sqlite, mysql or terminal")
     parser.add_argument("--terminal", action="store_true", help="also Terminal-Bench on Docker")
     args = parser.parse_args()
     configs: list[tuple[str, str, dict[str, Any], str, tuple[int, ...]]] = [
-        ("deepcoder", "agentenvs/DeepCoderMT-v0", {"sandbox": "local"}, "deepcoder/buggy-then-fix", (1, 8, 64)),
-        ("sqlite", "agentenvs/InterCodeSQL-v0", {}, "intercode_sql/gold", (1, 8, 64)),
-        ("mysql", "agentenvs/InterCodeSQL-v0", {"backend": "mysql", "mysql_url": MYSQL_URL}, "intercode_sql/gold", (1, 8, 64)),
+        ("deepcoder", "agentenvs/DeepCoderMT-v0", {"sandbox": "local"}, "deepcoder/buggy-then-fix", RUNS),
+        ("sqlite", "agentenvs/InterCodeSQL-v0", {}, "intercode_sql/gold", RUNS),
+        ("mysql", "agentenvs/InterCodeSQL-v0", {"backend": "mysql", "mysql_url": MYSQL_URL}, "intercode_sql/gold", RUNS),
     ]
     if args.terminal or args.only == "terminal":
-        configs.append(("terminal", "agentenvs/TerminalBench-v0", {"runtime": "docker"}, "terminal/solution", (1, 8)))
+        configs.append(("terminal", "agentenvs/TerminalBench-v0", {"runtime": "docker"}, "terminal/solution", ((1, None), (8, None))))
     print(f"cores: {os.cpu_count()}; cpu P%/M%: this process (+children, +server) / the machine")
     print(
         f"{'env':<10} {'sync eps/s, cpu':>20} "
-        + " ".join(f"{'c=' + str(c):>30}" for c in (1, 8, 64))
+        + " ".join(f"{label(c, limit):>30}" for c, limit in RUNS)
         + "  returns equal"
     )
     for name, env_id, kwargs, policy, concurrencies in configs:
@@ -203,7 +222,9 @@ def main() -> None:
             if not ok:
                 print(f"{name:<10} skipped: no MySQL server ({why})")
                 continue
-        n = args.episodes if name != "terminal" else min(args.episodes, 16)
+        n = args.episodes or DEFAULT_EPISODES[name]
+        if name == "terminal":
+            n = min(n, 16)
         seeds = list(range(n))
         act = actor(policy)
         try:
@@ -212,12 +233,12 @@ def main() -> None:
             print(f"{name:<10} skipped: {exc}")
             continue
         cells, same = [], True
-        for c in concurrencies:
+        for c, limit in concurrencies:
             try:
-                secs, returns, cpu = asyncio.run(async_run(env_id, kwargs, act, seeds, c))
+                secs, returns, cpu = asyncio.run(async_run(env_id, kwargs, act, seeds, c, limit))
             except Exception as exc:  # noqa: BLE001 - e.g. the server's connection limit
                 cells.append(f"refused: {type(exc).__name__}")
-                print(f"  {name} c={c}: {type(exc).__name__}: {exc}")
+                print(f"  {name} {label(c, limit)}: {type(exc).__name__}: {exc}")
                 traceback.print_exc()
                 continue
             same = same and returns == sync_returns

@@ -6,7 +6,14 @@ hundreds of episodes while the slow parts overlap; ``AsyncEnvPool`` bounds how m
 exist at once (each holds a sandbox, a container or a database connection) and, if asked,
 how many steps run at once.
 
-Each env lives on one dedicated thread for its whole life: it is built, stepped and
+An env whose calls only compute (FrozenLake, BFCL, InterCode-SQL on SQLite: the class's
+``calls_wait(**kwargs)`` says so) gains nothing from a thread: handing each call to one
+and back costs more than the call. ``AsyncEnv.make`` and ``AsyncEnvPool`` given an env id
+run such an env *inline*, on the event loop's thread, and let other coroutines run
+between calls (``inline=False`` keeps the thread; an InterCode-SQL statement on SQLite
+then cannot hold the loop, where inline it may for up to its time limit).
+
+Otherwise each env lives on one dedicated thread for its whole life: it is built, stepped and
 closed there. Envs are not thread-safe and some of their resources are bound to the
 thread that made them (an SQLite connection refuses any other), so an env's calls never
 overlap and never move between threads. Cancelling a coroutine that awaits a call does
@@ -62,11 +69,12 @@ class AsyncEnv:
     def __init__(
         self,
         env: gym.Env,
-        executor: ThreadPoolExecutor,
+        executor: ThreadPoolExecutor | None,
         *,
         step_limit: asyncio.Semaphore | None = None,
     ) -> None:
         self.env = env
+        #: None: the env runs inline, on the event loop's thread
         self._executor = executor
         self._step_limit = step_limit
         self._closed = False
@@ -78,8 +86,12 @@ class AsyncEnv:
         factory: Callable[[], gym.Env],
         *,
         step_limit: asyncio.Semaphore | None = None,
+        inline: bool = False,
     ) -> AsyncEnv:
-        """Start a thread, build the env there with ``factory()``, and wrap it."""
+        """Start a thread, build the env there with ``factory()``, and wrap it (``inline``:
+        build it here and run its calls on the event loop's thread)."""
+        if inline:
+            return cls(factory(), None, step_limit=step_limit)
         executor = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"agentenvs-env-{next(_thread_names)}"
         )
@@ -93,16 +105,36 @@ class AsyncEnv:
 
     @classmethod
     async def make(
-        cls, env_id: str, *, step_limit: asyncio.Semaphore | None = None, **kwargs: Any
+        cls,
+        env_id: str,
+        *,
+        step_limit: asyncio.Semaphore | None = None,
+        inline: bool | None = None,
+        **kwargs: Any,
     ) -> AsyncEnv:
-        """``gym.make(env_id, **kwargs)`` on the env's own thread."""
-        return await cls.create(functools.partial(gym.make, env_id, **kwargs), step_limit=step_limit)
+        """``gym.make(env_id, **kwargs)`` on the env's own thread, or inline when its calls
+        never wait (``inline=None``: as ``calls_wait`` says)."""
+        if inline is None:
+            inline = not calls_wait(env_id, kwargs)
+        return await cls.create(
+            functools.partial(gym.make, env_id, **kwargs), step_limit=step_limit, inline=inline
+        )
+
+    @property
+    def inline(self) -> bool:
+        """The env's calls run on the event loop's thread."""
+        return self._executor is None
 
     # ------------------------------------------------------------ calls
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(env, *args, **kwargs)`` on the env's thread."""
         if self._closed:
             raise RuntimeError("this AsyncEnv is closed")
+        if self._executor is None:
+            try:
+                return fn(self.env, *args, **kwargs)
+            finally:
+                await asyncio.sleep(0)  # other coroutines run between an inline env's calls
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(fn, self.env, *args, **kwargs)
@@ -135,6 +167,10 @@ class AsyncEnv:
         """Close the env on its thread, then stop the thread (idempotent)."""
         if self._closed:
             return
+        if self._executor is None:
+            self._closed = True
+            self.env.close()
+            return
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self.env.close)
@@ -145,6 +181,10 @@ class AsyncEnv:
     def close(self) -> None:
         """Synchronous close for code outside the event loop (waits for a running call)."""
         if self._closed:
+            return
+        if self._executor is None:
+            self._closed = True
+            self.env.close()
             return
         try:
             self._executor.submit(self.env.close).result()
@@ -159,6 +199,20 @@ class AsyncEnv:
     @property
     def unwrapped(self) -> Any:
         return self.env.unwrapped
+
+
+def calls_wait(env_id: str, kwargs: dict[str, Any] | None = None) -> bool:
+    """Whether the env ``gym.make(env_id, **kwargs)`` makes may wait in its calls (on a
+    sandbox, a shell, a server): its class's ``calls_wait(**kwargs)``; True when the class
+    does not say."""
+    from gymnasium.envs.registration import load_env_creator
+
+    spec = gym.spec(env_id)
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    hook = getattr(creator, "calls_wait", None)
+    if hook is None:
+        return True
+    return bool(hook(**{**spec.kwargs, **(kwargs or {})}))
 
 
 def _reset(env: gym.Env, seed: int | None, options: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -184,6 +238,9 @@ class AsyncEnvPool:
         max_concurrent_steps: if set, how many steps/resets of the pool's envs run at
             once (e.g. the number of cores for CPU-bound sandboxed tests); default no
             bound beyond ``max_envs``.
+        inline: run the envs' calls on the event loop's thread (True) or each env on a
+            thread of its own (False); default: inline when ``env`` is an id whose class
+            says its calls never wait (``calls_wait``), else threads.
         **env_kwargs: passed to ``gym.make`` or to the factory.
 
     ``async with pool.env() as env`` lends an ``AsyncEnv``. If the body raises, that env
@@ -198,6 +255,7 @@ class AsyncEnvPool:
         *,
         max_envs: int,
         max_concurrent_steps: int | None = None,
+        inline: bool | None = None,
         **env_kwargs: Any,
     ) -> None:
         if isinstance(max_envs, bool) or not isinstance(max_envs, int) or max_envs < 1:
@@ -212,12 +270,15 @@ class AsyncEnvPool:
             )
         if isinstance(env, str):
             self._factory: Callable[[], gym.Env] = functools.partial(gym.make, env, **env_kwargs)
+            if inline is None:
+                inline = not calls_wait(env, env_kwargs)
         elif callable(env):
             self._factory = functools.partial(env, **env_kwargs)
         else:
             raise TypeError(f"env must be an env id or a factory, got {type(env).__name__}")
         self.max_envs = max_envs
         self.max_concurrent_steps = max_concurrent_steps
+        self.inline = bool(inline)
         self._slots: asyncio.Semaphore | None = None
         self._step_limit: asyncio.Semaphore | None = None
         self._idle: list[AsyncEnv] = []
@@ -241,7 +302,9 @@ class AsyncEnvPool:
         async with self._slots:
             lent = self._idle.pop() if self._idle else None
             if lent is None:
-                lent = await AsyncEnv.create(self._factory, step_limit=self._step_limit)
+                lent = await AsyncEnv.create(
+                    self._factory, step_limit=self._step_limit, inline=self.inline
+                )
                 self._all.add(lent)
             ok = False
             try:
@@ -274,4 +337,4 @@ class AsyncEnvPool:
         await self.aclose()
 
 
-__all__ = ["AsyncEnv", "AsyncEnvPool"]
+__all__ = ["AsyncEnv", "AsyncEnvPool", "calls_wait"]

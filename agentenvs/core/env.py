@@ -77,6 +77,13 @@ class TextEnv(gym.Env[str, str]):
     #: bump when the layout of ``_get_state()`` changes, so stale snapshots are refused
     snapshot_version: ClassVar[int] = 1
     default_max_turns: ClassVar[int] = 10
+
+    @classmethod
+    def calls_wait(cls, **kwargs: Any) -> bool:
+        """Whether an env built with ``kwargs`` may wait in its calls (on a sandbox, a shell,
+        a server). The async face runs an env whose calls only compute on the event loop's
+        thread (``agentenvs.core.aio``); by default an env is assumed to wait."""
+        return True
     #: option names a subclass accepts in ``reset(options=...)`` besides task_id/max_turns
     extra_options: ClassVar[frozenset[str]] = frozenset()
     #: read the env's state (``_get_state``) before a restore, to put it back if

@@ -159,7 +159,8 @@ def test_snapshot_restore_and_score_through_the_async_face() -> None:
     asyncio.run(main())
 
 
-def test_sqlite_envs_work_from_the_event_loop() -> None:
+@pytest.mark.parametrize("inline", [None, False])
+def test_sqlite_envs_work_from_the_event_loop(inline) -> None:
     # an SQLite connection refuses threads other than its own: the env must stay on one
     tasks = [f"seed-{s}" for s in range(12)]
 
@@ -178,12 +179,66 @@ def test_sqlite_envs_work_from_the_event_loop() -> None:
             return [obs, await env.astep(f"```sql\n{gold}\n```"), await env.astep("submit")]
 
     async def main() -> list[list[Any]]:
-        async with AsyncEnvPool("agentenvs/InterCodeSQL-v0", max_envs=4) as pool:
+        async with AsyncEnvPool("agentenvs/InterCodeSQL-v0", max_envs=4, inline=inline) as pool:
+            assert pool.inline is (inline is None)  # SQLite's statements run in process
             return await asyncio.gather(*(async_run(pool, s) for s in range(len(tasks))))
 
     got = asyncio.run(main())
     assert got == [sync_run(s) for s in range(len(tasks))]
     assert all(run[2][1] == 1.0 for run in got)
+
+
+def test_envs_whose_calls_only_compute_run_inline() -> None:
+    from agentenvs.core.aio import calls_wait
+
+    assert not calls_wait("agentenvs/FrozenLake-v0")
+    assert not calls_wait("agentenvs/BFCL-v0") and not calls_wait("agentenvs/BFCLMultiTurn-v0")
+    assert not calls_wait("agentenvs/InterCodeSQL-v0")
+    assert calls_wait("agentenvs/InterCodeSQL-v0", {"backend": "mysql"})
+    assert calls_wait("agentenvs/DeepCoderMT-v0") and calls_wait("agentenvs/TerminalBench-v0")
+    assert AsyncEnvPool(counting_factory, max_envs=1).inline is False  # a factory: a thread
+
+
+def test_inline_envs_run_on_the_loop_thread_and_take_turns() -> None:
+    order: list[int] = []
+
+    class Logged(gym.Wrapper):
+        def step(self, action: str) -> Any:
+            order.append(self.seed_)
+            return self.env.step(action)
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            self.seed_ = seed
+            return self.env.reset(seed=seed, options=options)
+
+    def factory() -> gym.Env:
+        return Logged(gym.make("agentenvs/FrozenLake-v0", map_name="8x8", max_turns=12))
+
+    async def main() -> None:
+        loop_thread = threading.get_ident()
+        async with AsyncEnvPool(factory, max_envs=2, inline=True) as pool:
+            async def one(seed: int) -> list[Any]:
+                async with pool.env() as env:
+                    assert env.inline
+                    assert await env.call(lambda e: threading.get_ident()) == loop_thread
+                    return await async_frozenlake_on(env, seed)
+
+            got = await asyncio.gather(one(0), one(1))
+        assert got == [sync_frozenlake(0), sync_frozenlake(1)]
+
+    asyncio.run(main())
+    # the two episodes' steps interleave: each call lets the other coroutine run
+    assert order[:4] in ([0, 1, 0, 1], [1, 0, 1, 0]), order
+
+
+async def async_frozenlake_on(env: AsyncEnv, seed: int) -> list[Any]:
+    out: list[Any] = [await env.areset(seed=seed)]
+    for action in frozenlake_actions(seed):
+        step = await env.astep(action)
+        out.append(step)
+        if step[2] or step[3]:
+            break
+    return out
 
 
 def test_bad_arguments() -> None:

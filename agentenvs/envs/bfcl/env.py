@@ -184,6 +184,10 @@ class BFCLEnv(TextEnv):
     """
 
     default_max_turns = 3
+
+    @classmethod
+    def calls_wait(cls, **kwargs: Any) -> bool:
+        return False  # parsing and checking in process
     snapshot_version = 1
 
     def __init__(

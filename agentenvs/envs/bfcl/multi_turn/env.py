@@ -166,6 +166,10 @@ class BFCLMultiTurnEnv(TextEnv):
     """
 
     default_max_turns = 60
+
+    @classmethod
+    def calls_wait(cls, **kwargs: Any) -> bool:
+        return False  # the backends are Python objects in process
     snapshot_version = 1
 
     def __init__(
