@@ -245,6 +245,8 @@ class InterCodeSQLEnv(TextEnv):
     - v0: first version. Before any release, the reward became InterCode's exactly
       (``rules="official"``, the default; the earlier value-normalizing reward is
       ``rules="normalized"``), and every data-changing statement counts as a write.
+      ``rules="iou"`` (InterCode's reward before its sort-order scaling) was added to
+      reproduce InterCode's published trajectories.
     """
 
     default_max_turns = 10
