@@ -7,8 +7,9 @@ and 64 envs at once, and with 64 envs of which at most 8 step at once
 whether every episode's return matched the sync loop's.
 
 - DeepCoder-MT, local sandbox (bubblewrap), ``deepcoder/buggy-then-fix``: sandboxed runs.
-- InterCode-SQL on SQLite (in process, run inline on the event loop's thread: nothing
-  to overlap, so the aim is to cost nothing) and on MySQL/MariaDB
+- InterCode-SQL on SQLite, in process: on a thread per env (the default: a statement may
+  run up to its time limit) and inline on the event loop's thread (``inline=True``:
+  nothing to overlap, so the aim is to cost nothing); and on MySQL/MariaDB
   (``$AGENTENVS_MYSQL_URL`` or the default socket): gold query, then submit.
 - Terminal-Bench on Docker (``--terminal``), concurrency 1 and 8: the solution, then submit.
 
@@ -115,7 +116,7 @@ def forget_results() -> None:
 
 
 def sync_run(env_id: str, kwargs: dict[str, Any], act: Callable, seeds: list[int]) -> tuple[float, list[float], CpuMeter]:
-    env = gym.make(env_id, **kwargs)
+    env = gym.make(env_id, **{k: v for k, v in kwargs.items() if k != "inline"})
     returns = []
     forget_results()
     meter = CpuMeter(server=kwargs.get("backend") == "mysql").__enter__()
@@ -155,7 +156,11 @@ async def async_run(
                 done = terminated or truncated
             return total
 
-    pool = AsyncEnvPool(env_id, max_envs=concurrency, max_concurrent_steps=step_limit, **kwargs)
+    pool_kwargs = dict(kwargs)
+    inline = pool_kwargs.pop("inline", None)
+    pool = AsyncEnvPool(
+        env_id, max_envs=concurrency, max_concurrent_steps=step_limit, inline=inline, **pool_kwargs
+    )
     async with pool:
         # envs are built once per pool; time the episodes, not the pool's first builds
         async def build(seed: int) -> None:
@@ -173,7 +178,7 @@ async def async_run(
 
 #: (envs, steps at once) of each async run
 RUNS: tuple[tuple[int, int | None], ...] = ((1, None), (8, None), (64, None), (64, 8))
-DEFAULT_EPISODES = {"deepcoder": 64, "sqlite": 1024, "mysql": 512, "terminal": 16}
+DEFAULT_EPISODES = {"deepcoder": 64, "sqlite": 1024, "sqlite-inline": 1024, "mysql": 512, "terminal": 16}
 
 
 def label(envs: int, limit: int | None) -> str:
@@ -198,12 +203,15 @@ def main() -> None:
         "--episodes", type=int, default=None,
         help="episodes per run (default: DeepCoder-MT 64, SQLite 1024, MySQL 512, Terminal 16)",
     )
-    parser.add_argument("--only", default=None, help="deepcoder, sqlite, mysql or terminal")
+    parser.add_argument(
+        "--only", default=None, help="deepcoder, sqlite, sqlite-inline, mysql or terminal"
+    )
     parser.add_argument("--terminal", action="store_true", help="also Terminal-Bench on Docker")
     args = parser.parse_args()
     configs: list[tuple[str, str, dict[str, Any], str, tuple[int, ...]]] = [
         ("deepcoder", "agentenvs/DeepCoderMT-v0", {"sandbox": "local"}, "deepcoder/buggy-then-fix", RUNS),
         ("sqlite", "agentenvs/InterCodeSQL-v0", {}, "intercode_sql/gold", RUNS),
+        ("sqlite-inline", "agentenvs/InterCodeSQL-v0", {"inline": True}, "intercode_sql/gold", RUNS),
         ("mysql", "agentenvs/InterCodeSQL-v0", {"backend": "mysql", "mysql_url": MYSQL_URL}, "intercode_sql/gold", RUNS),
     ]
     if args.terminal or args.only == "terminal":

@@ -6,12 +6,13 @@ hundreds of episodes while the slow parts overlap; ``AsyncEnvPool`` bounds how m
 exist at once (each holds a sandbox, a container or a database connection) and, if asked,
 how many steps run at once.
 
-An env whose calls only compute (FrozenLake, BFCL, InterCode-SQL on SQLite: the class's
+An env whose calls are all short computations (FrozenLake, BFCL: the class's
 ``calls_wait(**kwargs)`` says so) gains nothing from a thread: handing each call to one
 and back costs more than the call. ``AsyncEnv.make`` and ``AsyncEnvPool`` given an env id
 run such an env *inline*, on the event loop's thread, and let other coroutines run
-between calls (``inline=False`` keeps the thread; an InterCode-SQL statement on SQLite
-then cannot hold the loop, where inline it may for up to its time limit).
+between calls (``inline=False`` keeps the thread). ``inline=True`` does the same for any
+env: InterCode-SQL on SQLite runs faster so, but a statement then holds the whole loop
+for as long as it runs (up to its time limit, 5 s by default).
 
 Otherwise each env lives on one dedicated thread for its whole life: it is built, stepped and
 closed there. Envs are not thread-safe and some of their resources are bound to the

@@ -78,18 +78,20 @@ class TextEnv(gym.Env[str, str]):
     snapshot_version: ClassVar[int] = 1
     default_max_turns: ClassVar[int] = 10
 
-    @classmethod
-    def calls_wait(cls, **kwargs: Any) -> bool:
-        """Whether an env built with ``kwargs`` may wait in its calls (on a sandbox, a shell,
-        a server). The async face runs an env whose calls only compute on the event loop's
-        thread (``agentenvs.core.aio``); by default an env is assumed to wait."""
-        return True
     #: option names a subclass accepts in ``reset(options=...)`` besides task_id/max_turns
     extra_options: ClassVar[frozenset[str]] = frozenset()
     #: read the env's state (``_get_state``) before a restore, to put it back if
     #: ``_set_state`` fails half-way; envs whose ``_set_state`` cannot fail after
     #: ``_check_state`` passed (or whose state is costly to read) set this False
     restore_rollback: ClassVar[bool] = True
+
+    @classmethod
+    def calls_wait(cls, **kwargs: Any) -> bool:
+        """Whether a call of an env built with ``kwargs`` may take long: wait on a sandbox,
+        a shell or a server, or run a statement up to a time limit of seconds. The async
+        face runs an env whose calls are all short computations on the event loop's thread
+        (``agentenvs.core.aio``); by default an env is assumed to take long."""
+        return True
 
     def __init__(
         self,

@@ -184,11 +184,11 @@ class BFCLEnv(TextEnv):
     """
 
     default_max_turns = 3
+    snapshot_version = 1
 
     @classmethod
     def calls_wait(cls, **kwargs: Any) -> bool:
         return False  # parsing and checking in process
-    snapshot_version = 1
 
     def __init__(
         self,

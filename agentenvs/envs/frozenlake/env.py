@@ -282,12 +282,12 @@ class FrozenLakeEnv(TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 20
+    #: ``_set_state`` only assigns what ``_check_state`` has checked: nothing to roll back
+    restore_rollback: ClassVar[bool] = False
 
     @classmethod
     def calls_wait(cls, **kwargs: Any) -> bool:
         return False  # in-process arithmetic
-    #: ``_set_state`` only assigns what ``_check_state`` has checked: nothing to roll back
-    restore_rollback: ClassVar[bool] = False
 
     def __init__(
         self,

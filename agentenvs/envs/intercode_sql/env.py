@@ -250,12 +250,6 @@ class InterCodeSQLEnv(TextEnv):
     """
 
     default_max_turns = 10
-
-    @classmethod
-    def calls_wait(cls, **kwargs: Any) -> bool:
-        # a MySQL statement waits on the server; SQLite's run in process (each within
-        # the statement time limit)
-        return kwargs.get("backend", "sqlite") != "sqlite"
     snapshot_version = 1
 
     def __init__(

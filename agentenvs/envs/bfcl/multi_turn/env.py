@@ -166,11 +166,11 @@ class BFCLMultiTurnEnv(TextEnv):
     """
 
     default_max_turns = 60
+    snapshot_version = 1
 
     @classmethod
     def calls_wait(cls, **kwargs: Any) -> bool:
         return False  # the backends are Python objects in process
-    snapshot_version = 1
 
     def __init__(
         self,
