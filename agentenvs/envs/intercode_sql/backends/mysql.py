@@ -250,6 +250,11 @@ class _Server:
         version = self.scalar("SELECT VERSION()")
         self.is_mariadb = "mariadb" in str(version).lower()
         self.pool = _Pool(self)
+        # templates: by content key, by source; their table-name case; translated golds
+        self.templates: dict[str, tuple[str, str]] = {}
+        self.source_templates: dict[tuple, tuple[str, str]] = {}
+        self.case: dict[str, dict[str, str]] = {}
+        self.gold_sql: dict[tuple[str, str], str] = {}
         # gold queries on templates, for every backend of the process
         self.gold_lock = threading.Lock()
         self.gold_conn: Any = None
@@ -801,10 +806,12 @@ class MySQLBackend(Backend):
         self.pool.join(self)
         self._released = False
         self.episodes: weakref.WeakSet[MySQLEpisode] = weakref.WeakSet()
-        self._templates: dict[str, tuple[str, str]] = {}
-        self._source_templates: dict[tuple, tuple[str, str]] = {}
-        self._gold_sql: dict[tuple[str, str], str] = {}
-        self._case: dict[str, dict[str, str]] = {}
+        # what is known of the server's templates, shared by the process's backends (so 64
+        # envs build, hash, digest and translate golds once, not once each)
+        self._templates = self.server.templates
+        self._source_templates = self.server.source_templates
+        self._gold_sql = self.server.gold_sql
+        self._case = self.server.case
         key = repr(sorted(self.server.args.items()))
         if key not in MySQLBackend._swept:
             MySQLBackend._swept.add(key)
@@ -1094,9 +1101,9 @@ class MySQLBackend(Backend):
 
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
         """The gold as written when the server accepts it, else sqlglot's MySQL version."""
-        key = (source.name, gold)
+        template, _ = self.template(source)
+        key = (template, gold)
         if key not in self._gold_sql:
-            template, _ = self.template(source)
             chosen = gold
             if not self._run_gold(template, gold).ok:
                 import sqlglot
