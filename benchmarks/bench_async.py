@@ -163,9 +163,11 @@ async def async_run(
     )
     async with pool:
         # envs are built once per pool; time the episodes, not the pool's first builds
+        # (two resets each: MySQL's episode pool then holds a database per env and more)
         async def build(seed: int) -> None:
             async with pool.env() as env:
                 await env.areset(seed=seed)
+                await env.areset(seed=seed + concurrency)
 
         await asyncio.gather(*(build(s) for s in seeds[:concurrency]))
         forget_results()

@@ -82,6 +82,9 @@ MAX_AUTO_SPARES = 64
 #: a reset that finds no spare waits this long for the one being made for its template
 PREPARE_WAIT_S = 5.0
 PRIORITY_PREPARE, PRIORITY_DROP, PRIORITY_STOP = 0, 1, 2
+#: threads (each with its own connection) that make spares and drop episodes: the
+#: server runs their DDL side by side
+POOL_THREADS = 3
 
 _AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
@@ -326,8 +329,13 @@ class _Pool:
         # (priority, order, kind, arg): spares are made before finished episodes are dropped
         self.jobs: queue.PriorityQueue[tuple[int, int, str, Any]] = queue.PriorityQueue()
         self.order = itertools.count()
-        self.worker: threading.Thread | None = None
-        self.conn: Any = None
+        self.workers: list[threading.Thread] = []
+        self.local = threading.local()  # each pool thread's own connection
+        self.conns: list[Any] = []
+        self.outstanding: set[int] = set()  # order numbers of jobs queued or running
+        self.waiting: collections.Counter[str] = (
+            collections.Counter()
+        )  # resets waiting, by template
         self.pid = os.getpid()
         self.closed = False
 
@@ -337,9 +345,12 @@ class _Pool:
             self.pid = os.getpid()
             self.ready.clear()
             self.wanted.clear()
+            self.waiting.clear()
             self.jobs = queue.PriorityQueue()
-            self.worker = None
-            self.conn = None  # closing it would end the parent's session
+            self.workers = []
+            self.local = threading.local()
+            self.conns = []  # closing them would end the parent's sessions
+            self.outstanding = set()
 
     def join(self, backend: MySQLBackend) -> None:
         with self.lock:
@@ -349,15 +360,25 @@ class _Pool:
     def _limit(self) -> int:
         return sum(b.spares_limit() for b in list(self.backends) if not b._closed)
 
-    def take(self, template: str) -> tuple[str, str] | None:
-        """A pristine database of ``template``, waiting a little for one being made."""
+    def take(self, template: str, backend: MySQLBackend) -> tuple[str, str] | None:
+        """A pristine database of ``template``: a ready one, else the next the pool makes
+        (one more is asked for each reset waiting); None after ``PREPARE_WAIT_S``."""
         with self.lock:
             self._forked()
-            if self.wanted[template] and not self.ready.get(template):
-                self.changed.wait_for(
-                    lambda: self.ready.get(template) or not self.wanted[template],
-                    timeout=PREPARE_WAIT_S,
-                )
+            if not self.ready.get(template) and not self.closed:
+                self.waiting[template] += 1
+                try:
+                    if self.wanted[template] < self.waiting[template]:
+                        self.wanted[template] += 1
+                        self._put(PRIORITY_PREPARE, "prepare", (template, backend))
+                    self.changed.wait_for(
+                        lambda: self.ready.get(template) or not self.wanted[template],
+                        timeout=PREPARE_WAIT_S,
+                    )
+                finally:
+                    self.waiting[template] -= 1
+                    if self.waiting[template] <= 0:
+                        del self.waiting[template]
             ready = self.ready.get(template)
             if not ready:
                 return None
@@ -425,32 +446,32 @@ class _Pool:
     def settle(self, timeout: float = 60.0) -> None:
         """Wait until every job queued so far (spares, copies back, drops) is done."""
         with self.lock:
-            worker = self.worker
-            if worker is None or not worker.is_alive() or self.pid != os.getpid():
+            if self.pid != os.getpid() or not any(w.is_alive() for w in self.workers):
                 return
-            done = threading.Event()
-            self._put(PRIORITY_DROP, "flush", done)  # after every spare and drop queued
-        done.wait(timeout)
+            mark = max(self.outstanding, default=-1)
+            self.changed.wait_for(
+                lambda: not any(order <= mark for order in self.outstanding), timeout=timeout
+            )
 
     def close(self) -> None:
         """The last backend is gone: stop the thread, drop every spare."""
         with self.lock:
             self.closed = True
             mine = self.pid == os.getpid()
-            worker, self.worker = self.worker, None
+            workers, self.workers = (self.workers if mine else []), []
             spares = [e[0] for ready in self.ready.values() for e in ready] if mine else []
             self.ready.clear()
-            if worker is not None and mine:
+            for _ in workers:
                 self._put(PRIORITY_STOP, "stop", None)  # after every queued drop
-        if worker is not None and mine:
+        for worker in workers:
             worker.join(timeout=60)
         for name in spares:
             try:
                 _drop(self.server.run, name, self.server.user_host)
             except Exception:  # the server went away: the sweep removes it later
                 pass
-        conn, self.conn = self.conn, None
-        if conn is not None and mine:
+        conns, self.conns = self.conns, []
+        for conn in conns if mine else []:
             try:
                 conn.close()
             except Exception:
@@ -474,78 +495,91 @@ class _Pool:
                 over -= 1
 
     def _put(self, priority: int, kind: str, arg: Any) -> None:
+        order = next(self.order)
         if kind != "stop":
+            self.outstanding.add(order)
             self._start()
-        self.jobs.put((priority, next(self.order), kind, arg))
+        self.jobs.put((priority, order, kind, arg))
 
     def _start(self) -> None:
-        if self.worker is None or not self.worker.is_alive():
-            self.worker = threading.Thread(
+        self.workers = [w for w in self.workers if w.is_alive()]
+        while len(self.workers) < POOL_THREADS:
+            worker = threading.Thread(
                 target=self._work, args=(self.jobs,), name="mysql-episode-pool", daemon=True
             )
-            self.worker.start()
+            worker.start()
+            self.workers.append(worker)
 
     # the pool's thread ---------------------------------------------------------------
     def _run(self, sql: str, args: Any = None) -> list[tuple]:
+        """``sql`` on this pool thread's own connection (made on first use)."""
         for attempt in (0, 1):
-            if self.conn is None or not self.conn.open:
-                self.conn = self.server.connect()
+            conn = getattr(self.local, "conn", None)
+            if conn is None or not conn.open:
+                conn = self.local.conn = self.server.connect()
+                with self.lock:
+                    self.conns.append(conn)
                 # a lock left by an episode's last statement fails the job, not the pool
-                _run_on(self.conn, "SET SESSION lock_wait_timeout = 10")
-                _run_on(self.conn, "SET SESSION innodb_lock_wait_timeout = 10")
+                _run_on(conn, "SET SESSION lock_wait_timeout = 10")
+                _run_on(conn, "SET SESSION innodb_lock_wait_timeout = 10")
             try:
-                return _run_on(self.conn, sql, args)
+                return _run_on(conn, sql, args)
             except self.server.pymysql.err.OperationalError:
-                self.conn = None  # the connection broke: once more on a new one
+                self.local.conn = None  # the connection broke: once more on a new one
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
     def _work(self, jobs: queue.Queue) -> None:
-        user_host = self.server.user_host
         while True:
-            _, _, kind, arg = jobs.get()
+            _, order, kind, arg = jobs.get()
             if kind == "stop":
                 break
-            if kind == "flush":
-                arg.set()
-                continue
-            if kind == "drop":
-                try:
-                    _drop(self._run, arg, user_host)
-                except Exception:  # the server went away: the sweep drops what is left
-                    pass
-                continue
-            template, backend = arg[0], arg[-1]
-            made = None
             try:
-                if kind == "recycle":
-                    name, password = arg[1], arg[2]
-                    if self._restore(template, name):
-                        made = (name, password)
-                    else:
-                        _drop(self._run, name, user_host)
-                if made is None:
-                    made = _prepare(self._run, template, user_host)
-                    if template not in self.shapes:  # what a fresh copy looks like
-                        self.shapes[template] = self._shape(made[0])
+                self._job(kind, arg)
+            finally:
+                with self.lock:
+                    self.outstanding.discard(order)
+                    self.changed.notify_all()
+
+    def _job(self, kind: str, arg: Any) -> None:
+        user_host = self.server.user_host
+        if kind == "drop":
+            try:
+                _drop(self._run, arg, user_host)
             except Exception:  # the server went away: the sweep drops what is left
                 pass
-            with self.lock:
-                self.wanted[template] -= 1
-                if self.wanted[template] <= 0:
-                    del self.wanted[template]
-                keep = made is not None and not self.closed and not backend._closed
-                if keep:
-                    self.ready.setdefault(template, []).append((*made, backend))
-                    self.ready.move_to_end(template)
-                    self._trim()
-                self.changed.notify_all()
-            if made is not None and not keep:
-                try:
-                    _drop(self._run, made[0], user_host)
-                except Exception:
-                    pass
+            return
+        template, backend = arg[0], arg[-1]
+        made = None
+        try:
+            if kind == "recycle":
+                name, password = arg[1], arg[2]
+                if self._restore(template, name):
+                    made = (name, password)
+                else:
+                    _drop(self._run, name, user_host)
+            if made is None:
+                made = _prepare(self._run, template, user_host)
+                if template not in self.shapes:  # what a fresh copy looks like
+                    self.shapes[template] = self._shape(made[0])
+        except Exception:  # the server went away: the sweep drops what is left
+            pass
+        with self.lock:
+            self.wanted[template] -= 1
+            if self.wanted[template] <= 0:
+                del self.wanted[template]
+            keep = made is not None and not self.closed and not backend._closed
+            if keep:
+                self.ready.setdefault(template, []).append((*made, backend))
+                self.ready.move_to_end(template)
+                self._trim()
+            self.changed.notify_all()
+        if made is not None and not keep:
+            try:
+                _drop(self._run, made[0], user_host)
+            except Exception:
+                pass
 
     def _shape(self, db: str) -> dict[str, str]:
         """Every table and view of ``db``: a table's full definition (auto-increment
@@ -975,7 +1009,7 @@ class MySQLBackend(Backend):
         self._opened.add(template)
         taken = None
         if self.spares != 0:
-            taken = self.pool.take(template)
+            taken = self.pool.take(template, self)
         if taken is None:
             taken = self.prepare(template)
         if self.spares != 0:
