@@ -21,9 +21,9 @@
   dropped at ``close()`` and at exit; ``sweep_orphans`` drops those whose owner process
   is dead (run at start-up).
 - **Fast resets** (``spares``, default two per task database opened): a reset takes a
-  pristine database made ahead by the pool's thread (on its own connection), which then
-  makes the template's next one while the episode runs and drops finished episodes off
-  the hot path. An episode whose statements all only read (``statements.classify``; a
+  pristine database made ahead by the pool's threads (each on its own connection), which
+  then make the template's next one while the episode runs (one more for each reset
+  waiting on the template) and drop finished episodes off the hot path. An episode whose statements all only read (``statements.classify``; a
   restore or a probe of a write counts as a write) leaves its database pristine: it is
   kept as a spare, and the episode that takes it connects anew, so no session state
   (user variables, locks) carries over. A written database is never reused. The pool is
@@ -310,9 +310,10 @@ class _Pool:
     ``ready`` holds, per template, databases no statement wrote (made ahead, or given back
     by an episode that only read), each with the backend that holds it; any backend's
     episode may take one. The pool keeps at most the sum of its backends' shares
-    (``spares_limit``), the least recently used template's first to go. A thread on its
-    own connection makes spares and drops finished databases, so neither the reset nor
-    the admin connection (watchdog kills, schema reads) waits behind their DDL.
+    (``spares_limit``), the least recently used template's first to go. ``POOL_THREADS``
+    threads, each on its own connection, make spares and drop finished databases, so
+    neither the reset nor the admin connection (watchdog kills, schema reads) waits
+    behind their DDL; a reset that finds no spare asks for one more and waits for it.
     """
 
     def __init__(self, server: _Server) -> None:
