@@ -15,7 +15,8 @@ Endpoints (as an OpenEnv server has them):
   agentenvs episode needs a session; ``GET /sessions`` counts live sessions.
 
 Every session's env is built, stepped and closed on a thread of its own (``AsyncEnv``),
-so slow steps of one session never hold up the others. A session ends, and its env is
+so slow steps of one session never hold up the others; an env whose calls are all short
+computations (FrozenLake, BFCL: ``calls_wait``) runs on the event loop itself. A session ends, and its env is
 closed (shell, sandbox, container, database), when the client sends ``close``, when the
 connection drops (a client that is killed included), after ``session_timeout`` seconds
 without a message, or when the server stops.
@@ -43,7 +44,7 @@ import gymnasium as gym
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
-from agentenvs.core.aio import AsyncEnv
+from agentenvs.core.aio import AsyncEnv, calls_wait
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
 from agentenvs.server.models import (
     EnvState,
@@ -77,6 +78,12 @@ class ServerConfig:
 
     def make_env(self) -> gym.Env:
         return gym.make(self.env_id, **self.env_kwargs)
+
+    @property
+    def inline(self) -> bool:
+        """Envs whose calls are all short (FrozenLake, BFCL) run on the server's event loop;
+        the others each on a thread of its own."""
+        return not calls_wait(self.env_id, self.env_kwargs)
 
 
 class SnapshotSigner:
@@ -242,7 +249,7 @@ class SessionManager:
         self._reserved += 1
         try:
             try:
-                env = await AsyncEnv.create(self.config.make_env)
+                env = await AsyncEnv.create(self.config.make_env, inline=self.config.inline)
             except Exception as exc:
                 raise SessionError(f"could not make {self.config.env_id}: {exc}", "FACTORY_ERROR") from None
             session = Session(str(uuid.uuid4()), env, self.config, self.signer)
@@ -353,7 +360,7 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @app.post("/reset")
     async def http_reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
-        env = await AsyncEnv.create(config.make_env)
+        env = await AsyncEnv.create(config.make_env, inline=config.inline)
         try:
             session = Session("http", env, config, manager.signer)
             obs = await session.reset(body or {})
