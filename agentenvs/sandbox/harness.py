@@ -63,7 +63,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 # ----------------------------------------------------------------------------- pure helpers
 def to_jsonable(value: Any) -> Any:
-    """``value`` with tuples as lists; what JSON cannot hold becomes ``{REPR_KEY: repr(x)}``."""
+    """``value`` with tuples as lists and numpy scalars as the Python values they hold;
+    what JSON cannot hold becomes ``{REPR_KEY: repr(x)}``."""
 
     def convert(v: Any) -> Any:
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -72,6 +73,15 @@ def to_jsonable(value: Any) -> Any:
             return [convert(x) for x in v]
         if isinstance(v, dict) and all(isinstance(k, str) for k in v):
             return {k: convert(x) for k, x in v.items()}
+        if type(v).__module__ == "numpy" and getattr(v, "shape", None) == ():
+            # a numpy scalar (np.int64(3), np.bool_(True)) is the Python value it holds,
+            # as ``==`` sees it
+            try:
+                plain = v.item()
+            except Exception:  # noqa: BLE001 - kept as its repr below
+                plain = v
+            if plain is not v and isinstance(plain, (bool, int, float, str)):
+                return plain
         return {REPR_KEY: repr(v)}
 
     try:

@@ -172,8 +172,18 @@ def test_lcb_call_input_with_a_trailing_newline_fails(box: Sandbox) -> None:
 
 
 @pytest.mark.bwrap
-def test_lcb_call_numpy_integers_pass(box: Sandbox) -> None:
+def test_lcb_call_numpy_integers_pass(box: Sandbox, tmp_path: Path) -> None:
     assert passes(box, PAIR, "def pair(a, b):\n    return [np.int64(a), np.int32(b)]\n")
+    # strict rules too: a numpy scalar crosses the sandbox boundary as the value it holds
+    code = "import numpy as np\ndef pair(a, b):\n    return [np.int64(a), np.int32(b)]\n"
+    tests = [{"input": "1\n2", "output": "[1, 2]", "testtype": "functional"}]
+    row = {"id": "p", "problem": "p", "tests": json.dumps(tests), "metadata": {"func_name": "pair"}}
+    file = tmp_path / "rows.jsonl"
+    file.write_text(json.dumps(row))
+    env = DeepCoderMTEnv(tasks_path=file, sandbox=box)
+    env.reset(seed=0)
+    assert env.step(f"```python\n{code}```")[4]["success"] is True
+    env.close()
 
 
 @pytest.mark.bwrap

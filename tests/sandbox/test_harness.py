@@ -192,6 +192,14 @@ def test_to_jsonable() -> None:
     assert harness.to_jsonable(loop) == {harness.REPR_KEY: "[[...]]"}
 
 
+def test_to_jsonable_numpy_scalars_are_their_values() -> None:
+    np = pytest.importorskip("numpy")
+    got = harness.to_jsonable([np.int64(3), np.bool_(True), np.float32(0.5), np.array(7)])
+    assert got == [3, True, 0.5, 7]
+    assert [type(v) for v in got] == [int, bool, float, int]
+    assert harness.to_jsonable(np.array([1, 2])) == {harness.REPR_KEY: "array([1, 2])"}
+
+
 def test_error_texts() -> None:
     assert harness.exception_line(ValueError("bad")) == "ValueError: bad"
     assert harness.exception_line(KeyError()) == "KeyError"
