@@ -5,7 +5,10 @@ The same problems and programs on all three sides: the bundled DeepCoder-MT prob
 (LiveCodeBench rows, stdin and call-based), each graded with its reference solution
 (expected to pass), its known-wrong solution and its first mutant (expected to fail), and
 the same problems written as TACO rows (``{inputs, outputs[, fn_name]}``, APPS-style
-checker). rLLM's side is its reward as DeepCoder's training calls it:
+checker); the first ``--quirk-problems`` of each kind also with programs written here to
+exercise the official checker's quirks (an exit or exception after a correct answer, deep
+recursion, a rewrapped stdin; tuple, numpy and inner-tuple results), which count for the
+agreement only. rLLM's side is its reward as DeepCoder's training calls it:
 ``rllm.rewards.code_reward.rllm_reward_fn_code(data_source, response, ground_truth)``
 with the program in a fenced block; ours are the env's two graders on the same response.
 Prints the latency per (problem, program) of each side (p50 and total, per form), the
@@ -15,22 +18,26 @@ agree), listing any disagreement.
 Where rLLM comes from: an installed ``rllm`` package, else a source tree given by
 ``--rllm-src PATH`` or ``$AGENTENVS_RLLM_SRC`` (a checkout of rllm-org/rllm; the DeepCoder
 release is commit ``aba20b14``). rLLM publishes no distribution that pip installs here,
-so without either the script says so and stops. Only the checker's modules are imported
-(``rllm.rewards.code_reward`` and what it imports); the ``__init__`` of ``rllm.tools``
-and ``rllm.tools.code_tools``, which import every tool's client library (e2b, search
-APIs), is not run: those two packages are entered as plain namespaces over their real
-folders, so ``code_reward``'s import of its remote code tool class (unused unless asked
-for) loads only that class's own module. The checker needs numpy, pandas and psutil.
+so without either the script says so and stops. The checker runs in an interpreter of
+its own, ``--rllm-python`` or ``$AGENTENVS_RLLM_PYTHON`` (default: this one): at the
+DeepCoder release it needs Python 3.10 or older and numpy, pandas and psutil, e.g.
+``python3.10 -m venv V && V/bin/pip install numpy pandas psutil``. There
+``rllm_code_peer.py`` imports only the checker's modules (``rllm.rewards.code_reward``
+and what it imports); the ``__init__`` of ``rllm.tools`` and ``rllm.tools.code_tools``,
+which import every tool's client library (e2b, search APIs), is not run: those two
+packages are entered as plain namespaces over their real folders, so ``code_reward``'s
+import of its remote code tool class (unused unless asked for) loads only that class's
+own module.
 
 rLLM runs programs on the host, unsandboxed (its own guard only blanks some ``os``
-functions in the child process): this script gives it only the bundled programs and
-their mutants, runs it with a temporary directory of its own as working and temporary
+functions in the child process): this script gives it only the bundled programs, their
+mutants and the harmless quirk programs written here, runs it with a temporary directory of its own as working and temporary
 directory (its APPS checker writes and deletes ``input.txt``/``output.txt`` in the
 working directory and leaves its temporary scripts behind), and removes that directory
 afterwards. Our sides run in the ``local`` sandbox (or ``--sandbox docker``).
 
-Usage: python benchmarks/peers/bench_code.py --rllm-src PATH [--problems N]
-       [--taco-problems N] [--sandbox local]
+Usage: python benchmarks/peers/bench_code.py --rllm-src PATH --rllm-python PY310
+       [--problems N] [--taco-problems N] [--quirk-problems N] [--sandbox local]
 """
 
 from __future__ import annotations
@@ -431,8 +438,9 @@ def main() -> None:
                 f"({args.rllm_python}); not run: {', '.join(n + '.__init__' for n in SKIP_INIT)}"
             )
             print(
-                f"{len(cases)} (problem, program) pairs: reference, known-wrong and mutant "
-                f"programs of the bundled problems; ours in the {args.sandbox} sandbox"
+                f"{len(cases)} (problem, program) pairs: the bundled problems' reference, "
+                "known-wrong and mutant programs, and quirk programs; ours in the "
+                f"{args.sandbox} sandbox"
             )
             run_all(peer, cases, args.sandbox)
         finally:
