@@ -62,6 +62,11 @@ class Transition:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+#: ``state_key`` memo (raw key -> hash): small envs revisit the same states all the time
+_STATE_KEYS: dict[str, str] = {}
+_STATE_KEYS_MAX = 1 << 14
+
+
 class TextEnv(gym.Env[str, str]):
     """Base of every agentenvs env: a ``gymnasium.Env[str, str]`` with a turn budget.
 
@@ -239,7 +244,8 @@ class TextEnv(gym.Env[str, str]):
         self._done = terminated or truncated
         observation = self._finish_observation(transition.observation)
         info = self._info(action_valid=transition.action_valid)
-        info.update(transition.info)
+        if transition.info:
+            info.update(transition.info)
         return observation, float(transition.reward), terminated, truncated, info
 
     def render(self) -> str | None:
@@ -273,7 +279,13 @@ class TextEnv(gym.Env[str, str]):
     def state_key(self) -> str:
         """Short hash of (task, underlying state): equal states give equal keys."""
         raw = f"{self._task_id}\x00{self._state_key()}"
-        return hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
+        key = _STATE_KEYS.get(raw)
+        if key is None:
+            key = hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
+            if len(_STATE_KEYS) >= _STATE_KEYS_MAX:  # a bounded memo: states of big envs vary
+                _STATE_KEYS.clear()
+            _STATE_KEYS[raw] = key
+        return key
 
     def snapshot(self) -> Snapshot:
         """Everything the agent can change, picklable, restorable into a fresh env."""
@@ -484,6 +496,8 @@ class TextEnv(gym.Env[str, str]):
         return int(value)
 
     def _coerce_action(self, action: Any) -> tuple[str, str | None]:
+        if type(action) is str and len(action) <= self.max_action_chars:  # the usual case
+            return action, None
         if isinstance(action, bytes):
             action = action.decode("utf-8", errors="replace")
         if not isinstance(action, str):

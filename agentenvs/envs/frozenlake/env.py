@@ -368,9 +368,15 @@ class FrozenLakeEnv(TextEnv):
         assert rows is not None  # reset validated the id
         return rows
 
+    def _view_of(self, task_id: str) -> _LakeView:
+        rows = self._rows_of(task_id)
+        view = self._view
+        if view is not None and view.model.rows is rows:  # the same map again: no lookup
+            return view
+        return _lake_view(rows, self.is_slippery, self.success_rate)
+
     def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
-        view = _lake_view(self._rows_of(task_id), self.is_slippery, self.success_rate)
-        self._check_horizon(view, max_turns)
+        self._check_horizon(self._view_of(task_id), max_turns)
 
     def _check_horizon(self, view: _LakeView, max_turns: int) -> None:
         """Refuse a budget whose oracle values cannot be computed within the memory bound."""
@@ -384,7 +390,7 @@ class FrozenLakeEnv(TextEnv):
             ) from None
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
-        self._view = _lake_view(self._rows_of(task_id), self.is_slippery, self.success_rate)
+        self._view = self._view_of(task_id)
         self._pos = self._view.model.start
         self._last_action = None
         self._last_regret = 0.0
@@ -467,7 +473,9 @@ class FrozenLakeEnv(TextEnv):
                 break
             lines.append(text)
         self._pos = pos
-        self._last_action = " || ".join(ACTION_NAMES[a] for a in moves)
+        self._last_action = (
+            ACTION_NAMES[moves[0]] if len(moves) == 1 else " || ".join(ACTION_NAMES[a] for a in moves)
+        )
         oracle = view.oracle
         if len(moves) == 1 and self.actions_per_turn == 1:
             self._last_regret = oracle.regret(start, moves[0], moves_left)
@@ -475,9 +483,10 @@ class FrozenLakeEnv(TextEnv):
             best = oracle.value(start, moves_left)
             got = oracle.sequence_value(start, moves, moves_left - self.actions_per_turn)
             self._last_regret = max(best - got, 0.0)
-        lines.append(view.grid(pos))
         return Transition(
-            observation="\n".join(lines),
+            observation=f"{lines[0]}\n{view.grid(pos)}"
+            if len(lines) == 1
+            else "\n".join([*lines, view.grid(pos)]),
             reward=reward,
             terminated=ended,
             success=reward > 0.0,
