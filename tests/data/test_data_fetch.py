@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from _git_daemon import serve_git
 
 from agentenvs.cli import main as cli_main
 from agentenvs.data import (
@@ -369,35 +369,8 @@ def git_daemon(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     served = tmp_path / "served"
     served.mkdir()
     _git("clone", "-q", "--bare", str(src), str(served / "tasks.git"), cwd=tmp_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    daemon = subprocess.Popen(
-        [
-            "git",
-            "daemon",
-            "--reuseaddr",
-            "--export-all",
-            "--listen=127.0.0.1",
-            f"--port={port}",
-            f"--base-path={served}",
-            str(served),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"git://127.0.0.1:{port}/tasks.git", commits
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+    with serve_git(served) as url:
+        yield f"{url}/tasks.git", commits
 
 
 def test_a_git_repository_at_a_pinned_commit(

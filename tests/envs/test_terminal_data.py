@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _git_daemon import serve_git
 
 from agentenvs.data import DATASETS, fetch, register
 from agentenvs.data.registry import TERMINAL_BENCH_2_REVISION, TERMINAL_BENCH_REVISION
@@ -53,39 +52,10 @@ def publish(served: Path, name: str, layout: dict[str, Path]) -> str:
 
 @pytest.fixture()
 def loopback_git(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
     served = tmp_path / "served"
     served.mkdir()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    daemon = subprocess.Popen(
-        [
-            "git",
-            "daemon",
-            "--reuseaddr",
-            "--export-all",
-            "--listen=127.0.0.1",
-            f"--port={port}",
-            f"--base-path={served}",
-            str(served),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"git://127.0.0.1:{port}", served
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+    with serve_git(served) as url:
+        yield url, served
 
 
 def test_registered_entries_pin_the_official_commits() -> None:
