@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentenvs.core.errors import SandboxError, ServiceUnavailable, require
+from agentenvs.core.procs import pid_alive
 
 if TYPE_CHECKING:
     from agentenvs.sandbox._docker_container import _Container
@@ -89,16 +90,6 @@ def _engine_address(client: Any) -> tuple[int, Any]:
     )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_orphans(client: Any | None = None) -> int:
     """Remove this host's sandbox containers whose owning process is dead; how many."""
     own = client is None
@@ -112,7 +103,7 @@ def sweep_orphans(client: Any | None = None) -> int:
                 owner = int(labels.get(POOL_LABEL, ""))
             except ValueError:
                 continue
-            if labels.get(HOST_LABEL) != socket.gethostname() or _pid_alive(owner):
+            if labels.get(HOST_LABEL) != socket.gethostname() or pid_alive(owner):
                 continue
             try:
                 client.api.remove_container(info["Id"], force=True)

@@ -56,6 +56,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from agentenvs.core.errors import ServiceUnavailable, TaskError, require
+from agentenvs.core.procs import pid_alive
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -114,23 +115,13 @@ def parse_episode_name(name: str) -> tuple[int, str, int] | None:
     return int(m.group(1), 36), m.group(2), int(m.group(3), 36)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_orphan(name: str, now: float | None = None) -> bool:
     parsed = parse_episode_name(name)
     if parsed is None:
         return False
     pid, host, created = parsed
     if host == _HOST_TAG:
-        return not _pid_alive(pid)
+        return not pid_alive(pid)
     return (now or time.time()) - created > FOREIGN_ORPHAN_AGE_S
 
 
