@@ -30,6 +30,19 @@ SECCOMP_RET_ERRNO = 0x00050000
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 #: syscall name -> number, per architecture
+# system calls added since Linux 5.1 have one number on every architecture
+_UNIFIED = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+}
 _DENIED: dict[str, dict[str, int]] = {
     "x86_64": {
         "ptrace": 101,
@@ -67,16 +80,7 @@ _DENIED: dict[str, dict[str, int]] = {
         "kexec_file_load": 320,
         "bpf": 321,
         "userfaultfd": 323,
-        "io_uring_setup": 425,
-        "io_uring_enter": 426,
-        "io_uring_register": 427,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
+        **_UNIFIED,
     },
     "aarch64": {
         "ptrace": 117,
@@ -111,16 +115,7 @@ _DENIED: dict[str, dict[str, int]] = {
         "kexec_file_load": 294,
         "bpf": 280,
         "userfaultfd": 282,
-        "io_uring_setup": 425,
-        "io_uring_enter": 426,
-        "io_uring_register": 427,
-        "open_tree": 428,
-        "move_mount": 429,
-        "fsopen": 430,
-        "fsconfig": 431,
-        "fsmount": 432,
-        "fspick": 433,
-        "mount_setattr": 442,
+        **_UNIFIED,
     },
 }
 _X32_BIT = 0x40000000
