@@ -102,6 +102,46 @@ def test_first_observation_and_schema_flag() -> None:
     )
 
 
+CONCERT_SCHEMA = {
+    "stadium": ["stadium_id", "name", "location", "capacity", "average"],
+    "singer": ["singer_id", "name", "country", "age", "is_male"],
+    "concert": ["concert_id", "concert_name", "theme", "stadium_id", "year"],
+    "singer_in_concert": ["concert_id", "singer_id"],
+}
+
+
+def test_info_schema_on_reset_and_every_step(env, monkeypatch) -> None:
+    reads = []
+    read = env.backend.schema
+    monkeypatch.setattr(env.backend, "schema", lambda source: reads.append(source) or read(source))
+    obs, info = env.reset(seed=0, options={"task_id": ORDERED})
+    assert info["schema"] == CONCERT_SCHEMA
+    assert list(info["schema"]) == list(CONCERT_SCHEMA)  # creation order, every time
+    assert "singer: singer_id" not in obs  # the default prompt has the agent explore
+    info["schema"]["singer"].append("mangled")  # the caller's copy, not the env's
+    for action in ("SELECT 1", "not sql", "DROP TABLE singer"):
+        assert env.step(action)[4]["schema"] == CONCERT_SCHEMA  # the database as it began
+    assert env.reset(seed=1, options={"task_id": "concert-001"})[1]["schema"] == CONCERT_SCHEMA
+    pets = env.reset(options={"task_id": "pets-001"})[1]["schema"]
+    assert pets == {
+        "student": ["stuid", "lname", "fname", "age", "sex", "city_code"],
+        "pets": ["petid", "pettype", "pet_age", "weight"],
+        "has_pet": ["stuid", "petid"],
+    }
+    env.reset(options={"task_id": ORDERED})
+    assert len(reads) == 2  # once per database, not per reset or step
+
+
+def test_show_schema_appends_the_info_schema_to_the_first_observation() -> None:
+    handicap = make_env(show_schema=True)
+    obs, info = handicap.reset(seed=0, options={"task_id": ORDERED})
+    lines = [f"- {table}: {', '.join(cols)}" for table, cols in CONCERT_SCHEMA.items()]
+    assert obs.endswith("SQLite tables, with their columns:\n" + "\n".join(lines))
+    assert obs.startswith(info["system_prompt"]) and info["schema"] == CONCERT_SCHEMA
+    assert "SQLite tables" not in handicap.step("SELECT 1")[0]  # the first observation only
+    handicap.close()
+
+
 def test_gold_then_submit_scores_one(env) -> None:
     obs, reward, terminated, truncated, info = play(env, ORDERED, f"```sql\n{ORDERED_GOLD};\n```")
     assert "('Joe Sharp', 'Netherlands', 52)" in obs and "(6 rows)" in obs
@@ -387,6 +427,16 @@ def test_env_contract() -> None:
     report = check_env_contract(
         functools.partial(InterCodeSQLEnv, tasks_path=str(FIXTURES), statement_timeout_s=1.0),
         steps=20,
+    )
+    assert report.passed, report.summary()
+
+
+def test_env_contract_with_show_schema() -> None:
+    report = check_env_contract(
+        functools.partial(
+            InterCodeSQLEnv, tasks_path=str(FIXTURES), statement_timeout_s=1.0, show_schema=True
+        ),
+        steps=10,
     )
     assert report.passed, report.summary()
 

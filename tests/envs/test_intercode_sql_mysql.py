@@ -336,6 +336,34 @@ def test_env_contract_on_mysql(url) -> None:
     assert report.passed, report.summary()
 
 
+def test_info_schema_and_show_schema_on_mysql(url) -> None:
+    env = make(url, show_schema=True)
+    try:
+        obs, info = env.reset(seed=0, options={"task_id": ORDERED})
+        # the same tables and columns as SQLite's, tables by name (information_schema's order)
+        assert info["schema"] == {
+            "concert": ["concert_id", "concert_name", "theme", "stadium_id", "year"],
+            "singer": ["singer_id", "name", "country", "age", "is_male"],
+            "singer_in_concert": ["concert_id", "singer_id"],
+            "stadium": ["stadium_id", "name", "location", "capacity", "average"],
+        }
+        assert list(info["schema"]) == ["concert", "singer", "singer_in_concert", "stadium"]
+        assert obs.endswith(
+            "MySQL tables, with their columns:\n"
+            + "\n".join(f"- {t}: {', '.join(c)}" for t, c in info["schema"].items())
+        )
+        assert "ae_ep_" not in repr(info["schema"])  # the template's, not the episode's name
+        step_info = env.step("CREATE TABLE extra (x INT)")[4]
+        assert step_info["schema"] == info["schema"]
+        assert env.reset(options={"task_id": "pets-001"})[1]["schema"] == {
+            "has_pet": ["stuid", "petid"],
+            "pets": ["petid", "pettype", "pet_age", "weight"],
+            "student": ["stuid", "lname", "fname", "age", "sex", "city_code"],
+        }
+    finally:
+        env.close()
+
+
 def test_every_bundled_gold_query_agrees_across_dialects(url) -> None:
     """Every bundled gold query gives the same rows on MySQL as on SQLite (compared in the
     comparable mode), and scores 1."""

@@ -212,7 +212,12 @@ class InterCodeSQLEnv(TextEnv):
     ``gold_error`` (when graded) holds the engine's message when the gold query itself
     fails there, so such a task is never a silent 0;
     ``score`` is the reward (best so far with ``try_again``) clipped to [0, 1]. Also
-    ``db``, ``hardness``, ``backend``; steps add ``executed`` (the statement ran
+    ``db``, ``hardness``, ``backend``, and ``schema``: the task database's tables and their
+    columns, ``{table: [column, ...]}``, named as the database itself names them (the
+    names a query must use), in a fixed order (SQLite: the order the tables were created
+    in, columns in table order; MySQL: tables by name, columns in table order). It is read
+    once per database and describes the database as the episode began (tables the agent
+    creates are not added); each info dict gets its own copy. Steps add ``executed`` (the statement ran
     without error) and ``reward_so_far``-style keys: ``best_reward`` with ``try_again``.
     ``info["system_prompt"]`` holds the instructions on reset.
 
@@ -228,7 +233,10 @@ class InterCodeSQLEnv(TextEnv):
     - ``backend``: ``"sqlite"`` (embedded, default) or ``"mysql"``; ``mysql_url``
       (else ``$AGENTENVS_MYSQL_URL``), e.g.
       ``mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock``.
-    - ``show_schema``: put the tables and columns in the first observation.
+    - ``show_schema`` (default ``False``): append the tables and their columns (the same as
+      ``info["schema"]``) to the first observation, one ``- table: col, col`` line each,
+      InterCode's "handicap" setting. Off, the agent explores the database itself, as in
+      InterCode's standard prompt.
     - ``try_again``: InterCode's "try again" protocol (score every statement, stop at 1,
       report the best).
     - ``rules``: ``"official"`` (default, InterCode's reward exactly), ``"iou"`` (without
@@ -246,7 +254,8 @@ class InterCodeSQLEnv(TextEnv):
       (``rules="official"``, the default; the earlier value-normalizing reward is
       ``rules="normalized"``), and every data-changing statement counts as a write.
       ``rules="iou"`` (InterCode's reward before its sort-order scaling) was added to
-      reproduce InterCode's published trajectories.
+      reproduce InterCode's published trajectories. ``info["schema"]`` (the tables and
+      columns, on reset and every step) was added; observations are unchanged.
     """
 
     default_max_turns = 10
@@ -373,6 +382,7 @@ class InterCodeSQLEnv(TextEnv):
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         task = self.task_set.tasks[task_id]
+        self.tables_of(task)  # read once per database, before the live episode is replaced
         self._open_episode(task.db)
         self._last = None
         self._best = 0.0
@@ -401,6 +411,8 @@ class InterCodeSQLEnv(TextEnv):
             "db": task.db if task else None,
             "hardness": task.hardness if task else None,
             "backend": self.backend.name,
+            # a copy (of the schema read once per database): an info dict is the caller's
+            "schema": {t: list(cols) for t, cols in self.tables_of(task).items()} if task else {},
         }
         if self.try_again:
             info["best_reward"] = self._best
