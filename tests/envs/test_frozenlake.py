@@ -226,6 +226,69 @@ def test_generated_and_spelled_out_ids() -> None:
         env.reset(options={"colour": "blue"})
 
 
+@pytest.mark.parametrize(
+    "map_name",
+    [
+        "4x4",
+        "8x8",
+        "random:size=4,p=0.8,seed=0",  # bundled
+        "random:size=6,p=0.8,seed=11",  # bundled
+        "random:size=5,p=0.7,seed=3",  # generated on demand
+        "random:seed=3,p=0.7,size=5",  # keys in any order
+        "desc:SFH/FFG",
+    ],
+)
+def test_map_name_takes_every_task_id_form(map_name) -> None:
+    env = gym.make("agentenvs/FrozenLake-v0", map_name=map_name, max_turns=5)
+    assert list(env.unwrapped.task_ids) == [map_name]
+    played = FrozenLakeEnv(max_turns=5)
+    for seed in (0, 1):
+        obs, info = env.reset(seed=seed)
+        assert info["task_id"] == map_name
+        assert (obs, info) == played.reset(seed=seed, options={"task_id": map_name})
+        assert env.unwrapped.snapshot().state["rows"] == played.snapshot().state["rows"]
+        for move in ("Down", "Right", "Right", "Down", "Right"):
+            got, want = env.step(move), played.step(move)
+            assert got == want
+            if got[2] or got[3]:
+                break
+    env.close()
+
+
+def test_map_name_accepts_the_readme_maps_list() -> None:
+    ids = list(bundled_tasks())
+    assert {"4x4", "8x8"} <= set(ids) and len(ids) == 38
+    for task_id in ids:
+        env = FrozenLakeEnv(map_name=task_id)
+        env.reset(seed=0)
+        assert env.snapshot().state["rows"] == bundled_tasks()[task_id]
+    env = FrozenLakeEnv(map_name="random:size=5,p=0.7,seed=3")  # not bundled: generated
+    env.reset(seed=0)
+    assert env.snapshot().state["rows"] == generate_solvable_map(5, 0.7, seed=3)
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("5x5", "no such map"),
+        ("random:size=5,p=0.8", "needs size, p and seed"),
+        ("random:size=1,p=0.8,seed=0", "in range"),
+        ("desc:SFX/FFG", "unknown tile(s) ['X']"),
+        ("desc:FFF/FFG", "exactly one start tile"),
+        (7, "a map id is a str, got int"),
+    ],
+)
+def test_a_bad_map_name_says_why_and_lists_the_forms(bad, why) -> None:
+    with pytest.raises(ValueError) as raised:
+        gym.make("agentenvs/FrozenLake-v0", map_name=bad)
+    message = str(raised.value)
+    assert why in message
+    for form in ("'4x4'", "'8x8'", "'random:size=N,p=P,seed=K'", "'desc:ROW/ROW/...'"):
+        assert form in message
+    with pytest.raises(UnknownTaskError, match="random:size=N,p=P,seed=K"):
+        FrozenLakeEnv().reset(options={"task_id": bad})
+
+
 def test_size_and_p_draw_seeded_random_maps() -> None:
     env = FrozenLakeEnv(size=5, p=0.7)
     ids = {env.reset(seed=s)[1]["task_id"] for s in range(20)}

@@ -11,12 +11,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core.env import TextEnv, Transition
+from agentenvs.core.env import TextEnv, Transition, short_repr
+from agentenvs.core.errors import UnknownTaskError
 from agentenvs.envs.frozenlake.maps import (
-    FIXED_MAPS,
+    MAP_ID_FORMS,
     Rows,
     bundled_tasks,
     desc_id,
+    map_id_problem,
     parse_random_id,
     random_id,
     rows_for_id,
@@ -268,7 +270,10 @@ class FrozenLakeEnv(TextEnv):
 
     ## Arguments
     All keyword-only.
-    - ``map_name``: ``"4x4"`` or ``"8x8"`` (Gymnasium's maps), or None.
+    - ``map_name``: any task id ``reset(options={"task_id": ...})`` accepts, played as
+      the only task under that id: ``"4x4"`` or ``"8x8"`` (Gymnasium's maps), a bundled
+      id, ``"random:size=N,p=P,seed=K"`` or ``"desc:ROW/ROW/..."``; or None. A string
+      that names no map is a ``ValueError`` saying why and listing the forms.
     - ``desc``: the map as a list of row strings (S start, F frozen, H hole, G goal).
     - ``size``, ``p``: draw seeded solvable ``size`` x ``size`` maps whose cells are frozen
       with probability ``p`` (defaults 4 and 0.8 when only one is given).
@@ -278,7 +283,8 @@ class FrozenLakeEnv(TextEnv):
       ``max_action_chars``: as every agentenvs env.
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version. Before any release, ``map_name`` came to accept every task-id
+      form (it took only ``"4x4"`` and ``"8x8"``); the maps themselves are unchanged.
     """
 
     default_max_turns: ClassVar[int] = 20
@@ -323,9 +329,13 @@ class FrozenLakeEnv(TextEnv):
         self._fixed: tuple[str, Rows] | None = None
         self._pool: Sequence[str] | None = None
         if map_name is not None:
-            if map_name not in FIXED_MAPS:
-                raise ValueError(f"map_name must be one of {sorted(FIXED_MAPS)}, got {map_name!r}")
-            self._fixed = (map_name, FIXED_MAPS[map_name])
+            problem = map_id_problem(map_name)
+            if problem is not None:
+                raise ValueError(
+                    f"map_name {short_repr(map_name)} names no map ({problem}); {MAP_ID_FORMS}"
+                )
+            # the map reset(options={"task_id": map_name}) plays, under the same id
+            self._fixed = (map_name, self._rows_of(map_name))
         elif desc is not None:
             rows = validate_rows(desc)
             self._fixed = (desc_id(rows), rows)
@@ -360,6 +370,14 @@ class FrozenLakeEnv(TextEnv):
         if self._fixed is not None and task_id == self._fixed[0]:
             return (task_id,)
         return (task_id,) if rows_for_id(task_id) is not None else ()
+
+    def _check_task_id(self, task_id: Any) -> None:
+        try:
+            super()._check_task_id(task_id)
+        except UnknownTaskError as exc:
+            problem = map_id_problem(task_id) if isinstance(task_id, str) else None
+            why = f" ({problem})" if problem else ""
+            raise UnknownTaskError(f"{exc}{why}; {MAP_ID_FORMS}") from None
 
     def _rows_of(self, task_id: str) -> Rows:
         if self._fixed is not None and task_id == self._fixed[0]:

@@ -10,6 +10,8 @@ Task ids:
 - ``"random:size=N,p=P,seed=K"``: the map ``generate_solvable_map(N, P, seed=K)`` (keys in
   any order); bundled task data pins some of them, any other is generated on demand.
 - ``"desc:ROW/ROW/..."``: the map spelled out, e.g. ``"desc:SFFF/FHFH/FFFH/HFFG"``.
+
+The env's ``map_name=`` and ``reset(options={"task_id": ...})`` accept every form.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ TILES = frozenset("SFHG")
 RANDOM_PREFIX = "random:"
 DESC_PREFIX = "desc:"
 TASKS_FILE = ("frozenlake", "tasks.json")
+#: the id forms, for error messages (the bundled ids are of the first two forms)
+MAP_ID_FORMS = (
+    "a map id is '4x4' or '8x8' (Gymnasium's maps), 'random:size=N,p=P,seed=K' (the seeded "
+    f"solvable N x N map, keys in any order, N in [2, {MAX_SIDE}], P in (0, 1], K >= 0; "
+    "the bundled ids are of this form) or 'desc:ROW/ROW/...' (the rows spelled out in S, F, "
+    "H, G, e.g. 'desc:SFFF/FHFH/FFFH/HFFG')"
+)
 
 
 def validate_rows(rows: Sequence[str], source: str = "desc") -> Rows:
@@ -197,6 +206,24 @@ def rows_for_id(task_id: Any) -> Rows | None:
         except ValueError:
             return None
     return None
+
+
+def map_id_problem(task_id: Any) -> str | None:
+    """Why ``task_id`` names no map, in a few words; None when it names one."""
+    if not isinstance(task_id, str):
+        return f"a map id is a str, got {type(task_id).__name__}"
+    if rows_for_id(task_id) is not None:
+        return None
+    if task_id.startswith(DESC_PREFIX):
+        if len(task_id) > MAX_SIDE * (MAX_SIDE + 1) + 8:
+            return f"maps are at most {MAX_SIDE}x{MAX_SIDE}"
+        try:
+            validate_rows(task_id[len(DESC_PREFIX) :].split("/"))
+        except ValueError as exc:
+            return str(exc)
+    if task_id.startswith(RANDOM_PREFIX):
+        return "a generated map's id needs size, p and seed, each once and in range"
+    return "no such map"
 
 
 @lru_cache(maxsize=4096)  # a bounded cache: random task pools are large
