@@ -2,9 +2,11 @@
 
 Every command runs under ``bwrap --unshare-all`` (own user, pid, net, ipc, uts and mount
 namespaces; only loopback networking) with a private host temp dir bound read-write at
-``/work`` and a read-only view of the system (``/usr``, ``/etc``, the interpreter's
-prefix); home dirs and the host ``/tmp`` are not mounted, ``/proc`` and ``/dev`` are new,
-and the environment is cleared. When the host process is root, bwrap itself is started
+``/work`` and a read-only view of the system (``/usr``, ``/etc``) and of the Python
+runtime the project provisions for it (``runtime.py``: an interpreter, its stdlib and
+numpy/pandas at pinned versions, at ``/opt/agentenvs/python``; never the host's
+site-packages, the user's site or this package); home dirs and the host ``/tmp`` are not
+mounted, ``/proc`` and ``/dev`` are new, and the environment is cleared. When the host process is root, bwrap itself is started
 as the unprivileged ``nobody`` uid so that root-only host files stay unreadable even
 where they are visible. rlimits come from a shell ``ulimit`` prelude (``run``) or from
 the forking worker (``run_python_cases``, see ``harness.py``). Pid 1 of each namespace
@@ -35,7 +37,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
-from agentenvs.sandbox import _files, _leftovers, _seccomp, harness
+from agentenvs.sandbox import _files, _leftovers, _seccomp, harness, runtime
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -152,21 +153,14 @@ def _hardening(bwrap: str) -> tuple[str, ...]:
     return ("--unshare-user", "--disable-userns") if "--disable-userns" in help_text else ()
 
 
-@functools.lru_cache(maxsize=8)
-def _python_for(ids: tuple[int, int] | None) -> tuple[str, str | None]:
-    """(interpreter path inside the sandbox, host prefix to mount or None).
+def _hidden_paths() -> list[str]:
+    """This package's own install where a bound system dir would show it (a system-wide
+    pip install under /usr): its code and its task data stay out of the sandbox's view."""
+    import agentenvs
 
-    Prefer this interpreter (its prefix mounted read-only at the same path); fall back to
-    the system ``python3`` when the sandbox's uid cannot reach it (e.g. under ``/root``).
-    """
-    exe = os.path.realpath(sys.executable)
-    prefix = os.path.realpath(sys.base_prefix)
-    if exe.startswith(prefix + "/") and _reachable(exe, ids):
-        return exe, (None if prefix.startswith("/usr") else prefix)
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"):
-        if os.path.exists(cand) and _reachable(cand, ids):
-            return os.path.realpath(cand), None
-    return "", None
+    here = os.path.realpath(os.path.dirname(agentenvs.__file__))
+    bound = ("/usr/", "/etc/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/", "/libx32/")
+    return [here] if here.startswith(bound) else []
 
 
 def _explain_failure(stderr: str) -> str:
@@ -358,7 +352,15 @@ class LocalSandbox(Sandbox):
         assert bwrap is not None
         self._ids = _host_ids()
         self._bwrap = _usable_bwrap(bwrap, self._ids)
-        self._python, self._py_prefix = _python_for(self._ids)
+        # the Python the project provisions for the sandbox (agentenvs.sandbox.runtime)
+        self.runtime = runtime.sandbox_runtime()
+        if not _reachable(self.runtime.prefix, self._ids):
+            raise SandboxError(
+                f"the sandbox's Python runtime at {self.runtime.prefix} cannot be entered by "
+                f"uid {self._ids[0] if self._ids else os.getuid()}; set "
+                f"${runtime.ROOT_ENV} to a directory every user can traverse"
+            )
+        self._python = self.runtime.sandbox_python
         parent = os.fspath(workdir_parent) if workdir_parent else tempfile.gettempdir()
         if not _reachable(parent, self._ids):
             who = f"uid {self._ids[0]}" if self._ids else "this user"
@@ -418,12 +420,15 @@ class LocalSandbox(Sandbox):
             args += ["--size", str(int(size_mb) << 20), "--tmpfs", path]
         for host, path in self._ro_binds.items():
             args += ["--ro-bind", host, path]
-        if self._py_prefix:
-            args += ["--ro-bind", self._py_prefix, self._py_prefix]
-        if self._python:
-            args += ["--dir", "/opt/agentenvs/bin"]
-            args += ["--symlink", self._python, "/opt/agentenvs/bin/python"]
-            args += ["--symlink", self._python, "/opt/agentenvs/bin/python3"]
+        rt = self.runtime
+        args += ["--ro-bind", rt.prefix, runtime.SANDBOX_PREFIX]
+        if rt.site:
+            args += ["--ro-bind", rt.site, rt.sandbox_site]
+        args += ["--dir", "/opt/agentenvs/bin"]
+        for name in ("python", "python3", f"python{rt.short_version}"):
+            args += ["--symlink", self._python, f"/opt/agentenvs/bin/{name}"]
+        for path in _hidden_paths():
+            args += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
         if scratch:
             args += ["--size", str(self.limits.disk_mb << 20), "--tmpfs", WORKDIR]
         else:
@@ -432,6 +437,8 @@ class LocalSandbox(Sandbox):
         args += ["--remount-ro", "/"]
         args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--chdir", cwd, "--clearenv"]
         base = {"PATH": _PATH, "HOME": WORKDIR, "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+        if self.runtime.libdir_needed:  # a shared libpython, found through its runpath on the host
+            base["LD_LIBRARY_PATH"] = f"{runtime.SANDBOX_PREFIX}/lib"
         for k, v in {**base, **(env or {})}.items():
             args += ["--setenv", k, v]
         return [*args, "--"]
@@ -554,8 +561,6 @@ class LocalSandbox(Sandbox):
         timeout_per_case: float = 6.0,
     ) -> Iterator[CaseRun]:
         self._check_open()
-        if not self._python:
-            raise SandboxError("no python3 the sandbox can run was found on this host")
         return self._stream_cases(source, list(cases), timeout_per_case)
 
     def _stream_cases(self, source: str, cases: list[PyCase], timeout: float) -> Iterator[CaseRun]:

@@ -246,7 +246,10 @@ class DeepCoderMTEnv(TextEnv):
     earlier attempts). Also ``tests_passed``/``tests_total``,
     ``public_passed``/``public_total`` and ``difficulty``; steps add ``code_found`` and,
     after a program, ``test_results`` (pass/fail of every test, hidden ones included:
-    for the trainer, not the agent). ``info["system_prompt"]`` on reset.
+    for the trainer, not the agent). ``info["system_prompt"]`` on reset, and with the local
+    sandbox ``info["sandbox_runtime"]``: the Python programs run under (the project's
+    provisioned prefix, its version and numpy/pandas versions; see
+    ``agentenvs.sandbox.runtime``).
 
     Scoring and errors. ``score_action(action)`` is the pass rate of the action's
     program on all tests (0 without a program), from the current state without
@@ -459,7 +462,12 @@ class DeepCoderMTEnv(TextEnv):
         return f"{self.system_prompt()}\n\n{self._question(task)}"
 
     def _reset_info(self) -> dict[str, Any]:
-        return {keys.SYSTEM_PROMPT: self.system_prompt()}
+        info: dict[str, Any] = {keys.SYSTEM_PROMPT: self.system_prompt()}
+        if self._sandbox_spec == "local" or getattr(self._sandbox, "backend", "") == "local":
+            from agentenvs.sandbox.runtime import runtime_info
+
+            info["sandbox_runtime"] = runtime_info()  # provisioned once per machine
+        return info
 
     def _extra_info(self) -> dict[str, Any]:
         if self._task_id is None:

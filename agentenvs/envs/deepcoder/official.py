@@ -275,12 +275,17 @@ def runner_source() -> str:
     return _RUNNER_SOURCE
 
 
-def _check_ready(ready: dict[str, Any] | None) -> None:
+def _check_ready(ready: dict[str, Any] | None, sandbox: Sandbox) -> None:
     if ready is not None and "fatal" in ready:
+        rt = getattr(sandbox, "runtime", None)  # the local sandbox's provisioned Python
+        why = (
+            f"the sandbox's Python runtime ({rt.prefix}) lacks them: {rt.missing_reason or 'unknown'}"
+            if rt is not None
+            else f"the {sandbox.backend} sandbox's python3 lacks them (rebuild its image)"
+        )
         raise SandboxError(
             f"rules='official': {ready['fatal']}, which the official checker preloads for every "
-            "program; install them for the sandbox's python3 (Debian: python3-numpy "
-            "python3-pandas; .ci/services/sandbox-python.sh does it)"
+            f"program; {why}"
         )
 
 
@@ -379,7 +384,7 @@ def _in_process(
     try:
         setup = {"mode": mode, "code": code, "fn": task.func_name or "", "timeout": timeout}
         ready = runner.ask(setup, timeout + _START_S)
-        _check_ready(ready)
+        _check_ready(ready, sandbox)
         if ready is None or "ready" not in ready:
             detail = (ready or {}).get("setup_error") or (ready or {}).get("error") or "crashed"
             if apps:
@@ -475,7 +480,7 @@ def _apps_stdin(
     try:
         setup = {"mode": "apps_stdin", "code": script, "fn": "", "timeout": timeout}
         ready = runner.ask(setup, timeout + _START_S)
-        _check_ready(ready)
+        _check_ready(ready, sandbox)
         if ready is None or "ready" not in ready:
             results[order[0]] = _failure(VERDICT_RUNTIME, None)
             return results
