@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(if $(BFCL_EVAL),$(BIN)/python -m pip install -q --no-deps '$(BFCL_EVAL)')
+	$(BIN)/agentenvs sandbox provision >/dev/null
 	@touch $(STAMP)
 
 install: $(STAMP)

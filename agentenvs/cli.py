@@ -4,6 +4,7 @@
     agentenvs eval --env agentenvs/FrozenLake-v0 --policy frozenlake/oracle --out runs/oracle
     agentenvs report runs/base --compare runs/rl
     agentenvs demo --out out/demo
+    agentenvs sandbox provision      # the local sandbox's Python (numpy, pandas), once
     agentenvs step-quality --run runs/base --a rl-policy --b base-policy --out out/sq
     agentenvs error-states --env agentenvs/FrozenLake-v0 --reference frozenlake/oracle \\
         --a frozenlake/noisy:recover=0.9 --b frozenlake/noisy:recover=0.3 --out out/es
@@ -196,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     rp.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+
+    sb = sub.add_parser("sandbox", help="the local sandbox's Python runtime: provision it, show it")
+    sb.add_argument("action", choices=("provision", "info"),
+                    help="provision: build the interpreter copy and install numpy/pandas at their "
+                    "pinned versions (once per machine; make does it); info: paths and versions")
 
     demo = sub.add_parser("demo", help="compare a weaker and a stronger scripted policy on each env")
     demo.add_argument("--out", type=Path, default=Path("out/demo"))
@@ -549,6 +555,24 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    """Build (``provision``) or show (``info``) the Python the local sandbox runs."""
+    import json
+
+    from agentenvs.sandbox import runtime
+
+    if args.action == "provision":
+        rt = runtime.provision(install=True)
+        runtime.forget()
+    else:
+        rt = runtime.provision(install=False)
+    print(json.dumps(rt.info(), indent=1))
+    if args.action == "provision" and rt.missing_reason:
+        print(f"agentenvs sandbox: error: {rt.missing_reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
@@ -560,6 +584,7 @@ COMMANDS = {
     "serve-model": cmd_serve_model,
     "serve": cmd_serve,
     "data": cmd_data,
+    "sandbox": cmd_sandbox,
 }
 
 
