@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core.env import TextEnv
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
 from agentenvs.wrappers.record import json_safe
 
@@ -42,11 +43,29 @@ def target_name(target: EnvTarget) -> str:
     return getattr(target, "__qualname__", None) or repr(target)
 
 
+def has_error_action(env: gym.Env) -> bool:
+    """Whether ``env.unwrapped`` has an ``error_action(rng)`` (not TextEnv's placeholder)."""
+    inner = env.unwrapped
+    if not callable(getattr(inner, "error_action", None)):
+        return False
+    return not isinstance(inner, TextEnv) or type(inner).error_action is not TextEnv.error_action
+
+
+def in_space(space: gym.Space[Any], value: Any) -> bool:
+    """``space.contains(value)``, False where the space cannot even tell."""
+    try:
+        return bool(space.contains(value))
+    except Exception:
+        return False
+
+
 class ActionSource:
     """A seeded stream of actions: the env's error actions, space samples and bad inputs.
 
     Error actions move the env through real states; samples and bad inputs exercise the
-    invalid-action path. Equal seeds and equal env states give equal actions.
+    invalid-action path. Equal seeds and equal env states give equal actions. An env
+    without ``error_action`` gets a space sample instead; a plain ``gymnasium.Env`` (not a
+    ``TextEnv``) only the bad inputs within its action space, the others a sample.
     """
 
     def __init__(self, seed: int) -> None:
@@ -54,13 +73,17 @@ class ActionSource:
 
     def __call__(self, env: gym.Env) -> Any:
         u = self.rng.random()
-        if u < 0.55:
+        if u < 0.55 and has_error_action(env):
             return env.unwrapped.error_action(self.rng)  # type: ignore[attr-defined]
-        if u < 0.8:
-            # reseed the space from our stream so the sample does not depend on its history
-            env.action_space.seed(int(self.rng.integers(2**31)))
-            return env.action_space.sample()
-        return TRAJECTORY_BAD_ACTIONS[int(self.rng.integers(len(TRAJECTORY_BAD_ACTIONS)))]
+        if u >= 0.8:
+            bad = TRAJECTORY_BAD_ACTIONS
+            if not isinstance(env.unwrapped, TextEnv):  # Gymnasium leaves the rest undefined
+                bad = tuple(a for a in bad if in_space(env.action_space, a))
+            if bad:
+                return bad[int(self.rng.integers(len(bad)))]
+        # reseed the space from our stream so the sample does not depend on its history
+        env.action_space.seed(int(self.rng.integers(2**31)))
+        return env.action_space.sample()
 
 
 Record = tuple[Any, ...]
