@@ -4,6 +4,7 @@ one process and across processes, no history leaking across resets, bad inputs, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -64,9 +65,24 @@ def check_seed_determinism(ctx: Context) -> None:
     collect(problems)
 
 
+def _defined_in_main(target: Any) -> bool:
+    """Whether the factory (or a registered id's entry point) lives in ``__main__``, which
+    a fresh interpreter cannot import: a class or function of the user's script."""
+    if isinstance(target, str):
+        target = gym.spec(target).entry_point
+    while isinstance(target, functools.partial):
+        target = target.func
+    return getattr(target, "__module__", None) == "__main__"
+
+
 def check_cross_process(ctx: Context) -> str:
     if not ctx.check_processes:
         raise Skipped("disabled (check_processes=False)")
+    if _defined_in_main(ctx.target):
+        raise Skipped(
+            "the env is defined in __main__, which another interpreter cannot import; "
+            "define it in a module to check across processes"
+        )
     env = ctx.make()
     records = run_trajectory(
         env, seed=ctx.seed, options=ctx.options, steps=ctx.steps, action_seed=ctx.seed + 2
@@ -224,7 +240,8 @@ def check_bad_actions(ctx: Context) -> str:
     if rules:
         return ""
     return (
-        f"{len(inputs)} inputs within the action space stepped without an error; "
+        f"{len(inputs)} input{'s' if len(inputs) != 1 else ''} within the action space "
+        "stepped without an error; "
         f"not checked: {PLAIN_NEEDS['turn_rules']}"
     )
 

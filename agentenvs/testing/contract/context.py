@@ -54,6 +54,13 @@ PLAIN_NEEDS: dict[str, str] = {
     ),
 }
 
+#: what a TextEnv subclass still writes itself to have the capability
+_TEXTENV_NOTES = {
+    "snapshot": "TextEnv builds snapshot() and restore() on the env's _get_state() and _set_state()",
+    "score_action": "TextEnv's steps a snapshot",
+    "error_action": "each env writes its own error_action(rng), TextEnv's subclasses too",
+}
+
 #: the info key whose presence says a plain env offers the capability itself
 _INFO_EVIDENCE = {
     "info_keys": keys.STANDARD_KEYS,
@@ -81,15 +88,23 @@ class Capabilities:
         return name not in self.missing
 
     def lacking(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        """What the env lacks of ``names``, in words."""
-        return tuple(self.missing[n] for n in names if n in self.missing)
+        """The capabilities of ``names`` the env lacks."""
+        return tuple(n for n in names if n in self.missing)
 
-    def advice(self, n: int) -> str:
-        """How to get ``n`` missing parts."""
-        it = "it" if n == 1 else "them"
-        if self.suite:
-            return f"implement {it} in {self.env_class}"
-        return f"subclass agentenvs.core.TextEnv to get {it}"
+    def needs(self, names: tuple[str, ...]) -> str:
+        """What the env lacks of ``names`` and how to get it, in words ("" if nothing)."""
+        lacking = self.lacking(names)
+        if not lacking:
+            return ""
+        text = "needs " + "; ".join(self.missing[n] for n in lacking)
+        if self.suite:  # the texts name the hooks to implement
+            return text
+        notes = [_TEXTENV_NOTES[n] for n in lacking if n in _TEXTENV_NOTES]
+        if lacking == ("error_action",):
+            return f"{text} ({notes[0]})"
+        it = "it" if len(lacking) == 1 else "them"
+        text += f"; subclass agentenvs.core.TextEnv to get {it}"
+        return f"{text} ({'; '.join(notes)})" if notes else text
 
     @classmethod
     def of(cls, env: gym.Env, reset_info: Any) -> Capabilities:
@@ -105,15 +120,15 @@ class Capabilities:
             )
             if not snapshot:
                 missing["snapshot"] = (
-                    f"{name}._get_state() and {name}._set_state() (TextEnv builds snapshot() "
-                    "and restore() on them)"
+                    f"{name} to implement _get_state() and _set_state() (TextEnv builds "
+                    "snapshot() and restore() on them)"
                 )
             if not has_error_action(env):
-                missing["error_action"] = f"{name}.error_action(rng)"
+                missing["error_action"] = f"{name} to implement error_action(rng)"
             if not (snapshot or _overrides(inner, "score_action")):
                 missing["score_action"] = (
-                    f"{name}.score_action(action), or _get_state() and _set_state() for "
-                    "TextEnv's, which steps a snapshot"
+                    f"{name} to implement score_action(action), or _get_state() and "
+                    "_set_state() for TextEnv's, which steps a snapshot"
                 )
             return cls(suite=True, env_class=name, missing=missing)
         if not (callable(getattr(inner, "snapshot", None)) and callable(getattr(inner, "restore", None))):

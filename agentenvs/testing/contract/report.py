@@ -13,8 +13,10 @@ class CheckResult:
     """The outcome of one named check: ``passed`` is None when it was skipped.
 
     ``missing`` is set when the check does not apply to the env: it names the parts of
-    the suite's interface the env lacks (e.g. ``env.unwrapped.snapshot()``). Such a
-    check is skipped, or failed under ``strict=True``.
+    the suite's interface the env lacks for it (``"snapshot"``, ``"turn_state"``,
+    ``"error_action"``, ``"score_action"``, ``"info_keys"``, ``"budget_option"``,
+    ``"task_id_option"``, ``"turn_rules"``), and ``detail`` says what they are and how
+    to get them. Such a check is skipped, or failed under ``strict=True``.
     """
 
     name: str

@@ -57,10 +57,11 @@ REQUIRES: dict[str, tuple[str, ...]] = {
 
 
 def _not_applicable(ctx: Context, name: str, strict: bool) -> CheckResult | None:
-    lacking = ctx.capabilities.lacking(REQUIRES.get(name, ()))
+    needed = REQUIRES.get(name, ())
+    lacking = ctx.capabilities.lacking(needed)
     if not lacking:
         return None
-    detail = f"not applicable: needs {'; '.join(lacking)}; {ctx.capabilities.advice(len(lacking))}"
+    detail = f"not applicable: {ctx.capabilities.needs(needed)}"
     if strict:
         detail += " (strict: counted as a failure)"
     return CheckResult(name, False if strict else None, detail, missing=lacking)
