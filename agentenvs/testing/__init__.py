@@ -6,6 +6,10 @@
 
 In a pytest suite: ``test_envs = contract_test("mypkg/MyEnv-v0")`` or call
 ``assert_env_contract`` inside a test.
+
+Any ``gymnasium.Env`` can be checked: the checks that need a part of the suite's
+interface it lacks (snapshots, ``error_action``, the info keys, ...) are reported as not
+applicable, each saying what is missing (``strict=True`` fails them instead).
 """
 
 from agentenvs.testing.contract import (
