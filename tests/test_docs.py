@@ -209,7 +209,6 @@ def _environment() -> dict[str, str]:
     env.setdefault("AGENTENVS_MYSQL_URL", DEFAULT_MYSQL_URL)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
-    env.pop("PYTHONPATH", None)
     return env
 
 
