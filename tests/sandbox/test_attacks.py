@@ -139,9 +139,12 @@ data = sys.stdin.read()
 pat = re.compile(rb"HIDDEN-INPUT-([0-9a-f]{16})")
 found = set()
 for obj in gc.get_objects():
-    for v in (obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]):
-        if isinstance(v, str):
-            found.update(m.decode() for m in pat.findall(v.encode("utf-8", "replace")))
+    try:  # a tuple subclass may compute its items (platform's uname result starts a process)
+        for v in (obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]):
+            if isinstance(v, str):
+                found.update(m.decode() for m in pat.findall(v.encode("utf-8", "replace")))
+    except Exception:
+        pass
 # every readable page of this process, and whatever /proc shows of the others
 try:
     with io.open("/proc/self/maps") as maps, io.open("/proc/self/mem", "rb", 0) as mem:

@@ -159,3 +159,41 @@ def test_deepcoder_reports_its_runtime_on_reset() -> None:
         env.close()
     assert info["sandbox_runtime"]["packages"] == runtime.PACKAGES
     assert info["sandbox_runtime"]["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+@pytest.mark.bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="installs a copy of the package under /usr/local")
+def test_a_system_wide_install_and_its_task_data_stay_out_of_view() -> None:
+    # the package as `pip install` into a plain system interpreter lays it out: code and
+    # bundled tasks under /usr/local/lib/..., a tree the sandbox binds read-only
+    repo = Path(agentenvs.__file__).parent.parent
+    prefix = Path(tempfile.mkdtemp(prefix="agentenvs-sysinstall-", dir="/usr/local/lib"))
+    try:
+        pkg = prefix / "agentenvs"
+        shutil.copytree(Path(agentenvs.__file__).parent, pkg,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        if not (pkg / "_tasks").exists():
+            shutil.copytree(repo / "tasks", pkg / "_tasks")
+        prefix.chmod(0o755)
+        problems = pkg / "_tasks" / "deepcoder" / "problems.jsonl"
+        assert problems.is_file()
+        code = f"""
+import json, os
+from agentenvs.sandbox import make_sandbox
+import agentenvs
+assert agentenvs.__file__.startswith({str(prefix)!r}), agentenvs.__file__
+box = make_sandbox("local")
+try:
+    out = box.run(["python3", "-c", "import os, sys; print(os.path.exists(sys.argv[1]), "
+                   "os.listdir(sys.argv[2]))", {str(problems)!r}, {str(pkg)!r}], timeout=120)
+finally:
+    box.close()
+print(out.stdout.strip() + "|" + out.stderr.strip())
+"""
+        env = {**os.environ, "PYTHONPATH": str(prefix)}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, cwd="/", timeout=240)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "False []|", out.stdout
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
