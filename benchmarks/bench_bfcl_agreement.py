@@ -6,7 +6,7 @@ graded through ``BFCL-v0``'s step and through bfcl-eval's decoder and AST checke
 Multi-turn: every entry of the four multi-turn categories, four trajectories each (gold
 in one reply a turn, gold one call a step, two perturbed), played through
 ``BFCLMultiTurn-v0`` and given to bfcl-eval's ``multi_turn_checker``. Prints the counts
-of equal verdicts (the README's figures), per category, and any case that differs; exits
+of equal verdicts (the figures in docs/bfcl.md), per category, and any case that differs; exits
 1 if one does. Also times both graders on the same single-turn replies.
 
 Usage: python benchmarks/bench_bfcl_agreement.py [--per-category N] [--seed S]
