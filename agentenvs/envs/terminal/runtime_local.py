@@ -6,17 +6,20 @@ Every episode (and every restore) gets a new pid namespace with private tmpfs di
 sources are unpacked into ``/app`` and ``setup.sh`` is run there, as the task's
 Dockerfile does, and its ``ENV`` (``$PATH`` expanded) is the shell's and the tests'
 environment. The system is the host's, read-only; pytest comes from this interpreter's
-packages, copied once per process to a read-only dir on ``PYTHONPATH``; there is no
-network, and the offline stand-ins serve the tests' standard bootstraps.
+packages, copied with their bytecode once per process (at the first sandbox) to a
+read-only dir on ``PYTHONPATH``; there is no network, and the offline stand-ins serve the
+tests' standard bootstraps.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import io
 import os
 import shutil
+import subprocess
 import tarfile
 import threading
 from pathlib import Path
@@ -68,26 +71,56 @@ def pytest_dir() -> str | None:
             if spec is None or spec.origin is None:
                 continue
             origin = Path(spec.origin)
-            if origin.name == "__init__.py":
-                shutil.copytree(
-                    origin.parent, Path(root) / name, ignore=shutil.ignore_patterns("__pycache__")
-                )
+            if spec.submodule_search_locations is not None:  # a package (maybe compiled)
+                # __pycache__ too: the copy is read-only inside, so without its bytecode
+                # every test run would compile pytest anew (most of its start-up time)
+                shutil.copytree(origin.parent, Path(root) / name)
             else:
                 shutil.copy2(origin, root)
-        # their metadata too: pytest and pluggy read their own versions
+                cached = importlib.util.cache_from_source(str(origin))
+                if os.path.exists(cached):
+                    dest = Path(root) / "__pycache__"
+                    dest.mkdir(exist_ok=True)
+                    shutil.copy2(cached, dest)
+        # their metadata too: pytest and pluggy read their own versions (each package is
+        # its own distribution but _pytest and py, which are pytest's; looked up by name,
+        # as packages_distributions() would read the records of every installed one)
         import importlib.metadata as md
 
-        owners = md.packages_distributions()
-        for name in {d for n in PYTEST_PACKAGES for d in owners.get(n, [])}:
-            path = getattr(md.distribution(name), "_path", None)
+        for name in PYTEST_PACKAGES:
+            try:
+                path = getattr(md.distribution(name), "_path", None)
+            except md.PackageNotFoundError:
+                continue
             if path is not None and Path(path).is_dir():
                 shutil.copytree(path, Path(root) / Path(path).name, dirs_exist_ok=True)
+        _compile_for_sandbox(root)
         for d, _, files in os.walk(root):
             os.chmod(d, 0o755)
             for f in files:
                 os.chmod(os.path.join(d, f), 0o644)
         _pylib = root
         return root
+
+
+def _compile_for_sandbox(root: str) -> None:
+    """Bytecode of ``root`` for the sandbox's own ``python3`` (the host's, on the image's
+    PATH), when its version differs from this interpreter's: the copied caches match
+    source mtimes (``copy2``), so ``compileall`` skips what is already current."""
+    python = shutil.which("python3", path=DEFAULT_PATH)
+    if python is None:
+        return
+    # a failure only costs speed: the sandbox then compiles in memory, as before
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            [python, "-m", "compileall", "-q", root],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": DEFAULT_PATH},
+            timeout=120,
+            check=False,
+        )
 
 
 _offline_dir: str | None = None
@@ -138,7 +171,9 @@ def unsupported_reason(task: TerminalTask) -> str | None:
     missing = missing_binaries(task)
     if missing:
         return f"needs {', '.join(missing)} on the host (tags {list(task.tags)})"
-    if pytest_dir() is None:
+    # the copy itself waits for the first sandbox (a driver process that only lists
+    # tasks never makes it)
+    if importlib.util.find_spec("pytest") is None:
         return "pytest is not installed in this interpreter (the tests need it)"
     return None
 
