@@ -58,8 +58,18 @@ done
 """
 
 _LINE_REF = re.compile(r"(bash: (?:eval: )?line )(\d+):")
-#: signals a timed-out command's process groups get, with the wait after each
-INTERRUPT_STEPS = (("INT", 1.0), ("KILL", 2.0))
+#: how long the shell may take to begin a command (its start is not charged to the command)
+START_GRACE_S = 30.0
+#: a timed-out command's process groups get SIGINT, then SIGKILL if alive this long after
+INTERRUPT_GRACE_S = 1.0
+#: with none of the command's processes left, how long the shell may take to report before
+#: it counts as stuck in a builtin that waits (``wait`` for an earlier job)
+REPORT_GRACE_S = 10.0
+#: ... or how much CPU time it may spend meanwhile (a builtin loop: ``while :; do :; done``)
+BUILTIN_CPU_S = 0.5
+#: rounds in which the shell started new processes after its others were signaled: a loop
+#: that goes on starting commands (``while :; do sleep 1; done``)
+RESPAWN_ROUNDS = 3
 
 
 def _b64(text: str | bytes) -> str:
@@ -101,9 +111,11 @@ class ShellSession:
         self.workdir = workdir
         self.cwd = workdir
         self.proc = spawn(["sh", "-c", SUPERVISOR, "sh", self.nonce])
-        self._done = re.compile(rb"\n__AE_DONE_" + self.nonce.encode() + rb"_(\d+)_([^\n]*)\n")
-        self._exit = re.compile(rb"\n__AE_EXIT_" + self.nonce.encode() + rb"_(\d+)\n")
-        self._xdone = re.compile(rb"\n__AE_X_" + self.nonce.encode() + rb"_(\d+)\n")
+        # a marker's leading newline may come in a write of its own (bash's printf flushes
+        # at each newline) and another writer's text may land between the two
+        self._done = re.compile(rb"\n?__AE_DONE_" + self.nonce.encode() + rb"_(\d+)_([^\n]*)\n")
+        self._exit = re.compile(rb"\n?__AE_EXIT_" + self.nonce.encode() + rb"_(\d+)\n")
+        self._xdone = re.compile(rb"\n?__AE_X_" + self.nonce.encode() + rb"_(\d+)\n")
         self._broken = b"\n__AE_BROKEN_" + self.nonce.encode() + b"\n"
         self.bash_pid = 0
         self._eval_line = 0
@@ -169,7 +181,9 @@ class ShellSession:
 
     # ------------------------------------------------------------------ agent commands
     def run(self, command: str, timeout: float) -> CommandResult:
-        """Run ``command`` in the agent's shell; interrupt it after ``timeout`` seconds."""
+        """Run ``command`` in the agent's shell; interrupt it ``timeout`` seconds after it
+        began. What happens once it has timed out depends on what its processes do, not
+        on how fast the machine is: on a loaded one it only takes longer."""
         start = time.monotonic()
         script = (
             f"printf '__AE_JOBS_{self.nonce}_%s_%d\\n' \"$(jobs -p | tr '\\n' ,)\" $LINENO\n"
@@ -180,33 +194,28 @@ class ShellSession:
         jobs_re = re.compile(rb"__AE_JOBS_" + self.nonce.encode() + rb"_([0-9,]*)_(\d+)\n")
         keep = ""
         early = b""  # output of background jobs since the last command
-        found = self._read_until(jobs_re, start + timeout)
+        # the shell prints the jobs line as the command begins: the timeout counts from there
+        found = self._read_until(jobs_re, start + max(timeout, START_GRACE_S))
         if found is not None and found.re is jobs_re:
             keep = found.group(1).decode()
             self._eval_line = int(found.group(2)) + 1
             early = self._take(found)
         elif found is not None:  # the shell died before the command began
             return self._restarted(self._take(found), found, start)
-        found = self._read_until(self._done, start + timeout) if found is not None else None
+        began = time.monotonic()
+        found = self._read_until(self._done, began + timeout) if found is not None else None
         timed_out = found is None
         if timed_out:
-            for sig, wait in INTERRUPT_STEPS:
-                # what the command printed so far is its output, not the control's
-                early += bytes(self._buf)
-                self._buf.clear()
-                self.control(_interrupt_script(sig, self.bash_pid, keep), timeout=10)
-                found = self._read_until(self._done, time.monotonic() + wait)
-                if found is not None:
-                    break
+            found, printed = self._interrupt(keep)
+            out = early + printed
+        else:
+            out = early + self._take(found)
         if found is None:
             # the shell itself is stuck (a builtin loop): replace it
-            out = early + bytes(self._buf)
-            self._buf.clear()
             self.restart()
             return CommandResult(self._decode(out), None, True, True, time.monotonic() - start)
         if found.re is self._exit:
-            return self._restarted(self._take(found), found, start, timed_out)
-        out = early + self._take(found)
+            return self._restarted(out, found, start, timed_out)
         self.cwd = found.group(2).decode(errors="replace") or self.cwd
         status = int(found.group(1))
         return CommandResult(self._decode(out), status, timed_out, False, time.monotonic() - start)
@@ -233,6 +242,58 @@ class ShellSession:
 
         return _LINE_REF.sub(renumber, text) if base else text
 
+    def _interrupt(self, keep: str) -> tuple[re.Match[bytes] | None, bytes]:
+        """Stop a timed-out command: each of its process groups gets SIGINT, then SIGKILL
+        if still alive ``INTERRUPT_GRACE_S`` later. Returns the shell's end marker (taken
+        from the buffer; None when the shell itself is stuck and must be replaced) and what
+        the command printed up to it.
+
+        The shell counts as stuck from what it does, not from how long it takes: none of
+        the command's processes are left and it spends ``BUILTIN_CPU_S`` of CPU time
+        without reporting (a builtin loop) or reports nothing for ``REPORT_GRACE_S`` (a
+        builtin that waits), or it goes on starting new processes for ``RESPAWN_ROUNDS``
+        rounds."""
+        report = re.compile(rb"__AE_I_" + self.nonce.encode() + rb"_(cpu|group) ([^\n]*)\n")
+        printed = b""
+        signaled: dict[bytes, float] = {}  # process group -> when it got SIGINT
+        respawns = 0
+        idle_cpu: float | None = None  # the shell's CPU seconds once nothing else ran
+        idle_since = 0.0
+        while True:
+            # what the command printed so far is its output, not the control's
+            printed += bytes(self._buf)
+            self._buf.clear()
+            now = time.monotonic()
+            kill = [g for g, t in signaled.items() if now - t >= INTERRUPT_GRACE_S]
+            _, out = self.control(_interrupt_script(self.bash_pid, keep, kill, self.nonce))
+            groups, cpu = [], 0.0
+            for kind, value in report.findall(out):
+                if kind == b"group":
+                    groups.append(value)
+                else:
+                    ticks, _, hz = value.partition(b" ")
+                    cpu = int(ticks or 0) / max(int(hz or 100), 1)
+            printed += report.sub(b"", out)
+            fresh = [g for g in groups if g not in signaled]
+            respawns += bool(fresh and signaled)
+            signaled.update((g, now) for g in fresh)
+            wait = INTERRUPT_GRACE_S if groups else 0.2
+            found = self._read_until(self._done, time.monotonic() + wait)
+            if found is not None:
+                return found, printed + report.sub(b"", self._take(found))
+            if groups:
+                idle_cpu = None
+                if respawns < RESPAWN_ROUNDS:
+                    continue
+            elif idle_cpu is None:  # nothing of the command runs: the shell should report
+                idle_cpu, idle_since = cpu, time.monotonic()
+                continue
+            elif cpu - idle_cpu < BUILTIN_CPU_S and time.monotonic() - idle_since < REPORT_GRACE_S:
+                continue
+            printed += bytes(self._buf)
+            self._buf.clear()
+            return None, printed
+
     # ------------------------------------------------------------------ control channel
     def control(
         self, command: str, *, timeout: float = 60.0, stdin: bytes | None = None
@@ -250,6 +311,12 @@ class ShellSession:
         if found is None:
             return None, bytes(self._buf)
         out = self._take(found)
+        # the agent's shell may have finished its command meanwhile (an interrupted one):
+        # its end marker, and what came before it, stay for ``run`` to find
+        ends = list(self._done.finditer(out))
+        if ends:
+            self._buf[0:0] = out[: ends[-1].end()]
+            out = out[ends[-1].end() :]
         return int(found.group(1)), out[1:] if out.startswith(b"\n") else out
 
     def shell_state(self) -> tuple[str, str]:
@@ -261,9 +328,18 @@ class ShellSession:
         self.proc.kill()
 
 
-def _interrupt_script(sig: str, bash_pid: int, keep: str) -> str:
-    """Signal the process groups of the shell's children, except jobs listed in ``keep``."""
+def _interrupt_script(bash_pid: int, keep: str, kill: list[bytes], nonce: str) -> str:
+    """Signal the process groups of the shell's live children, except jobs listed in
+    ``keep``: SIGKILL to those in ``kill``, SIGINT to the others. Reports the shell's own
+    CPU time (``cpu <ticks> <ticks per second>``) and each group signaled (``group <pgid>``)."""
+    t = f"__AE_I_{nonce}_"
+    kill_list = ",".join(g.decode() for g in kill)
     return (
-        f"keep=,{keep},; for g in $(ps -o pgid= --ppid {bash_pid} 2>/dev/null); do "
-        f'case $keep in *,$g,*) ;; *) kill -s {sig} -- "-$g" 2>/dev/null ;; esac; done; exit 0'
+        f"keep=,{keep},; kill=,{kill_list},; set -- $(cat /proc/{bash_pid}/stat 2>/dev/null); "
+        f'echo "{t}cpu $((${{14:-0}} + ${{15:-0}})) $(getconf CLK_TCK 2>/dev/null || echo 100)"; '
+        f"ps -o pgid=,stat= --ppid {bash_pid} 2>/dev/null | "
+        "while read -r g s; do case $s in Z*) ;; *) echo $g ;; esac; done | sort -u | "
+        "while read -r g; do case $keep in *,$g,*) continue ;; esac; "
+        "case $kill in *,$g,*) sig=KILL ;; *) sig=INT ;; esac; "
+        f'kill -s $sig -- "-$g" 2>/dev/null && echo "{t}group $g"; done; exit 0'
     )
