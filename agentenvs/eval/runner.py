@@ -48,7 +48,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
-from agentenvs.eval.executors import BACKENDS, Job, make_executor
+from agentenvs.eval.executors import BACKENDS, Job, default_chunk_size, make_executor
 from agentenvs.eval.records import (
     MANIFEST_NAME,
     TRAJECTORIES_NAME,
@@ -316,6 +316,43 @@ def _run_item(worker: EpisodeWorker, item: WorkItem) -> tuple[bool, bytes]:
     return worker.run(item)
 
 
+#: the most trajectories a chunk of whole tasks holds (the executors' own default cap)
+MAX_TASK_CHUNK = 64
+
+
+def task_chunk_size(items: Sequence[WorkItem], workers: int | None) -> int | None:
+    """A chunk size that keeps each task's trajectories on one worker, or None (the
+    executor's default) where that would not do.
+
+    Envs and policies keep per-task work in their process: DeepCoder-MT its test results
+    per program and its verified buggy programs, whose search costs many sandbox runs.
+    A task whose samples are spread over every worker pays that once per worker; whole
+    tasks per chunk pay it once. Used when ``items`` (task-major, as ``EvalConfig.work``
+    orders them) leave every task the same count, that count is at most
+    ``MAX_TASK_CHUNK``, and each worker still gets several chunks (four or more) to
+    balance the load; otherwise None.
+    """
+    if not items or not workers or workers < 1:
+        return None
+    counts: dict[str, int] = {}
+    previous = None
+    for item in items:
+        if item.task_id != previous and item.task_id in counts:
+            return None  # not task-major
+        counts[item.task_id] = counts.get(item.task_id, 0) + 1
+        previous = item.task_id
+    per_task = set(counts.values())
+    if len(per_task) != 1:
+        return None  # a resumed run: some tasks are partly done
+    size = per_task.pop()
+    default = default_chunk_size(len(items), workers)
+    if default >= size:
+        return default - default % size  # whole tasks, as many as the default holds
+    if size <= MAX_TASK_CHUNK and len(counts) >= 4 * workers:
+        return size
+    return None
+
+
 # ---------------------------------------------------------------- the run
 def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, int]]:
     """Create or check the run directory; return the keys of trajectories already done."""
@@ -354,8 +391,9 @@ def run_pass_at_k_t(
     per CPU of the cluster) on the Ray instance at ``address`` (or the one this process
     is connected to, or a new local one); see ``agentenvs.eval.executors``. Results do
     not depend on the backend, on ``workers`` nor on ``chunk_size`` (trajectories sent
-    to a worker at a time; by default enough for ~16 chunks per worker, at most 64).
-    Only this process writes the JSONL file.
+    to a worker at a time; by default whole tasks where that still balances the load,
+    see ``task_chunk_size``, else enough for ~16 chunks per worker, at most 64). Only
+    this process writes the JSONL file.
     """
     if backend not in BACKENDS:
         raise RunConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -389,7 +427,8 @@ def run_pass_at_k_t(
                 with make_executor(
                     backend, workers, address=address, start_method=start_method
                 ) as executor:
-                    for key, (success, line) in executor.run(setup, jobs, chunk_size=chunk_size):
+                    size = chunk_size or task_chunk_size(todo, executor.workers)
+                    for key, (success, line) in executor.run(setup, jobs, chunk_size=size):
                         if key in written:  # never twice, whatever a backend retried
                             continue
                         written.add(key)

@@ -33,8 +33,10 @@ from agentenvs.eval.records import (
 from agentenvs.eval.runner import (
     EvalConfig,
     RunConfigError,
+    WorkItem,
     resolve_tasks,
     run_pass_at_k_t,
+    task_chunk_size,
 )
 from agentenvs.policy.base import Conversation, ScriptedPolicy
 from agentenvs.policy.registry import register_policy
@@ -191,6 +193,26 @@ def test_worker_counts_give_identical_trajectories(tmp_path: Path) -> None:
     assert lines(tmp_path / "w0") == lines(tmp_path / "w1") == lines(tmp_path / "w2")
     budgets = {r["budget"] for r in read_records(tmp_path / "w2" / TRAJECTORIES_NAME)}
     assert budgets == {1, 2, 4, 6}
+
+
+def test_default_chunks_hold_whole_tasks_where_that_balances() -> None:
+    def work(tasks: int, n: int) -> list[WorkItem]:
+        return EvalConfig(GUESS_ID, "x", [f"t{i}" for i in range(tasks)], n, (3,)).work()
+
+    # 12 tasks of 8 on 2 workers: one task a chunk (the default, 3, would split each)
+    assert task_chunk_size(work(12, 8), 2) == 8
+    # many tasks: as many whole tasks as the default chunk holds
+    assert task_chunk_size(work(162, 16), 2) == 64
+    assert task_chunk_size(work(40, 3), 2) == 3
+    # too few tasks to keep two workers busy, tasks past the cap, no pool: the default
+    assert task_chunk_size(work(3, 8), 2) is None
+    assert task_chunk_size(work(20, 100), 2) is None
+    assert task_chunk_size(work(12, 8), 0) is None
+    # a resumed run (tasks partly done) or items out of task order: the default
+    assert task_chunk_size(work(12, 8)[1:], 2) is None
+    items = work(12, 8)
+    assert task_chunk_size(items[8:] + items[:8], 2) == 8
+    assert task_chunk_size(items[4:12] + items[:4] + items[12:], 2) is None
 
 
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
