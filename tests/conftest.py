@@ -1,9 +1,10 @@
 """Shared test set-up: service markers whose skips become failures when services are required.
 
-Tests that need a service (Docker, MySQL, bubblewrap namespaces) carry its marker and skip
-with the reason when it is missing. With ``AGENTENVS_REQUIRE_SERVICES=1`` (set by CI) such a
-skip is reported as a failure, so CI proves them; so is a skip for an optional dependency
-that could not be imported (``pytest.importorskip``), since `make test` installs them all.
+Tests that need a service (Docker, MySQL, bubblewrap namespaces) carry its marker, or ask
+for its fixture (which marks them), and skip with the reason when it is missing; the probes
+live in ``_services.py``. With ``AGENTENVS_REQUIRE_SERVICES=1`` (set by CI) such a skip is
+reported as a failure, so CI proves them; so is a skip for an optional dependency that
+could not be imported (``pytest.importorskip``), since `make test` installs them all.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from _services import require_docker, require_marked, require_mysql
 
 SERVICE_MARKERS = ("docker", "mysql", "bwrap")
+#: fixtures that stand for a service: a test asking for one carries its marker
+SERVICE_FIXTURES = {"mysql_url": "mysql", "docker_engine": "docker", "local_box": "bwrap"}
 
 # Ray instances that the tests start serve this machine only: with this set (read when ray
 # is imported, inherited by subprocesses) Ray registers its node on the loopback address
@@ -22,6 +26,30 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 def services_required() -> bool:
     return os.environ.get("AGENTENVS_REQUIRE_SERVICES", "") not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> str:
+    """The URL of a MySQL/MariaDB server that answers (``_services.find_mysql``)."""
+    return require_mysql()
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """A Docker engine that answers, with the image the ``docker`` sandbox starts by default."""
+    require_docker()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in SERVICE_FIXTURES.items():
+            needed = fixture in getattr(item, "fixturenames", ())
+            if needed and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    require_marked(item)
 
 
 @pytest.hookimpl(hookwrapper=True)

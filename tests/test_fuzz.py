@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from _services import find_mysql, require_mysql
 
 import agentenvs  # noqa: F401 - registers the env ids
 from agentenvs.core.errors import AgentEnvsError, SnapshotError
@@ -43,9 +44,6 @@ from agentenvs.testing.contract import CHECKS, _corrupted_snapshots, _flip_bytes
 
 SEED = int(os.environ.get("AGENTENVS_FUZZ_SEED", "17"))
 SCALE = float(os.environ.get("AGENTENVS_FUZZ_SCALE", "1"))
-MYSQL_URL = os.environ.get(
-    "AGENTENVS_MYSQL_URL", "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
-)
 TEMP_PREFIXES = ("agentenvs-sbx-", "agentenvs-bwrap-", "agentenvs-pylib-")
 
 # ---------------------------------------------------------------- hostile actions
@@ -169,28 +167,6 @@ def _terminal_good(inner: Any) -> list[str]:
     ]
 
 
-def _mysql_url() -> str:
-    try:
-        import pymysql
-
-        from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-        pymysql.connect(**parse_mysql_url(MYSQL_URL), connect_timeout=3).close()
-    except Exception as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {MYSQL_URL}: {exc}")
-    return MYSQL_URL
-
-
-def _docker_or_skip(image: str | None = None) -> None:
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        pytest.skip(f"the docker backend cannot be imported: {exc}")
-    ok, why = docker_available(image) if image else docker_available()
-    if not ok:
-        pytest.skip(f"docker unavailable: {why}")
-
-
 def _ops(n: int) -> int:
     return max(5, int(n * SCALE))
 
@@ -206,7 +182,7 @@ TARGETS = [
     Target("InterCodeSQL-sqlite", lambda: gym.make("agentenvs/InterCodeSQL-v0"), _ops(1500), _sql_good),
     Target(
         "InterCodeSQL-mysql",
-        lambda: gym.make("agentenvs/InterCodeSQL-v0", backend="mysql", mysql_url=_mysql_url()),
+        lambda: gym.make("agentenvs/InterCodeSQL-v0", backend="mysql", mysql_url=require_mysql()),
         _ops(300),
         _sql_good,
         marks=(pytest.mark.mysql,),
@@ -223,7 +199,7 @@ TARGETS = [
     ),
     Target(
         "DeepCoderMT-docker",
-        lambda: (_docker_or_skip(), gym.make("agentenvs/DeepCoderMT-v0", sandbox="docker"))[1],
+        lambda: gym.make("agentenvs/DeepCoderMT-v0", sandbox="docker"),
         _ops(25),
         _deepcoder_good,
         marks=(pytest.mark.docker,),
@@ -239,13 +215,10 @@ TARGETS = [
     ),
     Target(
         "TerminalBench-docker",
-        lambda: (
-            _docker_or_skip("agentenvs/terminal:latest"),
-            gym.make("agentenvs/TerminalBench-v0", runtime="docker"),
-        )[1],
+        lambda: gym.make("agentenvs/TerminalBench-v0", runtime="docker"),
         _ops(40),
         _terminal_good,
-        marks=(pytest.mark.docker,),
+        marks=(pytest.mark.docker("agentenvs/terminal:latest"),),
         cheap_scores=False,
     ),
 ]
@@ -307,7 +280,10 @@ def _mysql_databases() -> set[str]:
 
         from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
 
-        conn = pymysql.connect(**parse_mysql_url(MYSQL_URL), connect_timeout=3)
+        url = find_mysql()[0]
+        if url is None:
+            return set()
+        conn = pymysql.connect(**parse_mysql_url(url), connect_timeout=3)
         try:
             with conn.cursor() as cur:
                 cur.execute("SHOW DATABASES")

@@ -20,10 +20,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from _services import env_id_params
 from gymnasium.spaces import Tuple
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-import agentenvs
 from agentenvs.core import FreeText
 from agentenvs.core import info as keys
 from agentenvs.core.errors import SandboxError, ServiceUnavailable
@@ -107,7 +107,7 @@ def make_vector(kind: str, env_id: str, mode: AutoresetMode) -> gym.vector.Vecto
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=str)
 @pytest.mark.parametrize("kind", ["sync", "async"])
-@pytest.mark.parametrize("env_id", agentenvs.registered_ids())
+@pytest.mark.parametrize("env_id", env_id_params())
 def test_vector_env_matches_single_envs(env_id: str, kind: str, mode: AutoresetMode) -> None:
     make_or_skip(env_id).close()
     vector = make_vector(kind, env_id, mode)
@@ -208,7 +208,7 @@ def info_shapes(env_id: str, seeds: int = 12) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-@pytest.mark.parametrize("env_id", agentenvs.registered_ids())
+@pytest.mark.parametrize("env_id", env_id_params())
 def test_infos_batch_whichever_env_comes_first(env_id: str) -> None:
     """Gymnasium types a batched info key by the first env that reports it: an int
     array cannot take ``None``, an array cannot take a dict. So a key's values keep one

@@ -15,6 +15,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from _services import require_bwrap, require_docker
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.core.snapshot import Snapshot
@@ -94,17 +95,9 @@ def scripted_env(**kwargs) -> DeepCoderMTEnv:
     return env
 
 
-def local_or_skip() -> None:
-    from agentenvs.sandbox.local import local_available
-
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
-
-
 @pytest.fixture(scope="module")
 def bundled() -> Iterator[DeepCoderMTEnv]:
-    local_or_skip()
+    require_bwrap()
     env = DeepCoderMTEnv(sandbox="local")
     yield env
     env.close()
@@ -344,19 +337,9 @@ def test_scripted_policies(bundled) -> None:
     assert terminated and info["success"] and info["turn"] == 2
 
 
-def docker_or_skip() -> None:
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        pytest.skip(f"the docker backend cannot be imported: {exc}")
-    ok, why = docker_available()
-    if not ok:
-        pytest.skip(f"docker sandbox unavailable: {why}")
-
-
 @pytest.mark.docker
 def test_docker_backend_runs_the_reference() -> None:
-    docker_or_skip()
+    require_docker()
     env = DeepCoderMTEnv(sandbox="docker")
     try:
         env.reset(seed=0, options={"task_id": "dc-033"})
@@ -369,7 +352,7 @@ def test_docker_backend_runs_the_reference() -> None:
 
 @pytest.mark.bwrap
 def test_contract_on_one_task_with_early_stop() -> None:
-    local_or_skip()
+    require_bwrap()
     check_env_contract(
         "agentenvs/DeepCoderMT-v0",
         options={"task_id": "dc-035"},
@@ -381,7 +364,7 @@ def test_contract_on_one_task_with_early_stop() -> None:
 
 @pytest.mark.docker
 def test_contract_on_docker() -> None:
-    docker_or_skip()
+    require_docker()
     check_env_contract(
         "agentenvs/DeepCoderMT-v0",
         options={"task_id": "dc-035"},

@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+from _services import require_bwrap, require_docker
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.envs.deepcoder import official
@@ -53,11 +54,7 @@ def verdicts(outcomes: tuple[TestOutcome, ...]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def box() -> Iterator[Sandbox]:
-    from agentenvs.sandbox.local import local_available
-
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
+    require_bwrap()
     from agentenvs.sandbox import make_sandbox
     from agentenvs.sandbox.base import Limits
 
@@ -453,20 +450,10 @@ def test_contract_under_official_rules(box: Sandbox) -> None:
     )
 
 
-def docker_with_numpy_or_skip() -> None:
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        pytest.skip(f"the docker backend cannot be imported: {exc}")
-    ok, why = docker_available()
-    if not ok:
-        pytest.skip(f"docker sandbox unavailable: {why}")
-
-
 @pytest.mark.docker
 def test_official_rules_on_docker() -> None:
     """The same verdicts in the Docker sandbox (its image carries numpy and pandas)."""
-    docker_with_numpy_or_skip()
+    require_docker()
     from agentenvs.sandbox import make_sandbox
 
     with make_sandbox("docker") as docker_box:

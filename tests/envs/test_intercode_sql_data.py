@@ -278,21 +278,10 @@ def test_malformed_dumps_and_csv_name_file_and_field(tmp_path: Path) -> None:
 
 
 @pytest.mark.mysql
-def test_spider_layout_on_mysql_with_gold_in_another_case(tmp_path: Path) -> None:
+def test_spider_layout_on_mysql_with_gold_in_another_case(tmp_path: Path, mysql_url: str) -> None:
     """Spider's own layout on the server: the .sqlite files become a template, and a gold
     query spelling the tables otherwise (``SINGER``) runs whatever the server's setting."""
-    import os
-
-    pymysql = pytest.importorskip("pymysql")
-    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-    url = os.environ.get(
-        "AGENTENVS_MYSQL_URL", "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
-    )
-    try:
-        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
-    except Exception as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
+    url = mysql_url
     make_spider(tmp_path)
     records = json.loads((tmp_path / "dev.json").read_text())
     records[0]["query"] = "SELECT count(*) FROM SINGER AS S WHERE s.singer_id > 0"

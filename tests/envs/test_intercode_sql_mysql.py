@@ -1,9 +1,11 @@
-"""InterCode-SQL on a real MariaDB/MySQL server (marked ``mysql``; skipped when none answers).
+"""InterCode-SQL on a real MariaDB/MySQL server.
 
-Every test runs against two servers: ``local`` comes from ``$AGENTENVS_MYSQL_URL``, else
-root over the default unix socket (``.ci/services/mariadb.sh`` starts one and prints its
-URL); ``container`` (also marked ``docker``) is a MariaDB container started for this
-module from ``agentenvs/mariadb:latest`` (``sandboxes/build_images.sh`` builds it).
+Every test runs against two servers: ``local`` (marked ``mysql``) is the one the
+``mysql_url`` fixture finds, ``$AGENTENVS_MYSQL_URL`` else root over a default unix socket
+(``.ci/services/mariadb.sh`` starts one and prints its URL); ``container`` (marked
+``docker``) is a MariaDB container started for this module from ``agentenvs/mariadb:latest``
+(``sandboxes/build_images.sh`` builds it). Each skips with its reason when its server is
+missing.
 """
 
 from __future__ import annotations
@@ -19,48 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from agentenvs.envs.intercode_sql.container import DEFAULT_MARIADB_IMAGE
 from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
 
 FIXTURES = Path(__file__).parent / "intercode_sql_fixtures"
-DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
 ORDERED = "concert-002"
 ORDERED_GOLD = "SELECT name, country, age FROM singer ORDER BY age DESC"
 
-pytestmark = pytest.mark.mysql
-
-
-def _server_url() -> str:
-    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
-    try:
-        import pymysql  # noqa: F401
-    except ImportError:
-        pytest.skip("PyMySQL is not installed (pip install 'agentenvs[mysql]')")
-    import pymysql
-
-    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-    try:
-        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
-    except Exception as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
-    return url
-
 
 def _container_url() -> Iterator[str]:
-    try:
-        import pymysql  # noqa: F401
-    except ImportError:
-        pytest.skip("PyMySQL is not installed (pip install 'agentenvs[mysql]')")
+    pytest.importorskip("pymysql", reason="PyMySQL is not installed (pip install 'agentenvs[mysql]')")
     from agentenvs.core.errors import ServiceUnavailable
-    from agentenvs.envs.intercode_sql.container import (
-        DEFAULT_MARIADB_IMAGE,
-        start_mariadb_container,
-    )
-    from agentenvs.sandbox.docker import docker_available
+    from agentenvs.envs.intercode_sql.container import start_mariadb_container
 
-    ok, reason = docker_available(DEFAULT_MARIADB_IMAGE)
-    if not ok:
-        pytest.skip(reason)
     try:
         box = start_mariadb_container()
     except (ImportError, ServiceUnavailable) as exc:
@@ -71,11 +44,15 @@ def _container_url() -> Iterator[str]:
 
 # one server of each kind per module: the container starts once (about a second)
 @pytest.fixture(
-    scope="module", params=["local", pytest.param("container", marks=pytest.mark.docker)]
+    scope="module",
+    params=[
+        pytest.param("local", marks=pytest.mark.mysql),
+        pytest.param("container", marks=pytest.mark.docker(DEFAULT_MARIADB_IMAGE)),
+    ],
 )
 def url(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "local":
-        yield _server_url()
+        yield request.getfixturevalue("mysql_url")
     else:
         yield from _container_url()
 

@@ -16,7 +16,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from _services import require_mysql
 
+from agentenvs.envs.intercode_sql.container import DEFAULT_MARIADB_IMAGE
 from agentenvs.envs.intercode_sql.reward import intercode_reward
 
 sql_env = pytest.importorskip("intercode.envs.sql.sql_env")
@@ -208,24 +210,6 @@ def test_values_compare_as_the_driver_gives_them() -> None:
 
 
 # ---------------------------------------------------------------------- the package's own data
-DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
-
-
-def mysql_url() -> str:
-    """The shared server's URL, or a skip (a failure in CI) when none answers."""
-    import os
-
-    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
-    pymysql = pytest.importorskip("pymysql")
-    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-    try:
-        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
-    except Exception as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
-    return url
-
-
 def package_dump():
     from agentenvs.envs.intercode_sql.data import intercode_package_files
     from agentenvs.envs.intercode_sql.mysql_dump import read_dump
@@ -296,7 +280,7 @@ def test_every_dump_database_loads_the_same_on_mysql_and_sqlite() -> None:
     from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
     from agentenvs.envs.intercode_sql.data import DatabaseSource
 
-    backend = MySQLBackend(mysql_url(), Limits())
+    backend = MySQLBackend(require_mysql(), Limits())
     dump = package_dump()
     try:
         for name in dump.databases:
@@ -325,7 +309,7 @@ def test_every_dump_database_loads_the_same_on_mysql_and_sqlite() -> None:
 def test_every_gold_query_of_the_package_scores_one(backend) -> None:
     from agentenvs.envs.intercode_sql.check_gold import check_gold
 
-    url = mysql_url() if backend == "mysql" else None
+    url = require_mysql() if backend == "mysql" else None
     report = check_gold("intercode-bench", backend=backend, mysql_url=url)
     assert report.tasks == 23 and report.ok, report.text()
     assert report.scored_one == report.tasks and not report.invalid
@@ -365,7 +349,7 @@ def test_mysql_rewards_equal_intercodes_on_rows_from_its_own_driver() -> None:
     from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
     from agentenvs.envs.intercode_sql.statements import match_table_case
 
-    url = mysql_url()
+    url = require_mysql()
     # a time limit no query reaches, however loaded the machine: outcomes never depend on speed
     env = InterCodeSQLEnv(
         tasks_path="intercode-bench", backend="mysql", mysql_url=url, statement_timeout_s=300
@@ -447,7 +431,7 @@ def test_intercode_json_layout_and_table_names_in_any_case(tmp_path, backend) ->
     ]
     questions = tmp_path / "ic_spider_dev.json"
     questions.write_text(json.dumps(records))
-    url = mysql_url() if backend == "mysql" else None
+    url = require_mysql() if backend == "mysql" else None
     env = InterCodeSQLEnv(tasks_path=questions, backend=backend, mysql_url=url, show_schema=True)
     try:
         assert list(env.task_ids) == ["network_1-001", "network_1-002", "pets_1-001"]
@@ -467,23 +451,15 @@ def test_intercode_json_layout_and_table_names_in_any_case(tmp_path, backend) ->
         env.close()
 
 
-@pytest.mark.docker
-@pytest.mark.mysql
+@pytest.mark.docker(DEFAULT_MARIADB_IMAGE)
 def test_gold_queries_score_one_on_a_case_folding_server_too() -> None:
     """InterCode's own server setting (lower_case_table_names=1), in a MariaDB container:
     the same gold queries score 1.0 there as on the shared server (setting 0)."""
     pytest.importorskip("pymysql")
     from agentenvs.core.errors import ServiceUnavailable
     from agentenvs.envs.intercode_sql.check_gold import check_gold
-    from agentenvs.envs.intercode_sql.container import (
-        DEFAULT_MARIADB_IMAGE,
-        start_mariadb_container,
-    )
-    from agentenvs.sandbox.docker import docker_available
+    from agentenvs.envs.intercode_sql.container import start_mariadb_container
 
-    ok, reason = docker_available(DEFAULT_MARIADB_IMAGE)
-    if not ok:
-        pytest.skip(reason)
     try:
         box = start_mariadb_container(server_args=["--lower-case-table-names=1"])
     except ServiceUnavailable as exc:
@@ -512,7 +488,7 @@ def test_a_database_an_engine_cannot_build_is_a_task_error_naming_it(tmp_path, b
         "INSERT INTO `t` VALUES (1, 2);\n"
     )
     (tmp_path / "q.csv").write_text("query,gold,db\nq,SELECT x FROM t,d\n")
-    url = mysql_url() if backend == "mysql" else None
+    url = require_mysql() if backend == "mysql" else None
     env = InterCodeSQLEnv(tasks_path=tmp_path / "q.csv", backend=backend, mysql_url=url)
     try:
         with pytest.raises(TaskError, match=r"broken\.sql.*database d"):
@@ -553,7 +529,7 @@ def test_env_contract_on_the_package_data(backend) -> None:
     from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
     from agentenvs.testing import check_env_contract
 
-    url = mysql_url() if backend == "mysql" else None
+    url = require_mysql() if backend == "mysql" else None
     report = check_env_contract(
         functools.partial(
             InterCodeSQLEnv,

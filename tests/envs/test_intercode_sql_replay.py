@@ -8,7 +8,6 @@ valid_action), over the questions and Spider dump that ship in ``intercode-bench
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,6 @@ pytest.importorskip("sqlglot")
 
 from agentenvs.core.errors import TaskError  # noqa: E402
 from agentenvs.envs.intercode_sql.replay import RETRY_PREFIX, main, replay  # noqa: E402
-
-DEFAULT_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
 
 
 def _tasks():
@@ -71,17 +68,7 @@ def _results(tmp_path: Path) -> Path:
 def backend(request: pytest.FixtureRequest) -> dict:
     if request.param == "sqlite":
         return {"backend": "sqlite"}
-    pytest.importorskip("pymysql")
-    import pymysql
-
-    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-    url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_URL)
-    try:
-        pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
-    except Exception as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
-    return {"backend": "mysql", "mysql_url": url}
+    return {"backend": "mysql", "mysql_url": request.getfixturevalue("mysql_url")}
 
 
 def test_recorded_rewards_agree_turn_by_turn(tmp_path: Path, backend: dict) -> None:
@@ -106,7 +93,9 @@ def test_a_reward_that_differs_is_reported_with_its_turn(tmp_path: Path, backend
     assert (report.turns_agree, report.episodes_agree) == (22, 5)
 
 
-def test_sort_order_scaling_is_what_separates_official_from_iou(tmp_path: Path) -> None:
+def test_sort_order_scaling_is_what_separates_official_from_iou(
+    tmp_path: Path, backend: dict
+) -> None:
     """A result in the wrong order: InterCode's released reward scales the IoU by Kendall's
     tau, the earlier one (``rules="iou"``) does not."""
     tasks = _tasks()
@@ -123,8 +112,8 @@ def test_sort_order_scaling_is_what_separates_official_from_iou(tmp_path: Path) 
     )
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"0": _record(index, task, [(reverse, "[...]", 1.0)])}))
-    assert replay([path], "intercode-bench", rules="iou").ok  # same rows: IoU 1
-    official = replay([path], "intercode-bench", rules="official")
+    assert replay([path], "intercode-bench", rules="iou", **backend).ok  # same rows: IoU 1
+    official = replay([path], "intercode-bench", rules="official", **backend)
     assert not official.ok and official.disagreements[0].ours < 1.0
 
 
@@ -133,13 +122,14 @@ def test_files_that_are_not_recorded_trajectories_name_file_and_field(tmp_path: 
     data = json.loads(path.read_text())
     del data["1"]["turn_history"]["rewards"]
     path.write_text(json.dumps(data))
+    # which record and field is wrong does not depend on the backend
     with pytest.raises(TaskError, match=r"record 1\.turn_history\.rewards"):
-        replay([path], "intercode-bench")
+        replay([path], "intercode-bench", backend="sqlite")
     data = json.loads(_results(tmp_path).read_text())
     data["3"]["query"] = "a question of another file"
     path.write_text(json.dumps(data))
     with pytest.raises(TaskError, match=r"record 3\.query.*question file"):
-        replay([path], "intercode-bench")
+        replay([path], "intercode-bench", backend="sqlite")
     assert main([str(path), "--tasks", "intercode-bench", "--backend", "sqlite"]) == 2
 
 

@@ -17,16 +17,7 @@ from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 
-pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _need_bwrap() -> None:
-    from agentenvs.sandbox.local import local_available
-
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
+pytestmark = pytest.mark.bwrap  # skipped with the reason where bubblewrap cannot run
 
 
 @pytest.fixture

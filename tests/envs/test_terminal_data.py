@@ -65,6 +65,7 @@ def test_registered_entries_pin_the_official_commits() -> None:
     assert tb1.env_id == tb2.env_id == "agentenvs/TerminalBench-v0"
 
 
+@pytest.mark.bwrap
 def test_fetch_both_layouts_from_loopback_and_run_them(
     loopback_git: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -107,11 +108,6 @@ def test_fetch_both_layouts_from_loopback_and_run_them(
         for name in added:
             DATASETS.pop(name, None)
 
-    from agentenvs.sandbox.local import local_available
-
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
     import gymnasium as gym
 
     env = gym.make("agentenvs/TerminalBench-v0", tasks_path=tb1_path, command_timeout=30)

@@ -18,18 +18,7 @@ FIXTURES = Path(__file__).parent / "terminal_fixtures"
 #: every bundled task: its solution passes and doing nothing fails, as on the local runtime
 BUNDLED = sorted(load_tasks())
 
-pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _need_docker() -> None:
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        pytest.skip(f"docker runtime unavailable: {exc}")
-    ok, why = docker_available("agentenvs/terminal:latest")
-    if not ok:
-        pytest.skip(f"docker runtime unavailable: {why}")
+pytestmark = pytest.mark.docker("agentenvs/terminal:latest")
 
 
 def _our_containers(task_id: str) -> list[str]:

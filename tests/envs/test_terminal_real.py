@@ -23,16 +23,11 @@ NOT_HERE = {
     "harbor-needs-numpy": "could not provide the Python package 'numpy==2.1.0'",
 }
 
-pytestmark = pytest.mark.docker
+pytestmark = pytest.mark.docker("agentenvs/tb-python:3.13")
 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[TerminalBenchEnv]:
-    from agentenvs.sandbox.docker import docker_available
-
-    ok, why = docker_available("agentenvs/tb-python:3.13")
-    if not ok:
-        pytest.skip(f"docker runtime unavailable: {why}")
     env = TerminalBenchEnv(
         tasks_path=REAL, runtime="docker", offline=True, command_timeout=120, max_turns=3
     )
@@ -117,11 +112,6 @@ def write_wheel(folder: Path, name: str, version: str, source: str) -> Path:
 
 
 def test_a_wheelhouse_provides_what_the_image_lacks(tmp_path: Path) -> None:
-    from agentenvs.sandbox.docker import docker_available
-
-    ok, why = docker_available("agentenvs/tb-python:3.13")
-    if not ok:
-        pytest.skip(f"docker runtime unavailable: {why}")
     task = tmp_path / "tasks" / "harbor-needs-probe"
     (task / "environment").mkdir(parents=True)
     (task / "tests").mkdir()

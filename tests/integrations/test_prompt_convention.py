@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
+from _services import env_id_params
 
-import agentenvs
+import agentenvs  # noqa: F401 - registers the env ids
 from agentenvs.integrations.common import split_prompt
 from agentenvs.policy.base import Conversation
 
 
-@pytest.mark.parametrize("env_id", agentenvs.registered_ids())
+@pytest.mark.parametrize("env_id", env_id_params())
 def test_reset_observation_is_system_prompt_then_task(env_id: str) -> None:
     kwargs = {}
-    if env_id.endswith("TerminalBench-v0"):
-        from agentenvs.sandbox.local import local_available
-
-        ok, reason = local_available()
-        if not ok:
-            pytest.skip(reason)
     if env_id.endswith("DeepCoderMT-v0"):
         kwargs["sandbox"] = "local"
     env = gym.make(env_id, **kwargs)

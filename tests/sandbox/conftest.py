@@ -11,20 +11,9 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from _services import require_bwrap, require_docker
 
 from agentenvs.sandbox import Sandbox, make_sandbox
-
-
-def backend_available(name: str) -> tuple[bool, str]:
-    if name == "local":
-        from agentenvs.sandbox.local import local_available
-
-        return local_available()
-    try:
-        from agentenvs.sandbox.docker import docker_available
-    except ImportError as exc:
-        return False, f"the docker backend cannot be imported: {exc}"
-    return docker_available()
 
 
 @pytest.fixture(
@@ -35,9 +24,10 @@ def backend_available(name: str) -> tuple[bool, str]:
 )
 def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh sandbox of each backend, closed after the test."""
-    ok, why = backend_available(request.param)
-    if not ok:
-        pytest.skip(f"{request.param} sandbox unavailable: {why}")
+    if request.param == "local":
+        require_bwrap()
+    else:
+        require_docker()
     box = make_sandbox(request.param)
     try:
         yield box
@@ -47,12 +37,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
 
 @pytest.fixture
 def local_box() -> Iterator[Sandbox]:
-    """A local sandbox (bubblewrap), for tests of that backend alone."""
-    from agentenvs.sandbox.local import local_available
-
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
+    """A local sandbox (bubblewrap), for tests of that backend alone (marked ``bwrap``)."""
+    require_bwrap()
     box = make_sandbox("local")
     try:
         yield box

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _services import require_bwrap, require_docker
 
 from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
 from agentenvs.sandbox import Limits
@@ -36,17 +37,9 @@ LIMITS = Limits(memory_mb=1024, disk_mb=32, shm_mb=16, max_file_mb=64)
 
 def need(backend: str) -> None:
     if backend == "local":
-        from agentenvs.sandbox.local import local_available
-
-        ok, why = local_available()
+        require_bwrap()
     else:
-        try:
-            from agentenvs.sandbox.docker import docker_available
-        except ImportError as exc:
-            pytest.skip(f"the docker backend cannot be imported: {exc}")
-        ok, why = docker_available()
-    if not ok:
-        pytest.skip(f"{backend} sandbox unavailable: {why}")
+        require_docker()
 
 
 def lcb_row(task_id: str, tests: list[dict[str, str]], func: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from _services import require_docker
 
 from agentenvs.core.errors import SandboxError
 from agentenvs.sandbox import FilesSnapshot, Limits, PyCase, make_sandbox
@@ -23,13 +24,9 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def docker_mod():  # noqa: ANN201 - the module, imported only when the engine is usable
-    try:
-        from agentenvs.sandbox import docker
-    except ImportError as exc:
-        pytest.skip(f"the docker backend cannot be imported: {exc}")
-    ok, why = docker.docker_available()
-    if not ok:
-        pytest.skip(f"docker sandbox unavailable: {why}")
+    require_docker()
+    from agentenvs.sandbox import docker
+
     return docker
 
 

@@ -19,7 +19,8 @@ from agentenvs.core.errors import SandboxError
 from agentenvs.sandbox import FilesSnapshot, Limits, PyCase, make_sandbox
 from agentenvs.sandbox.local import BWRAP_ENV, TEMP_PREFIX, LocalSandbox, local_available
 
-pytestmark = pytest.mark.bwrap
+# tests that start a sandbox are marked ``bwrap`` (those asking for ``local_box`` are
+# marked by it); the ones about a bwrap that is missing or refused run everywhere
 
 
 # ----------------------------------------------------------------------------- run
@@ -53,10 +54,8 @@ def test_run_identity_and_limits(local_box: LocalSandbox) -> None:
     assert local_box.run(f"ulimit -n {lim.max_open_files * 2}").returncode != 0
 
 
+@pytest.mark.bwrap
 def test_custom_limits() -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     with LocalSandbox(Limits(memory_mb=256, max_output_bytes=10)) as box:
         r = box.run("printf 0123456789abcdef")
         assert r.stdout == "0123456789" and r.output_truncated
@@ -157,10 +156,8 @@ def test_reset_kills_running_work_and_empties(local_box: LocalSandbox) -> None:
 
 
 # ----------------------------------------------------------------------------- lifetime
+@pytest.mark.bwrap
 def test_close_is_idempotent_and_removes_everything(nothing_left: Callable[[str], None]) -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     box = make_sandbox("local")
     assert isinstance(box, LocalSandbox)
     workdir = box.workdir
@@ -178,10 +175,8 @@ def test_close_is_idempotent_and_removes_everything(nothing_left: Callable[[str]
         box.write_file("x", "y")
 
 
+@pytest.mark.bwrap
 def test_finalizer_cleans_up_forgotten_sandbox() -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     box = LocalSandbox()
     workdir = box.workdir
     del box
@@ -198,10 +193,8 @@ def open_parent() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
+@pytest.mark.bwrap
 def test_unreachable_workdir_parent(tmp_path: Path) -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     tmp_path.chmod(0o700)
     if os.geteuid() != 0:
         pytest.skip("only root hands bwrap to another uid")
@@ -209,10 +202,8 @@ def test_unreachable_workdir_parent(tmp_path: Path) -> None:
         LocalSandbox(workdir_parent=tmp_path)
 
 
+@pytest.mark.bwrap
 def test_no_leaks_over_many_runs(open_parent: Path, nothing_left: Callable[[str], None]) -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     tmp_path = open_parent
     fds_before = len(os.listdir("/proc/self/fd"))
     with LocalSandbox(workdir_parent=tmp_path) as box:
@@ -311,10 +302,8 @@ def test_seccomp_filter_refuses_kernel_surface(local_box: LocalSandbox) -> None:
     assert "Seccomp:\t2" in local_box.run("cat /proc/self/status").stdout
 
 
+@pytest.mark.bwrap
 def test_shm_and_case_workdir_are_capped() -> None:
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     with LocalSandbox(Limits(disk_mb=8, shm_mb=4)) as box:
         r = box.run("df -k /dev/shm /tmp | tail -n 2")
         assert r.stdout.split()[1] == "4096"

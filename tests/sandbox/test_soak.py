@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _services import require_bwrap, require_docker
 
 from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
 from agentenvs.sandbox import Limits
@@ -80,15 +81,9 @@ def test_soak_leaves_nothing_behind(
     backend: str, tmp_path: Path, nothing_left: Callable[..., None]
 ) -> None:
     if backend == "local":
-        from agentenvs.sandbox.local import local_available
-
-        ok, why = local_available()
+        require_bwrap()
     else:
-        from agentenvs.sandbox.docker import docker_available
-
-        ok, why = docker_available()
-    if not ok:
-        pytest.skip(f"{backend} sandbox unavailable: {why}")
+        require_docker()
     marker = f"agentenvs-soak-{uuid.uuid4().hex[:12]}"
     tests = [
         {"input": f"{i} soak\n", "output": f"{i} soak\n", "testtype": "stdin"} for i in range(3)

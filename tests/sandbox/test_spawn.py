@@ -71,12 +71,10 @@ def test_sandbox_close_kills_spawned(local_box: Sandbox, nothing_left) -> None:
     nothing_left(marker)
 
 
+@pytest.mark.bwrap
 def test_local_tmpfs_and_ro_binds() -> None:
-    from agentenvs.sandbox.local import LocalSandbox, local_available
+    from agentenvs.sandbox.local import LocalSandbox
 
-    ok, why = local_available()
-    if not ok:
-        pytest.skip(why)
     # a dir the sandbox's uid can enter (pytest's tmp_path is private to its user)
     src = Path(tempfile.mkdtemp(prefix="agentenvs-test-"))
     try:

@@ -182,11 +182,6 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 
 @pytest.mark.bwrap
 def test_a_killed_client_leaves_no_env_behind(start_server) -> None:
-    from agentenvs.sandbox.local import local_available
-
-    ok, reason = local_available()
-    if not ok:
-        pytest.skip(reason)
     server = start_server("agentenvs/TerminalBench-v0", env_kwargs={"runtime": "local"})
     before = server.children()
     client = subprocess.Popen(

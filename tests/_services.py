@@ -1,0 +1,147 @@
+"""Finding the services that marked tests need: MySQL/MariaDB, a Docker engine, bubblewrap.
+
+Each probe answers ``(found, reason)``. Tests reach them in three ways that end in the same
+probe and the same skip message:
+
+- a marker: ``mysql``, ``docker`` (an engine with the image the ``docker`` sandbox starts;
+  ``docker("agentenvs/terminal:latest")`` for another image) or ``bwrap``; ``conftest.py``
+  skips a marked test with the probe's reason before its fixtures run;
+- a fixture: ``mysql_url`` (the server's URL), ``docker_engine``, ``local_box`` (in
+  ``tests/sandbox``); a test that asks for one is marked as if it carried the marker;
+- a call, where the need is known only while the test runs (a factory chosen by a
+  parameter): ``require_mysql()``, ``require_docker(image)``, ``require_bwrap()``.
+
+With ``AGENTENVS_REQUIRE_SERVICES=1`` (CI) a marked test that skips fails instead (see
+``conftest.py``).
+
+MySQL/MariaDB is found at ``$AGENTENVS_MYSQL_URL`` when it is set (and only there: a URL
+that answers nothing is a skip, not a reason to look elsewhere), else as root over the
+first default unix socket that answers: those of Debian, of some distributions, of a
+tarball install.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+MYSQL_URL_ENV = "AGENTENVS_MYSQL_URL"
+MYSQL_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/tmp/mysql.sock")
+
+
+def socket_url(path: str) -> str:
+    return f"mysql://root@localhost/?unix_socket={path}"
+
+
+def _ping_mysql(url: str) -> None:
+    import pymysql
+
+    from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
+
+    conn = pymysql.connect(**parse_mysql_url(url), connect_timeout=3)
+    try:
+        conn.ping(reconnect=False)
+    finally:
+        conn.close()
+
+
+@functools.cache
+def find_mysql() -> tuple[str | None, str]:
+    """(the URL of a MySQL/MariaDB server that answers a ping, or None; why)."""
+    try:
+        import pymysql  # noqa: F401
+    except ImportError:
+        return None, "PyMySQL is not installed (pip install 'agentenvs[mysql]')"
+    url = os.environ.get(MYSQL_URL_ENV)
+    if url:
+        try:
+            _ping_mysql(url)
+        except Exception as exc:  # noqa: BLE001 - any failure is the reason to skip
+            return None, f"no MySQL/MariaDB server at ${MYSQL_URL_ENV}={url}: {exc}"
+        return url, f"MySQL/MariaDB at ${MYSQL_URL_ENV}={url}"
+    tried, seen = [], set()
+    for path in MYSQL_SOCKETS:
+        real = os.path.realpath(path)
+        if real in seen:  # /var/run is often a link to /run
+            continue
+        seen.add(real)
+        if not os.path.exists(path):
+            tried.append(f"no {path}")
+            continue
+        try:
+            _ping_mysql(socket_url(path))
+        except Exception as exc:  # noqa: BLE001
+            tried.append(f"{path}: {exc}")
+            continue
+        return socket_url(path), f"MySQL/MariaDB as root over {path}"
+    return None, (
+        f"no MySQL/MariaDB server: ${MYSQL_URL_ENV} is unset and no default socket answers "
+        f"({'; '.join(tried)})"
+    )
+
+
+def require_mysql() -> str:
+    """The server's URL, or a skip with the reason."""
+    url, why = find_mysql()
+    if url is None:
+        pytest.skip(why)
+    return url
+
+
+@functools.cache
+def find_docker(image: str | None = None) -> tuple[bool, str]:
+    """Whether a Docker engine answers and holds ``image`` (by default the one the ``docker``
+    sandbox starts), and why not."""
+    try:
+        from agentenvs.sandbox.docker import docker_available
+    except ImportError as exc:
+        return False, f"the docker backend cannot be imported: {exc}"
+    return docker_available(image) if image else docker_available()
+
+
+def require_docker(image: str | None = None) -> None:
+    ok, why = find_docker(image)
+    if not ok:
+        pytest.skip(f"Docker unavailable: {why}")
+
+
+def find_bwrap() -> tuple[bool, str]:
+    """Whether the local sandbox (bubblewrap namespaces) works here, and why not."""
+    from agentenvs.sandbox.local import local_available
+
+    return local_available()  # probed once per bwrap binary
+
+
+def require_bwrap() -> None:
+    ok, why = find_bwrap()
+    if not ok:
+        pytest.skip(f"local sandbox unavailable: {why}")
+
+
+def require_marked(item: pytest.Item) -> None:
+    """Skip ``item`` with the reason when a service its markers name is missing."""
+    for marker in item.iter_markers("docker"):
+        require_docker(*marker.args[:1])
+    if item.get_closest_marker("mysql") is not None:
+        require_mysql()
+    if item.get_closest_marker("bwrap") is not None:
+        require_bwrap()
+
+
+#: registered envs whose defaults start the local sandbox (bubblewrap)
+LOCAL_SANDBOX_ENVS = ("agentenvs/DeepCoderMT-v0", "agentenvs/TerminalBench-v0")
+
+
+def env_id_params(ids: list[str] | None = None) -> list:
+    """Env ids as parameters (by default every registered one), each marked with the
+    service that the env's default construction needs."""
+    import agentenvs
+
+    return [
+        pytest.param(
+            env_id, id=env_id, marks=[pytest.mark.bwrap] if env_id in LOCAL_SANDBOX_ENVS else []
+        )
+        for env_id in (agentenvs.registered_ids() if ids is None else ids)
+    ]
