@@ -8,7 +8,6 @@ bubblewrap sandbox (marker ``bwrap``) and skip with the reason where it is unava
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -264,7 +263,8 @@ def test_every_bundled_reference_passes_and_wrong_solution_fails(bundled) -> Non
 
 @pytest.mark.bwrap
 def test_real_programs_verdicts(bundled) -> None:
-    env = DeepCoderMTEnv(tasks_path=FIXTURES / "lcb.jsonl", sandbox="local", timeout_per_test=0.3)
+    # roomy for the programs that end at once; only the endless loop reaches it
+    env = DeepCoderMTEnv(tasks_path=FIXTURES / "lcb.jsonl", sandbox="local", timeout_per_test=2.0)
     try:
         env.reset(options={"task_id": "lcb-stdin"})
         obs, *_ = env.step("```python\nn = int(input())\nprint(1 // (n - 1))\n```")
@@ -310,13 +310,10 @@ def test_scoring_sixteen_candidates_from_one_state(bundled) -> None:
     reference = f"```python\n{env.reference}\n```"
     candidates = [env.error_action(rng) for _ in range(12)] + [reference] * 2
     candidates += [reference.replace("\n```", "\n# variant\n```"), "no code"]
-    start = time.perf_counter()
-    scores = env.score_actions(candidates)
-    elapsed = time.perf_counter() - start
+    scores = env.score_actions(candidates)  # how fast: benchmarks/bench_deepcoder.py
     assert scores[12] == scores[13] == scores[14] == 1.0 and scores[15] == 0.0
     assert all(s < 1.0 for s in scores[:12])
     assert (env.state_key(), env.turn) == (key, turn)
-    assert elapsed < 10.0
 
 
 @pytest.mark.bwrap

@@ -73,7 +73,9 @@ def test_extract_code_is_fast_on_a_megabyte_of_garbage() -> None:
     for text in ("A" * (1 << 20), "```" * 300_000, "```\n" + "x" * (1 << 20), garbage):
         start = time.perf_counter()
         extract_code(text)
-        assert time.perf_counter() - start < 0.5
+        # linear work takes milliseconds, however loaded the machine; a quadratic scan of
+        # a megabyte would take hours
+        assert time.perf_counter() - start < 10
     code, _ = extract_code("```python\n" + "x = 1\n" * 150_000 + "```")
     assert code is not None and code.count("\n") == 150_000
 

@@ -174,7 +174,8 @@ def test_hostile_statements_harm_nothing(url) -> None:
         for sql, message in HOSTILE:
             start = time.monotonic()
             obs, _, terminated, _, info = env.step(sql)
-            assert time.monotonic() - start < 5, sql
+            # the messages tell what stopped each; the clock only rules out a hang
+            assert time.monotonic() - start < 60, sql
             assert obs.startswith("Error executing query:") and message in obs, (sql, obs)
             assert not terminated
         obs = env.step("SELECT 'x' || 1")[0]  # still usable
@@ -420,9 +421,10 @@ def test_a_write_that_returns_rows_still_counts_as_a_write(url) -> None:
         env.close()
 
 
-def _wait_until_running(episode) -> None:
-    """Until the server runs the episode's statement (a KILL before that would miss it)."""
-    while True:
+def _wait_until_running(episode, runner) -> None:
+    """Until the server runs the episode's statement (a KILL before that would miss it),
+    or the statement is over."""
+    while runner.is_alive():
         rows = episode.backend.server.run(
             "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = %s", (episode.thread_id,)
         )
@@ -434,7 +436,7 @@ def _wait_until_running(episode) -> None:
 def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
     import threading
 
-    env = make(url)
+    env = make(url, statement_timeout_s=60)  # only the kills stop these statements
     try:
         env.reset(seed=0, options={"task_id": ORDERED})
         episode = env.episode
@@ -442,10 +444,10 @@ def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
         stale = episode._statements  # that statement's watchdog, firing too late
         outcome = {}
         runner = threading.Thread(
-            target=lambda: outcome.update(result=episode.execute("SELECT SLEEP(1), 7"))
+            target=lambda: outcome.update(result=episode.execute("SELECT SLEEP(2), 7"))
         )
         runner.start()
-        _wait_until_running(episode)
+        _wait_until_running(episode, runner)
         episode._kill(stale)
         runner.join()
         assert outcome["result"].ok and outcome["result"].rows[0][1] == 7, outcome
@@ -454,7 +456,7 @@ def test_a_late_watchdog_never_stops_the_next_statement(url) -> None:
             target=lambda: outcome.update(result=episode.execute("SELECT SLEEP(30)"))
         )
         runner.start()
-        _wait_until_running(episode)
+        _wait_until_running(episode, runner)
         episode._kill(episode._running)
         runner.join()
         assert "time limit" in (outcome["result"].error or ""), outcome

@@ -18,11 +18,15 @@ from agentenvs.testing import FileProbe
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 
 pytestmark = pytest.mark.bwrap  # skipped with the reason where bubblewrap cannot run
+#: a command timeout no command of these tests comes near, however loaded the machine;
+#: the tests of timeouts set TRIP_S, which their commands (sleep 100, a loop) always exceed
+ROOMY_S = 30
+TRIP_S = 3
 
 
 @pytest.fixture
 def fixture_env() -> Iterator[TerminalBenchEnv]:
-    env = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=3, max_turns=6)
+    env = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=ROOMY_S, max_turns=6)
     yield env
     env.close()
 
@@ -196,6 +200,7 @@ def test_persistent_shell(fixture_env: TerminalBenchEnv) -> None:
 
 
 def test_timeout_interrupts_only_the_command(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.command_timeout = TRIP_S
     fixture_env.reset(options={"task_id": "tb1-greeting"})
     fixture_env.step("sleep 200 & echo started")
     obs, *_, info = fixture_env.step("echo before; sleep 100; echo never")
@@ -222,6 +227,7 @@ def test_contained_fork_bomb_and_disk_fill(fixture_env: TerminalBenchEnv) -> Non
     assert "[exit status" in obs
     obs, *_ = fixture_env.step("rm -f /app/big; echo ok")
     assert "ok" in obs
+    fixture_env.command_timeout = TRIP_S  # the bomb's commands are stopped when they time out
     obs, _, term, _, info = fixture_env.step("b(){ b|b& }; b")
     # contained either way: the shell survives, or the episode ends as a failure
     if term:
@@ -242,7 +248,7 @@ def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
     second = fixture_env.step("echo $K $PWD; ls; cat new.txt; rm new.txt")
     assert first[0] == second[0] and first[4] == second[4]
     # into a fresh env too
-    other = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=3, max_turns=6)
+    other = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=ROOMY_S, max_turns=6)
     try:
         other.restore(snap)
         third = other.step("echo $K $PWD; ls; cat new.txt; rm new.txt")
@@ -301,7 +307,7 @@ def test_contract_local() -> None:
 
     check_env_contract(
         "agentenvs/TerminalBench-v0",
-        env_kwargs={"tasks_path": str(FIXTURES), "command_timeout": 5},
+        env_kwargs={"tasks_path": str(FIXTURES), "command_timeout": ROOMY_S},
         options={"task_id": "tb1-greeting"},
         steps=4,
         file_probe=FILE_PROBE,
@@ -356,7 +362,9 @@ def test_restore_keeps_modes_links_empty_dirs_mtimes(
     assert "./sticky 1777 d" in before and "./empty 700 d" in before and "./link 777 l open" in before
     snap = fixture_env.snapshot()
     fixture_env.step("chmod -R 700 /app/perm; rm -rf /app/perm/empty /app/perm/link")
-    target = TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=5) if fresh_env else fixture_env
+    target = (
+        TerminalBenchEnv(tasks_path=FIXTURES, command_timeout=ROOMY_S) if fresh_env else fixture_env
+    )
     try:
         target.restore(snap)
         after, *_ = target.step(MODES_PROBE)

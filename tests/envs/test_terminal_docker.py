@@ -19,6 +19,10 @@ FIXTURES = Path(__file__).parent / "terminal_fixtures"
 BUNDLED = sorted(load_tasks())
 
 pytestmark = pytest.mark.docker("agentenvs/terminal:latest")
+#: a command timeout no command of these tests comes near, however loaded the machine;
+#: the tests of timeouts set TRIP_S, which their commands (sleep 100, a loop) always exceed
+ROOMY_S = 30
+TRIP_S = 3
 
 
 def _our_containers(task_id: str) -> list[str]:
@@ -35,7 +39,9 @@ def _our_containers(task_id: str) -> list[str]:
 
 @pytest.fixture
 def fixture_env() -> Iterator[TerminalBenchEnv]:
-    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3, max_turns=8)
+    env = TerminalBenchEnv(
+        tasks_path=FIXTURES, runtime="docker", command_timeout=ROOMY_S, max_turns=8
+    )
     yield env
     env.close()
 
@@ -87,6 +93,7 @@ def test_persistent_shell(fixture_env: TerminalBenchEnv) -> None:
 
 
 def test_timeout_interrupts_only_the_command(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.command_timeout = TRIP_S
     fixture_env.reset(options={"task_id": "tb1-greeting"})
     fixture_env.step("sleep 200 & echo started")
     obs, *_, info = fixture_env.step("echo before; sleep 100; echo never")
@@ -113,7 +120,7 @@ def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
     assert first[0] == second[0] and first[4] == second[4]
     assert "v /app/extra" in first[0] and "-rw-------" in first[0]
     # into a fresh env (a new runtime) too
-    other = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3)
+    other = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=ROOMY_S)
     try:
         other.restore(snap)
         assert other.state_key() == key
@@ -140,7 +147,7 @@ def test_contract_docker() -> None:
 
     check_env_contract(
         "agentenvs/TerminalBench-v0",
-        env_kwargs={"tasks_path": str(FIXTURES), "runtime": "docker", "command_timeout": 5},
+        env_kwargs={"tasks_path": str(FIXTURES), "runtime": "docker", "command_timeout": ROOMY_S},
         options={"task_id": "tb1-greeting"},
         steps=4,
         file_probe=FILE_PROBE,
@@ -150,7 +157,7 @@ def test_contract_docker() -> None:
 def test_no_container_left_after_close() -> None:
     # the other tests' envs (the contract checker's too) are closed by now: any
     # container of this task left by this process is a leak
-    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=3)
+    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="docker", command_timeout=ROOMY_S)
     for _ in range(3):
         env.reset(options={"task_id": "tb1-greeting"})
         env.step("sleep 1000 &")
@@ -205,6 +212,7 @@ def test_wrecked_container_ends_the_episode_with_tests_in_a_fresh_one(
 
 
 def test_fork_bomb_is_the_agents_doing_not_an_exception(fixture_env: TerminalBenchEnv) -> None:
+    fixture_env.command_timeout = TRIP_S  # the bomb's commands are stopped when they time out
     fixture_env.reset(options={"task_id": "tb1-greeting", "max_turns": 4})
     obs, _, term, _, info = fixture_env.step("b(){ b|b& }; b")
     if not term:

@@ -139,7 +139,7 @@ def test_ray_gives_the_local_pools_records(ray_cluster: dict, tmp_path: Path, mo
     assert max(keys_of(tmp_path / "ray").values()) == 1
     # the driver left the shared instance as it found it: connected, its actors gone
     assert ray.is_initialized()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # released asynchronously: a loaded machine is slow
     while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ray.available_resources().get("CPU", 0) == 2

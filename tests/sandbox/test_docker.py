@@ -78,19 +78,18 @@ def test_large_stdin_and_output(box) -> None:  # noqa: ANN001
 
 def test_timeout_kills_everything(box) -> None:  # noqa: ANN001
     start = time.monotonic()
-    r = box.run("sleep 30 & setsid sleep 30 & sleep 30", timeout=1)
+    r = box.run("sleep 300 & setsid sleep 300 & sleep 300", timeout=1)
     assert r.timed_out and r.returncode is None
-    assert 1 <= time.monotonic() - start < 5
-    left = box.run("ps -eo user=,args= | grep -v root | grep -c '[s]leep 30' || true")
+    assert 1 <= time.monotonic() - start < 60  # far from the 300 s of a wait for the sleeps
+    left = box.run("ps -eo user=,args= | grep -v root | grep -c '[s]leep 300' || true")
     assert left.stdout.strip() == "0"
 
 
 def test_output_cap(docker_mod, pool) -> None:  # noqa: ANN001
     with docker_mod.DockerSandbox(Limits(max_output_bytes=1000), pool=pool) as small:
-        start = time.monotonic()
-        r = small.run("yes", timeout=10)
+        r = small.run("yes", timeout=120)
         assert r.output_truncated and len(r.stdout) == 1000
-        assert time.monotonic() - start < 5  # a runaway writer is stopped at the cap
+        assert not r.timed_out  # a runaway writer is stopped at the cap, not by the clock
         r = small.run("head -c 999 /dev/zero")
         assert not r.output_truncated and len(r.stdout) == 999
 
@@ -99,7 +98,7 @@ def test_signal_exit_and_background_jobs(box) -> None:  # noqa: ANN001
     r = box.run(["python3", "-c", "import os; os.kill(os.getpid(), 9)"])
     assert r.returncode in (-9, 137)
     r = box.run("sleep 100 & echo started")
-    assert r.stdout == "started\n" and r.duration_s < 5
+    assert r.stdout == "started\n" and r.duration_s < 60  # no wait for the 100 s job
     assert "sleep 100" not in box.run("ps -eo args=").stdout
 
 
@@ -110,7 +109,7 @@ def test_python_cases(box) -> None:  # noqa: ANN001
     cases = [PyCase("stdin", stdin=str(i)) for i in range(20)] + [
         PyCase("call", func="add", args=(2, 3))
     ]
-    got = list(box.run_python_cases(src, cases, timeout_per_case=2))
+    got = list(box.run_python_cases(src, cases, timeout_per_case=30))
     assert [r.stdout for r in got[:20]] == [f"{2 * i}\n" for i in range(20)]
     assert got[20].value == 5 and all(r.error is None for r in got)
 
