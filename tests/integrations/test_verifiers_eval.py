@@ -288,7 +288,7 @@ def test_verifiers_eval_runs_real_episodes_equal_to_in_process_ones(
         if thread.ident not in threads_before:
             thread.join(timeout=60)
     assert {t.ident for t in _env_threads()} <= threads_before
-    deadline = time.monotonic() + 30  # a chat program may still be exiting
+    deadline = time.monotonic() + 120  # a chat program may still be exiting
     while set(_children()) - children_before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert set(_children()) - children_before == set()

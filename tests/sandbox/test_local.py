@@ -214,7 +214,7 @@ def test_no_leaks_over_many_runs(open_parent: Path, nothing_left: Callable[[str]
         for _ in range(30):
             got = list(box.run_python_cases("print(input())", [PyCase("stdin", stdin="a")] * 5))
             assert [r.stdout for r in got] == ["a\n"] * 5
-        nothing_left(box.workdir, wait_s=5)  # bwrap's argv names the work dir
+        nothing_left(box.workdir)  # bwrap's argv names the work dir
     assert [p for p in os.listdir(tmp_path) if p.startswith(TEMP_PREFIX)] == []
     time.sleep(0.1)
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2

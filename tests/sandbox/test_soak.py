@@ -120,7 +120,7 @@ def test_soak_leaves_nothing_behind(
         for env in envs:
             env.close()
     elapsed = time.monotonic() - start
-    nothing_left(marker, wait_s=10)
+    nothing_left(marker)
     after = host_state()
     assert after["dirs"] == [] and after["ipc"] == before["ipc"], (before, after)
     assert after["mqueue"] == before["mqueue"]
