@@ -71,6 +71,12 @@ say() { echo "bare.sh: $*" >&2; }
 now() { date +%s; }
 T_ALL=$(now)
 
+# mounts and namespaces need root; unshare and pivot_root are util-linux's
+if [ "$(id -u)" != 0 ]; then say "FAILED: needs root (debootstrap, mount namespaces)"; exit 1; fi
+for tool in unshare pivot_root git tar; do
+  command -v "$tool" >/dev/null 2>&1 || { say "FAILED: $tool is not on PATH"; exit 1; }
+done
+
 WORK=$(mktemp -d /tmp/agentenvs-bare.XXXXXX)
 ROOTFS=$WORK/root
 LOG=$WORK/run.log
