@@ -19,7 +19,7 @@ comma-separated:
 - ``<!-- test: mysql -->``, ``<!-- test: docker -->``, ``<!-- test: bwrap -->``: the test
   carries that marker and skips with the reason when the service is missing (a failure
   when ``AGENTENVS_REQUIRE_SERVICES`` is set, see conftest.py). Snippets read the MySQL
-  URL from ``$AGENTENVS_MYSQL_URL``, set here to the local socket URL when unset.
+  URL from ``$AGENTENVS_MYSQL_URL``, set here to the server the tests found when unset.
 - ``<!-- test: slow -->``: marker ``slow`` (a run of more than a few seconds).
 - ``<!-- test: server -->`` on a shell block whose last command is a server
   (``agentenvs serve ...``): that command is started in the background and the test
@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _services import find_mysql, require_bwrap, require_docker, require_mysql
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-DEFAULT_MYSQL_URL = "mysql://root@localhost/?unix_socket=/run/mysqld/mysqld.sock"
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 RUN_PREFIXES = ("agentenvs ", "python ")
 SERVICES = ("mysql", "docker", "bwrap")
@@ -178,35 +178,20 @@ def _params() -> list:  # type: ignore[type-arg]
 
 
 def _require(flags: set[str]) -> None:
+    """Skip with the reason when a service is missing (``_services``, as the markers do)."""
     if "mysql" in flags:
-        url = os.environ.get("AGENTENVS_MYSQL_URL", DEFAULT_MYSQL_URL)
-        try:
-            import pymysql
-
-            from agentenvs.envs.intercode_sql.backends.mysql import parse_mysql_url
-
-            pymysql.connect(**parse_mysql_url(url), connect_timeout=3).close()
-        except Exception as exc:
-            pytest.skip(f"no MySQL/MariaDB server at {url}: {exc}")
+        require_mysql()
     if "docker" in flags:
-        try:
-            from agentenvs.sandbox.docker import docker_available
-        except ImportError as exc:
-            pytest.skip(f"the docker backend cannot be imported: {exc}")
-        ok, why = docker_available()
-        if not ok:
-            pytest.skip(f"docker unavailable: {why}")
+        require_docker()
     if "bwrap" in flags:
-        from agentenvs.sandbox.local import local_available
-
-        ok, why = local_available()
-        if not ok:
-            pytest.skip(f"bubblewrap namespaces unavailable: {why}")
+        require_bwrap()
 
 
 def _environment() -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("AGENTENVS_MYSQL_URL", DEFAULT_MYSQL_URL)
+    url, _ = find_mysql()
+    if url is not None:
+        env.setdefault("AGENTENVS_MYSQL_URL", url)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
     return env
