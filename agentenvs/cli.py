@@ -343,7 +343,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _run(
     env_id: str, policy: str, tasks: str, n: int, budgets: Sequence[int], mode: str, seed: int,
     out: Path, env_kwargs: dict[str, Any], workers: int, progress: bool, chunk_size: int | None = None,
-    backend: str = "local", address: str | None = None,
+    backend: str = "local", address: str | None = None, executor: Any = None,
 ) -> Any:
     from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
 
@@ -359,7 +359,7 @@ def _run(
     )
     summary = run_pass_at_k_t(
         config, out, workers=workers, chunk_size=chunk_size, progress=progress, backend=backend,
-        address=address,
+        address=address, executor=executor,
     )
     rate = summary.successes / summary.ran if summary.ran else float("nan")
     print(
@@ -411,6 +411,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """For each env of ``DEMO_SUITES``: Pass@(K,T) of two scripted policies, then the
     comparison report (the second policy minus the first)."""
+    from agentenvs.eval.executors import make_executor
     from agentenvs.eval.report import write_report
 
     started = time.perf_counter()
@@ -421,19 +422,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ValueError(f"--envs {args.envs!r} names no demo env; choose from "
                          f"{[s.name for s in DEMO_SUITES]}")
     reports = []
-    for suite in suites:
-        print(f"== {suite.name}: {suite.first} vs {suite.second} ({suite.note})")
-        base = out / suite.name / "base"
-        rl = out / suite.name / "rl"
-        tasks = args.tasks or suite.tasks
-        for policy, run_dir in ((suite.first, base), (suite.second, rl)):
-            _run(
-                suite.env_id, policy, tasks, args.n or suite.n, suite.budgets, suite.mode, 0, run_dir,
-                suite.env_kwargs, args.workers, not args.no_progress,
-            )
-        result = write_report(base, out_dir=out / suite.name / "report", compare=rl)
-        print((result.out_dir / "comparison.md").read_text())
-        reports.append(result)
+    # one set of workers for every run: each run skips starting interpreters, and what a
+    # worker caches for a task (DeepCoder's test results) serves the second policy too
+    with make_executor("local", args.workers, keep_workers=True) as executor:
+        for suite in suites:
+            print(f"== {suite.name}: {suite.first} vs {suite.second} ({suite.note})")
+            base = out / suite.name / "base"
+            rl = out / suite.name / "rl"
+            tasks = args.tasks or suite.tasks
+            for policy, run_dir in ((suite.first, base), (suite.second, rl)):
+                _run(
+                    suite.env_id, policy, tasks, args.n or suite.n, suite.budgets, suite.mode, 0,
+                    run_dir, suite.env_kwargs, args.workers, not args.no_progress,
+                    executor=executor,
+                )
+            result = write_report(base, out_dir=out / suite.name / "report", compare=rl)
+            print((result.out_dir / "comparison.md").read_text())
+            reports.append(result)
     print(f"demo finished in {time.perf_counter() - started:.1f} s")
     for suite, result in zip(suites, reports, strict=True):
         print(f"{suite.name}: runs in {out / suite.name}/base and /rl; report in {result.out_dir}/")

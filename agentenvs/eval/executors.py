@@ -15,6 +15,7 @@ Backends:
 - ``LocalPoolExecutor``: a ``multiprocessing`` pool on this machine (the default). Its
   workers die with the driver, however it dies (even SIGKILL), and a run sweeps the
   pool semaphores that runs killed with their resource tracker left in ``/dev/shm``.
+  With ``keep_workers=True`` one set of workers serves run after run until closed.
 - ``RayExecutor``: Ray actors, on this machine or a cluster (``pip install
   'agentenvs[ray]'``). An actor that dies (OOM, segfault, lost node) is restarted, its
   ``setup`` run again, and its unfinished chunks retried.
@@ -96,7 +97,8 @@ class Executor(ABC):
         """Yield ``(key, result)`` for every job, as chunks finish, each key once.
 
         Workers are started for this call and stopped when the iterator ends or is
-        closed; an exception from ``fn`` or ``setup`` is raised here.
+        closed (unless the executor keeps them: ``LocalPoolExecutor(keep_workers=True)``);
+        an exception from ``fn`` or ``setup`` is raised here.
         """
 
     def close(self) -> None:  # noqa: B027 - most executors hold nothing between runs
@@ -206,12 +208,17 @@ def worker_threads(workers: int) -> int:
 
 
 def _pool_init(
-    setup: Callable[[], Any], parent: int | None = None, threads: int | None = None
+    setup: Callable[[], Any] | None, parent: int | None = None, threads: int | None = None
 ) -> None:
     if parent is not None:
         _die_with_parent(parent)
     if threads is not None:
         os.environ[THREADS_ENV] = str(threads)
+    if setup is None:
+        # a kept pool: each run's first chunk on this worker builds that run's state; the
+        # last one is closed when the worker leaves (os._exit: no atexit, finalizers run)
+        mp.util.Finalize(None, _close_kept_state, exitpriority=10)
+        return
     state = setup()
     _POOL_STATE[:] = [state]
     # a pool worker leaves through os._exit (no atexit); its finalizers still run
@@ -222,20 +229,63 @@ def _pool_run(jobs: Sequence[Job]) -> list[tuple[Hashable, Any]]:
     return run_jobs(_POOL_STATE[0], jobs)
 
 
+#: a kept pool's worker: [the run its state was built for, that state]
+_KEPT_STATE: list[Any] = []
+
+
+def _close_kept_state() -> None:
+    if _KEPT_STATE:
+        state = _KEPT_STATE[1]
+        _KEPT_STATE.clear()
+        close_state(state)
+
+
+def _kept_pool_run(
+    run: int, setup: Callable[[], Any], jobs: Sequence[Job]
+) -> list[tuple[Hashable, Any]]:
+    if not _KEPT_STATE or _KEPT_STATE[0] != run:
+        _close_kept_state()  # the previous run's env and sandboxes, before this run's
+        _KEPT_STATE[:] = [run, setup()]
+    return run_jobs(_KEPT_STATE[1], jobs)
+
+
 class LocalPoolExecutor(Executor):
     """A pool of ``workers`` processes (``spawn`` by default: no inherited threads, locks
     or sandboxes from the parent).
 
+    By default each ``run`` starts its workers and stops them at its end. With
+    ``keep_workers=True`` the workers are started by the first run and kept until
+    ``close()`` (use the executor as a context manager): later runs skip starting
+    interpreters and importing the package, and what a process caches (an env's results
+    per task, a sandbox runtime) serves them too. A kept worker builds a run's state when
+    that run's first chunk reaches it, after closing the previous run's.
+
     A worker that dies (killed, out of memory, ``os._exit``) breaks the pool: the run
     stops with ``WorkerLostError`` at once instead of waiting forever for its chunk; what
-    was already yielded stays, so a resumable caller picks up from there.
+    was already yielded stays, so a resumable caller picks up from there. (A kept pool
+    is then stopped; the next run starts a new one.)
     """
 
-    def __init__(self, workers: int, *, start_method: str = "spawn") -> None:
+    def __init__(
+        self, workers: int, *, start_method: str = "spawn", keep_workers: bool = False
+    ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = int(workers)
         self.start_method = start_method
+        self.keep_workers = bool(keep_workers)
+        self._kept: tuple[ProcessPoolExecutor, str | None] | None = None
+        self._runs = 0
+
+    def _new_pool(self, setup: Callable[[], Any] | None, size: int) -> ProcessPoolExecutor:
+        check_main_module(self.start_method)
+        sweep_orphan_semaphores()
+        return ProcessPoolExecutor(
+            size,
+            mp_context=mp.get_context(self.start_method),
+            initializer=_pool_init,
+            initargs=(setup, os.getpid(), worker_threads(self.workers)),
+        )
 
     def run(
         self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
@@ -246,18 +296,19 @@ class LocalPoolExecutor(Executor):
             return
         chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
         unique = _Dedupe()
-        check_main_module(self.start_method)
-        sweep_orphan_semaphores()
-        pool = ProcessPoolExecutor(
-            min(self.workers, len(chunks)),
-            mp_context=mp.get_context(self.start_method),
-            initializer=_pool_init,
-            initargs=(setup, os.getpid(), worker_threads(self.workers)),
-        )
-        registered = _register_pool(pool)
+        if self.keep_workers:
+            if self._kept is None:
+                kept = self._new_pool(None, self.workers)
+                self._kept = (kept, _register_pool(kept))
+            pool, registered = self._kept
+            self._runs += 1
+            futures = [pool.submit(_kept_pool_run, self._runs, setup, chunk) for chunk in chunks]
+        else:
+            pool = self._new_pool(setup, min(self.workers, len(chunks)))
+            registered = _register_pool(pool)
+            futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
         finished = False
         try:
-            futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
             for future in as_completed(futures):
                 yield from unique(future.result())
             finished = True
@@ -267,16 +318,30 @@ class LocalPoolExecutor(Executor):
                 "received so far are kept: run the same work again to resume"
             ) from exc
         finally:
-            if finished:
-                pool.shutdown(wait=True)
-            else:
+            if not finished:
                 # stop now: queued chunks are dropped and running workers killed, as an
                 # interrupted or failed run must not keep the machine busy
-                processes = list((getattr(pool, "_processes", None) or {}).values())
-                pool.shutdown(wait=False, cancel_futures=True)
-                for process in processes:
-                    process.kill()
-                    process.join(timeout=5)
+                self._kill(pool, registered)
+            elif not self.keep_workers:
+                pool.shutdown(wait=True)
+                _unregister_pool(registered)
+
+    def _kill(self, pool: ProcessPoolExecutor, registered: str | None) -> None:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.kill()
+            process.join(timeout=5)
+        _unregister_pool(registered)
+        if self._kept is not None and self._kept[0] is pool:
+            self._kept = None
+
+    def close(self) -> None:
+        """Stop kept workers (each closes its last state first); idempotent."""
+        if self._kept is not None:
+            pool, registered = self._kept
+            self._kept = None
+            pool.shutdown(wait=True)
             _unregister_pool(registered)
 
 
@@ -550,13 +615,18 @@ def make_executor(
     *,
     address: str | None = None,
     start_method: str = "spawn",
+    keep_workers: bool = False,
 ) -> Executor:
     """The executor for a backend name: ``local`` (a process pool, or this process when
-    ``workers`` is 0) or ``ray`` (``workers`` actors; 0 means one per cluster CPU)."""
+    ``workers`` is 0) or ``ray`` (``workers`` actors; 0 means one per cluster CPU).
+    ``keep_workers``: a local pool keeps its workers from run to run until closed (see
+    ``LocalPoolExecutor``)."""
     if backend == "local":
         if address is not None:
             raise ValueError("address is for the ray backend; the local one runs on this machine")
-        return InlineExecutor() if workers <= 0 else LocalPoolExecutor(workers, start_method=start_method)
+        if workers <= 0:
+            return InlineExecutor()
+        return LocalPoolExecutor(workers, start_method=start_method, keep_workers=keep_workers)
     if backend == "ray":
         return RayExecutor(workers if workers > 0 else None, address=address)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -35,6 +35,7 @@ resuming with another config is refused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import time
@@ -48,7 +49,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
-from agentenvs.eval.executors import BACKENDS, Job, default_chunk_size, make_executor
+from agentenvs.eval.executors import BACKENDS, Executor, Job, default_chunk_size, make_executor
 from agentenvs.eval.records import (
     MANIFEST_NAME,
     TRAJECTORIES_NAME,
@@ -383,6 +384,7 @@ def run_pass_at_k_t(
     fsync: bool = False,
     backend: str = "local",
     address: str | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
     """Run (or resume) every trajectory of ``config`` into ``run_dir``.
 
@@ -393,7 +395,9 @@ def run_pass_at_k_t(
     not depend on the backend, on ``workers`` nor on ``chunk_size`` (trajectories sent
     to a worker at a time; by default whole tasks where that still balances the load,
     see ``task_chunk_size``, else enough for ~16 chunks per worker, at most 64). Only
-    this process writes the JSONL file.
+    this process writes the JSONL file. ``executor``: run on this one instead (e.g. a
+    ``LocalPoolExecutor(keep_workers=True)`` that several runs share; the caller closes
+    it), and ignore ``workers``, ``backend``, ``address`` and ``start_method``.
     """
     if backend not in BACKENDS:
         raise RunConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -424,11 +428,13 @@ def run_pass_at_k_t(
             if todo:
                 jobs = [Job(item.key, _run_item, item) for item in todo]
                 setup = functools.partial(EpisodeWorker, config.to_dict())
-                with make_executor(
-                    backend, workers, address=address, start_method=start_method
-                ) as executor:
-                    size = chunk_size or task_chunk_size(todo, executor.workers)
-                    for key, (success, line) in executor.run(setup, jobs, chunk_size=size):
+                with (
+                    contextlib.nullcontext(executor)
+                    if executor is not None
+                    else make_executor(backend, workers, address=address, start_method=start_method)
+                ) as runner:
+                    size = chunk_size or task_chunk_size(todo, runner.workers)
+                    for key, (success, line) in runner.run(setup, jobs, chunk_size=size):
                         if key in written:  # never twice, whatever a backend retried
                             continue
                         written.add(key)

@@ -362,6 +362,66 @@ def test_a_dying_worker_stops_the_run_and_a_resume_completes_it(tmp_path: Path) 
     assert lines(tmp_path / "crashed-run") == lines(tmp_path / "reference")
 
 
+class LoggedState:
+    """A worker state that notes in ``log`` when it is built and closed, and by whom."""
+
+    def __init__(self, log: str, name: str) -> None:
+        self.log, self.name = log, name
+        self._note("open")
+
+    def _note(self, what: str) -> None:
+        with open(self.log, "a", encoding="utf-8") as fh:
+            fh.write(f"{what} {self.name} {os.getpid()}\n")
+
+    def close(self) -> None:
+        self._note("close")
+
+
+def whoami(state: LoggedState, payload: Any) -> tuple[str, int]:
+    if payload == "die":
+        os._exit(17)
+    time.sleep(0.05)  # long enough for both workers to take chunks
+    return state.name, os.getpid()
+
+
+def test_kept_workers_serve_run_after_run_and_close_each_state(tmp_path: Path) -> None:
+    import functools
+
+    from agentenvs.eval.executors import Job, LocalPoolExecutor, WorkerLostError
+
+    log = tmp_path / "log"
+    jobs = [Job(i, whoami, None) for i in range(8)]
+    with LocalPoolExecutor(2, keep_workers=True) as executor:
+        first = dict(executor.run(functools.partial(LoggedState, str(log), "a"), jobs, chunk_size=1))
+        second = dict(executor.run(functools.partial(LoggedState, str(log), "b"), jobs, chunk_size=1))
+        assert {name for name, _ in first.values()} == {"a"}
+        assert {name for name, _ in second.values()} == {"b"}
+        pids = {pid for _, pid in [*first.values(), *second.values()]}
+        assert len(pids) <= 2  # the same two workers for both runs
+        # a worker that dies breaks the kept pool; the next run starts a new one
+        with pytest.raises(WorkerLostError):
+            dict(executor.run(functools.partial(LoggedState, str(log), "c"), [Job(0, whoami, "die")]))
+        third = dict(executor.run(functools.partial(LoggedState, str(log), "d"), jobs[:2]))
+        assert {name for name, _ in third.values()} == {"d"}
+        assert not pids & {pid for _, pid in third.values()}
+    notes = [line.split() for line in log.read_text().splitlines()]
+    for pid in pids:
+        mine = [(what, name) for what, name, p in notes if int(p) == pid]
+        # each worker closes a run's state before it builds the next one's (the broken
+        # pool's workers were killed with the state they held)
+        whats = [what for what, _ in mine]
+        assert whats == ["open", "close"] * (len(mine) // 2) + ["open"] * (len(mine) % 2)
+        assert all(mine[i][1] == mine[i + 1][1] for i in range(0, len(mine) - 1, 2))
+        names = [name for what, name in mine if what == "open"]
+        assert names == sorted(set(names)) and set(names) <= {"a", "b", "c"}
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # gone, and waited for
+    # the last run's states are closed with the pool
+    assert sorted(p for what, n, p in notes if n == "d" and what == "open") == sorted(
+        p for what, n, p in notes if n == "d" and what == "close"
+    )
+
+
 # ---------------------------------------------------------------- when derive is wrong
 def test_rerun_is_the_default_mode() -> None:
     from agentenvs.cli import build_parser
