@@ -17,9 +17,26 @@ if [ -f server.pid ] && kill -0 "$(cat server.pid)" 2>/dev/null; then
 fi
 nohup python3 "$APP/server.py" > logs/stdout.log 2>&1 &
 echo $! > server.pid
-# Wait until it answers.
-for _ in $(seq 50); do
-  python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:18741/health", timeout=1)' 2>/dev/null && exit 0
-  sleep 0.1
-done
-echo "server did not start" >&2; exit 1
+# Wait until it answers (one client polling, for up to 5 s; a server that exited
+# -- a zombie until this script ends -- will not answer)
+python3 - "$(cat server.pid)" <<'PY'
+import sys
+import time
+import urllib.request
+
+pid = sys.argv[1]
+for _ in range(50):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:18741/health", timeout=1)
+        sys.exit(0)
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+    except OSError:
+        break
+    time.sleep(0.1)
+sys.exit("server did not start")
+PY
