@@ -8,7 +8,9 @@ Prints, from one run:
 - the MySQL statement guard (statement kind from sqlglot tokens, table names spelt as
   stored) per statement, beside one statement's round trip to the server;
 - InterCode's MySQL dump (extra ``intercode``) as SQLite databases: rows read from the
-  INSERT tokens vs from sqlglot's full parse of each INSERT.
+  INSERT tokens vs from sqlglot's full parse of each INSERT;
+- ``error_action`` with the gold query parsed once per process vs once per mistake kind
+  tried.
 
 Usage: python benchmarks/bench_intercode_sql.py [--tasks PATH] [--episodes N]
 """
@@ -161,6 +163,45 @@ def bench_dump_to_sqlite() -> None:
     print(f"  all 20 databases built {t_build * 1e3:9.1f} ms (once per process)")
 
 
+def bench_error_action(tasks_path: str | None, repeats: int) -> None:
+    """``error_action`` (a wrong statement from the gold query) on every task, with the
+    gold query's tree parsed once and copied per mistake vs parsed for every kind tried
+    (the old way); the same statements both ways."""
+    import numpy as np
+
+    from agentenvs.envs.intercode_sql import mistakes
+
+    env = InterCodeSQLEnv(tasks_path=tasks_path)
+    cached = mistakes._parse
+
+    def all_tasks() -> list[str]:
+        out = []
+        for task_id in env.task_ids:
+            env.reset(seed=0, options={"task_id": task_id})
+            rng = np.random.default_rng(0)
+            out += [env.error_action(rng) for _ in range(repeats)]
+        return out
+
+    timings: dict[str, list[float]] = {"parsed once": [], "parsed per kind (old)": []}
+    results = {}
+    try:
+        for _ in range(3):  # alternating rounds
+            for name, parse in (("parsed once", cached), ("parsed per kind (old)", cached.__wrapped__)):
+                mistakes._parse = parse
+                start = time.perf_counter()
+                results[name] = all_tasks()
+                timings[name].append(time.perf_counter() - start)
+    finally:
+        mistakes._parse = cached
+        env.close()
+    assert results["parsed once"] == results["parsed per kind (old)"]
+    new, old = min(timings["parsed once"]), min(timings["parsed per kind (old)"])
+    calls = len(results["parsed once"])
+    print(f"error_action, {calls} calls over {len(env.task_ids)} tasks (resets included):")
+    print(f"  gold query parsed once    {new / calls * 1e3:8.2f} ms/call")
+    print(f"  parsed per kind (old)     {old / calls * 1e3:8.2f} ms/call   ratio {old / new:.2f}x")
+
+
 def steps_per_second(env: InterCodeSQLEnv, episodes: int) -> tuple[float, float]:
     """(steps/s, resets/s share of time) for the gold policy over ``episodes`` episodes."""
     policy = make_policy("intercode_sql/gold")
@@ -215,6 +256,7 @@ def main() -> None:
         bench_mysql_reset(tasks, url, max(3, args.repeats // 4))
         bench_guard(url, args.repeats * 10)
     bench_dump_to_sqlite()
+    bench_error_action(tasks_path, 8)
 
     env = InterCodeSQLEnv(tasks_path=tasks_path)
     sps_sqlite, n = steps_per_second(env, args.episodes)

@@ -6,6 +6,7 @@ a flipped or dropped condition, a join without its condition, a wrong sort direc
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -163,6 +164,16 @@ def _syntax_slip(sql: str, rng: np.random.Generator) -> str:
     return pattern.sub(replacement, sql, count=1)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(gold: str) -> exp.Expression | None:
+    """The gold query's tree (None: sqlglot cannot parse it), parsed once: an episode
+    draws many mistakes of one query, and parsing costs several times a copy."""
+    try:
+        return sqlglot.parse_one(gold, read="sqlite")
+    except sqlglot.errors.ParseError:
+        return None
+
+
 def wrong_query(
     gold: str,
     tables: Mapping[str, Sequence[str]],
@@ -186,11 +197,10 @@ def wrong_query(
                 except sqlglot.errors.ParseError:
                     pass
             return kind, _syntax_slip(translated, rng)
-        try:
-            tree = sqlglot.parse_one(gold, read="sqlite")
-        except sqlglot.errors.ParseError:
+        parsed = _parse(gold)
+        if parsed is None:
             continue
-        changed = _TREE_MISTAKES[kind](tree, tables, rng)
+        changed = _TREE_MISTAKES[kind](parsed.copy(), tables, rng)  # mistakes edit in place
         if changed is not None:
             return kind, changed.sql(dialect=dialect)
     table = next(iter(tables), "records")
