@@ -102,16 +102,20 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
     ),
     # Terminal-Bench in the local sandbox: the task's solution.sh and submit, or at 60% vs
     # 20% of turns a destructive or mistyped command (the env's error_action) instead.
+    # Every episode ends in a run of the task's pytest suite (about half a CPU-second
+    # with its interpreter start), and rerun mode needs an episode per budget, so this is
+    # the demo's costliest part: 12 tasks x 2 samples x 2 budgets per policy, one turn
+    # (no room for a mistake) and three (room to recover from two).
     DemoSuite(
         name="terminal",
         env_id="agentenvs/TerminalBench-v0",
         env_kwargs={},
         first="terminal/noisy:error_rate=0.6",
         second="terminal/noisy:error_rate=0.2",
-        budgets=(2, 3, 4),
+        budgets=(1, 3),
         mode="rerun",  # the tests also run when the budget runs out: derive is invalid here
-        tasks="first:16",
-        n=4,
+        tasks="first:12",
+        n=2,
         note="a wrong command instead of the solution at 60% vs 20% of turns",
     ),
     # BFCL multi-turn on the project's backends: a near-miss call at 30% vs 10% of steps;
@@ -421,11 +425,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not suites:
         raise ValueError(f"--envs {args.envs!r} names no demo env; choose from "
                          f"{[s.name for s in DEMO_SUITES]}")
-    reports = []
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    reports: list[Future[Any]] = []
+    shown = 0
+
+    def show_finished_reports(wait: bool = False) -> None:
+        nonlocal shown
+        while shown < len(reports) and (wait or reports[shown].done()):
+            print((reports[shown].result().out_dir / "comparison.md").read_text())
+            shown += 1
+
     # one set of workers for every run: each run skips starting interpreters, and what a
-    # worker caches for a task (DeepCoder's test results) serves the second policy too
-    with make_executor("local", args.workers, keep_workers=True) as executor:
+    # worker caches for a task (DeepCoder's test results) serves the second policy too;
+    # a suite's report is drawn in this process while the workers run the next suite
+    with (
+        make_executor("local", args.workers, keep_workers=True) as executor,
+        ThreadPoolExecutor(1, thread_name_prefix="agentenvs-demo-report") as reporting,
+    ):
         for suite in suites:
+            show_finished_reports()
             print(f"== {suite.name}: {suite.first} vs {suite.second} ({suite.note})")
             base = out / suite.name / "base"
             rl = out / suite.name / "rl"
@@ -436,11 +455,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     run_dir, suite.env_kwargs, args.workers, not args.no_progress,
                     executor=executor,
                 )
-            result = write_report(base, out_dir=out / suite.name / "report", compare=rl)
-            print((result.out_dir / "comparison.md").read_text())
-            reports.append(result)
+            reports.append(
+                reporting.submit(write_report, base, out_dir=out / suite.name / "report", compare=rl)
+            )
+        show_finished_reports(wait=True)
     print(f"demo finished in {time.perf_counter() - started:.1f} s")
-    for suite, result in zip(suites, reports, strict=True):
+    for suite, report in zip(suites, reports, strict=True):
+        result = report.result()
         print(f"{suite.name}: runs in {out / suite.name}/base and /rl; report in {result.out_dir}/")
         for path in result.files:
             print(f"  {path.name}")
