@@ -134,14 +134,15 @@ def require_marked(item: pytest.Item) -> None:
 LOCAL_SANDBOX_ENVS = ("agentenvs/DeepCoderMT-v0", "agentenvs/TerminalBench-v0")
 
 
-def env_id_params(ids: list[str] | None = None) -> list:
+def env_id_params(ids: list[str] | None = None, *, long: tuple[str, ...] = ()) -> list:
     """Env ids as parameters (by default every registered one), each marked with the
-    service that the env's default construction needs."""
+    service that the env's default construction needs, and those in ``long`` ``long``."""
     import agentenvs
 
-    return [
-        pytest.param(
-            env_id, id=env_id, marks=[pytest.mark.bwrap] if env_id in LOCAL_SANDBOX_ENVS else []
-        )
-        for env_id in (agentenvs.registered_ids() if ids is None else ids)
-    ]
+    params = []
+    for env_id in agentenvs.registered_ids() if ids is None else ids:
+        marks = [pytest.mark.bwrap] if env_id in LOCAL_SANDBOX_ENVS else []
+        if env_id in long:
+            marks.append(pytest.mark.long)
+        params.append(pytest.param(env_id, id=env_id, marks=marks))
+    return params

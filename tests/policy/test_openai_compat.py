@@ -225,6 +225,7 @@ def test_a_server_without_prompt_logprobs_cannot_score(scripted: Any, tiny_token
     assert isinstance(body["prompt"][0][0], int)  # token ids, not text
 
 
+@pytest.mark.timeout(600)  # the model loads, serves and stops in a subprocess
 def test_serve_model_command_serves_a_model_until_interrupted(tiny_model_dir: Path) -> None:
     import signal
     import subprocess
