@@ -36,7 +36,7 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
@@ -93,8 +93,13 @@ class Executor(ABC):
         jobs: Iterable[Job],
         *,
         chunk_size: int | None = None,
+        affinity: Callable[[Job], Hashable] | None = None,
     ) -> Iterator[tuple[Hashable, Any]]:
         """Yield ``(key, result)`` for every job, as chunks finish, each key once.
+
+        ``affinity`` (a scheduling hint, computed here, never sent): a chunk goes where
+        chunks of its first job's group ran before, where the executor can tell (kept
+        local workers), so that what a worker cached for a group (a task) serves it again.
 
         Workers are started for this call and stopped when the iterator ends or is
         closed (unless the executor keeps them: ``LocalPoolExecutor(keep_workers=True)``);
@@ -136,7 +141,12 @@ class InlineExecutor(Executor):
     workers = 0
 
     def run(
-        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+        self,
+        setup: Callable[[], Any],
+        jobs: Iterable[Job],
+        *,
+        chunk_size: int | None = None,
+        affinity: Callable[[Job], Hashable] | None = None,
     ) -> Iterator[tuple[Hashable, Any]]:
         jobs = list(jobs)
         _check_keys(jobs)
@@ -258,12 +268,14 @@ class LocalPoolExecutor(Executor):
     ``close()`` (use the executor as a context manager): later runs skip starting
     interpreters and importing the package, and what a process caches (an env's results
     per task, a sandbox runtime) serves them too. A kept worker builds a run's state when
-    that run's first chunk reaches it, after closing the previous run's.
+    that run's first chunk reaches it, after closing the previous run's; it is fed two
+    chunks at a time, and with ``affinity`` it is given the chunks of the groups it ran
+    before first, then those no other worker ran, then any (so none waits idle).
 
     A worker that dies (killed, out of memory, ``os._exit``) breaks the pool: the run
     stops with ``WorkerLostError`` at once instead of waiting forever for its chunk; what
-    was already yielded stays, so a resumable caller picks up from there. (A kept pool
-    is then stopped; the next run starts a new one.)
+    was already yielded stays, so a resumable caller picks up from there. (Kept workers
+    are then stopped; the next run starts new ones.)
     """
 
     def __init__(
@@ -274,7 +286,10 @@ class LocalPoolExecutor(Executor):
         self.workers = int(workers)
         self.start_method = start_method
         self.keep_workers = bool(keep_workers)
-        self._kept: tuple[ProcessPoolExecutor, str | None] | None = None
+        # kept workers: one single-process pool each (its own queue, so chunks can be
+        # steered to it), with the affinity groups it has run
+        self._lanes: list[tuple[ProcessPoolExecutor, str | None]] = []
+        self._warm: list[set[Hashable]] = []
         self._runs = 0
 
     def _new_pool(self, setup: Callable[[], Any] | None, size: int) -> ProcessPoolExecutor:
@@ -288,7 +303,12 @@ class LocalPoolExecutor(Executor):
         )
 
     def run(
-        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+        self,
+        setup: Callable[[], Any],
+        jobs: Iterable[Job],
+        *,
+        chunk_size: int | None = None,
+        affinity: Callable[[Job], Hashable] | None = None,
     ) -> Iterator[tuple[Hashable, Any]]:
         jobs = list(jobs)
         _check_keys(jobs)
@@ -297,52 +317,115 @@ class LocalPoolExecutor(Executor):
         chunks = chunked(jobs, chunk_size or default_chunk_size(len(jobs), self.workers))
         unique = _Dedupe()
         if self.keep_workers:
-            if self._kept is None:
-                kept = self._new_pool(None, self.workers)
-                self._kept = (kept, _register_pool(kept))
-            pool, registered = self._kept
-            self._runs += 1
-            futures = [pool.submit(_kept_pool_run, self._runs, setup, chunk) for chunk in chunks]
-        else:
-            pool = self._new_pool(setup, min(self.workers, len(chunks)))
-            registered = _register_pool(pool)
-            futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
+            yield from self._run_kept(setup, chunks, unique, affinity)
+            return
+        pool = self._new_pool(setup, min(self.workers, len(chunks)))
+        registered = _register_pool(pool)
         finished = False
         try:
+            futures = [pool.submit(_pool_run, chunk) for chunk in chunks]
             for future in as_completed(futures):
                 yield from unique(future.result())
             finished = True
         except BrokenProcessPool as exc:
-            raise WorkerLostError(
-                "a worker process died (killed, out of memory or exited); the results "
-                "received so far are kept: run the same work again to resume"
-            ) from exc
+            raise _lost() from exc
         finally:
-            if not finished:
-                # stop now: queued chunks are dropped and running workers killed, as an
-                # interrupted or failed run must not keep the machine busy
-                self._kill(pool, registered)
-            elif not self.keep_workers:
+            if finished:
                 pool.shutdown(wait=True)
                 _unregister_pool(registered)
+            else:
+                # stop now: queued chunks are dropped and running workers killed, as an
+                # interrupted or failed run must not keep the machine busy
+                _kill_pool(pool, registered)
 
-    def _kill(self, pool: ProcessPoolExecutor, registered: str | None) -> None:
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.kill()
-            process.join(timeout=5)
-        _unregister_pool(registered)
-        if self._kept is not None and self._kept[0] is pool:
-            self._kept = None
+    def _run_kept(
+        self,
+        setup: Callable[[], Any],
+        chunks: list[list[Job]],
+        unique: _Dedupe,
+        affinity: Callable[[Job], Hashable] | None,
+    ) -> Iterator[tuple[Hashable, Any]]:
+        if not self._lanes:
+            for _ in range(self.workers):
+                pool = self._new_pool(None, 1)
+                self._lanes.append((pool, _register_pool(pool)))
+            self._warm = [set() for _ in self._lanes]
+        self._runs += 1
+        run = self._runs
+        groups = [affinity(chunk[0]) if affinity is not None else None for chunk in chunks]
+        pending = list(range(len(chunks)))
+        futures: dict[Future[list[tuple[Hashable, Any]]], int] = {}
+
+        def feed(lane: int) -> None:
+            if not pending:
+                return
+            index = pending.pop(self._choose(lane, [groups[i] for i in pending], affinity))
+            if affinity is not None:
+                self._warm[lane].add(groups[index])
+            pool = self._lanes[lane][0]
+            futures[pool.submit(_kept_pool_run, run, setup, chunks[index])] = lane
+
+        finished = False
+        try:
+            for lane in range(len(self._lanes)):
+                feed(lane)
+                feed(lane)  # one queued behind the one running: no wait between chunks
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in done:
+                    lane = futures.pop(future)
+                    results = future.result()
+                    feed(lane)
+                    yield from unique(results)
+            finished = True
+        except BrokenProcessPool as exc:
+            raise _lost() from exc
+        finally:
+            if not finished:
+                for future in futures:
+                    future.cancel()
+                lanes, self._lanes, self._warm = self._lanes, [], []
+                for pool, registered in lanes:
+                    _kill_pool(pool, registered)
+
+    def _choose(
+        self, lane: int, groups: list[Hashable], affinity: Callable[[Job], Hashable] | None
+    ) -> int:
+        """Which pending chunk (by position) ``lane`` runs next."""
+        if affinity is None:
+            return 0
+        warm = self._warm[lane]
+        others = [w for i, w in enumerate(self._warm) if i != lane]
+        cold = None
+        for i, group in enumerate(groups):
+            if group in warm:
+                return i
+            if cold is None and not any(group in w for w in others):
+                cold = i
+        return 0 if cold is None else cold
 
     def close(self) -> None:
         """Stop kept workers (each closes its last state first); idempotent."""
-        if self._kept is not None:
-            pool, registered = self._kept
-            self._kept = None
+        lanes, self._lanes, self._warm = self._lanes, [], []
+        for pool, registered in lanes:
             pool.shutdown(wait=True)
             _unregister_pool(registered)
+
+
+def _lost() -> WorkerLostError:
+    return WorkerLostError(
+        "a worker process died (killed, out of memory or exited); the results "
+        "received so far are kept: run the same work again to resume"
+    )
+
+
+def _kill_pool(pool: ProcessPoolExecutor, registered: str | None) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.kill()
+        process.join(timeout=5)
+    _unregister_pool(registered)
 
 
 def check_main_module(start_method: str) -> None:
@@ -552,7 +635,12 @@ class RayExecutor(Executor):
         )(_RayWorker)
 
     def run(
-        self, setup: Callable[[], Any], jobs: Iterable[Job], *, chunk_size: int | None = None
+        self,
+        setup: Callable[[], Any],
+        jobs: Iterable[Job],
+        *,
+        chunk_size: int | None = None,
+        affinity: Callable[[Job], Hashable] | None = None,  # actors are not told apart here
     ) -> Iterator[tuple[Hashable, Any]]:
         ray = self._ray
         jobs = list(jobs)

@@ -317,6 +317,11 @@ def _run_item(worker: EpisodeWorker, item: WorkItem) -> tuple[bool, bytes]:
     return worker.run(item)
 
 
+def _task_of(job: Job) -> str:
+    """A job's task: kept workers get back the tasks whose caches they hold."""
+    return job.payload.task_id
+
+
 #: the most trajectories a chunk of whole tasks holds (the executors' own default cap)
 MAX_TASK_CHUNK = 64
 
@@ -434,7 +439,8 @@ def run_pass_at_k_t(
                     else make_executor(backend, workers, address=address, start_method=start_method)
                 ) as runner:
                     size = chunk_size or task_chunk_size(todo, runner.workers)
-                    for key, (success, line) in runner.run(setup, jobs, chunk_size=size):
+                    results = runner.run(setup, jobs, chunk_size=size, affinity=_task_of)
+                    for key, (success, line) in results:
                         if key in written:  # never twice, whatever a backend retried
                             continue
                         written.add(key)

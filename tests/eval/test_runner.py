@@ -422,6 +422,31 @@ def test_kept_workers_serve_run_after_run_and_close_each_state(tmp_path: Path) -
     )
 
 
+def test_kept_workers_get_back_the_groups_they_ran(tmp_path: Path) -> None:
+    import functools
+
+    from agentenvs.eval.executors import Job, LocalPoolExecutor
+
+    log = tmp_path / "log"
+    # four groups of two jobs, a chunk each; the second run lists them in another order
+    jobs = [Job((group, i), whoami, None) for group in "ABCD" for i in range(2)]
+    where: list[dict[str, set[int]]] = []
+    with LocalPoolExecutor(2, keep_workers=True) as executor:
+        for name, order in (("a", jobs), ("b", jobs[::-1])):
+            results = executor.run(
+                functools.partial(LoggedState, str(log), name), order, chunk_size=2,
+                affinity=lambda job: job.key[0],
+            )
+            seen: dict[str, set[int]] = {}
+            for (group, _), (_, pid) in results:
+                seen.setdefault(group, set()).add(pid)
+            where.append(seen)
+    first, second = where
+    assert all(len(pids) == 1 for pids in [*first.values(), *second.values()])
+    assert len(set.union(*first.values())) == 2  # both workers ran
+    assert second == first  # every group ran where it ran before
+
+
 # ---------------------------------------------------------------- when derive is wrong
 def test_rerun_is_the_default_mode() -> None:
     from agentenvs.cli import build_parser
