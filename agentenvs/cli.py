@@ -104,7 +104,7 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
     # 20% of turns a destructive or mistyped command (the env's error_action) instead.
     # Every episode ends in a run of the task's pytest suite (about half a CPU-second
     # with its interpreter start), and rerun mode needs an episode per budget, so this is
-    # the demo's costliest part: 12 tasks x 2 samples x 2 budgets per policy, one turn
+    # the demo's costliest part: 10 tasks x 2 samples x 2 budgets per policy, one turn
     # (no room for a mistake) and three (room to recover from two).
     DemoSuite(
         name="terminal",
@@ -114,7 +114,7 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         second="terminal/noisy:error_rate=0.2",
         budgets=(1, 3),
         mode="rerun",  # the tests also run when the budget runs out: derive is invalid here
-        tasks="first:12",
+        tasks="first:10",
         n=2,
         note="a wrong command instead of the solution at 60% vs 20% of turns",
     ),
