@@ -70,6 +70,7 @@ _STDLIB_SKIP = (
     "*.opt-2.pyc",
 )
 _PIP_TIMEOUT_S = 900
+_LAYOUT = 2  # bumped when the interpreter dir's layout changes
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,9 @@ class Runtime:
 
     @property
     def sandbox_site(self) -> str:
-        return f"{SANDBOX_PREFIX}/lib/python{self.short_version}/site-packages"
+        """Where the packages are mounted inside: the first site dir this interpreter's
+        ``site`` module gives the prefix (Debian's looks in ``local/lib/.../dist-packages``)."""
+        return sandbox_site_dir()
 
     def info(self) -> dict[str, Any]:
         """Paths and versions, as ``info`` and ``agentenvs sandbox info`` show them."""
@@ -111,6 +114,25 @@ class Runtime:
 
 
 # ----------------------------------------------------------------------------- locations
+@functools.lru_cache(maxsize=1)
+def sandbox_site_dir() -> str:
+    """The site dir the interpreter adds for :data:`SANDBOX_PREFIX`, asked of the base
+    interpreter itself (a venv's answer differs, and distributions patch ``site``)."""
+    code = "import site, sys; print(site.getsitepackages([sys.argv[1]])[0])"
+    try:
+        out = subprocess.run(
+            [_base_executable(), "-I", "-S", "-c", code, SANDBOX_PREFIX],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        path = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        path = ""
+    if not path.startswith(SANDBOX_PREFIX + "/"):
+        v = sys.version_info
+        path = f"{SANDBOX_PREFIX}/lib/python{v.major}.{v.minor}/site-packages"
+    return path
+
+
 def cache_root() -> Path:
     """``$AGENTENVS_SANDBOX_RUNTIME_DIR``, else the user's cache dir; for root a system dir.
 
@@ -136,7 +158,8 @@ def _base_executable() -> str:
 def interpreter_dir(root: Path | None = None) -> Path:
     v = sys.version_info
     tag = f"{sys.implementation.name}{v.major}.{v.minor}.{v.micro}-{_machine()}"
-    digest = hashlib.sha256(_base_executable().encode()).hexdigest()[:8]
+    # the source interpreter and this layout's version: a new layout builds anew
+    digest = hashlib.sha256(f"{_base_executable()}\0{_LAYOUT}".encode()).hexdigest()[:8]
     return (root or cache_root()) / f"python-{tag}-{digest}"
 
 
@@ -218,7 +241,9 @@ def _build_interpreter(final: Path) -> None:
         dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
         if dynload.is_dir() and not (dest / "lib-dynload").is_dir():
             shutil.copytree(dynload, dest / "lib-dynload")
-        (dest / "site-packages").mkdir()  # the mount point of the packages
+        # the mount point of the packages, where this interpreter's site module looks
+        site_rel = os.path.relpath(sandbox_site_dir(), SANDBOX_PREFIX)
+        (tmp / site_rel).mkdir(parents=True, exist_ok=True)
         _land(
             tmp,
             final,
