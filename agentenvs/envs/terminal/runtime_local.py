@@ -50,6 +50,7 @@ PYTEST_PACKAGES = (
     "py",
     "exceptiongroup",
     "tomli",
+    "pygments",  # pytest 9 imports it at start-up
 )
 
 _pylib_lock = threading.Lock()

@@ -337,8 +337,11 @@ def _interrupt_script(bash_pid: int, keep: str, kill: list[bytes], nonce: str) -
     return (
         f"keep=,{keep},; kill=,{kill_list},; set -- $(cat /proc/{bash_pid}/stat 2>/dev/null); "
         f'echo "{t}cpu $((${{14:-0}} + ${{15:-0}})) $(getconf CLK_TCK 2>/dev/null || echo 100)"; '
-        f"ps -o pgid=,stat= --ppid {bash_pid} 2>/dev/null | "
-        "while read -r g s; do case $s in Z*) ;; *) echo $g ;; esac; done | sort -u | "
+        # the children from /proc (no ps: a minimal image has none): "pid (comm) state ppid
+        # pgrp ...", the comm cut at its last ") " since it may hold spaces and parens
+        "for f in /proc/[0-9]*/stat; do read -r s < \"$f\" 2>/dev/null || continue; "
+        f'set -- ${{s##*) }}; [ "$2" = {bash_pid} ] || continue; '
+        "case $1 in Z) ;; *) echo $3 ;; esac; done | sort -u | "
         "while read -r g; do case $keep in *,$g,*) continue ;; esac; "
         "case $kill in *,$g,*) sig=KILL ;; *) sig=INT ;; esac; "
         f'kill -s $sig -- "-$g" 2>/dev/null && echo "{t}group $g"; done; exit 0'
