@@ -35,6 +35,7 @@ Each test id is ``FILE:LINE`` of the opening fence.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import socket
@@ -211,6 +212,9 @@ def _shell_script(commands: list[str]) -> str:
     return "set -euo pipefail\n" + "".join(f"{c}\n" for c in commands)
 
 
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
 def _run(argv: list[str], cwd: Path, what: str) -> None:
     try:
         done = subprocess.run(
@@ -220,6 +224,12 @@ def _run(argv: list[str], cwd: Path, what: str) -> None:
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{what} ran past {SNIPPET_TIMEOUT_S} s\n{_tail(exc.stdout)}{_tail(exc.stderr)}")
     if done.returncode != 0:
+        missing = _MISSING_MODULE.findall(done.stderr or "")
+        top = missing[-1].split(".")[0] if missing else ""
+        if top and top != "agentenvs" and importlib.util.find_spec(top) is None:
+            # an optional extra this install lacks (a bare `make install` without torch, say);
+            # the conftest hook turns this skip into a failure where everything is required
+            pytest.skip(f"{what}: could not import {top} (an extra that is not installed)")
         pytest.fail(
             f"{what} exited with {done.returncode}\n--- stdout\n{_tail(done.stdout)}"
             f"\n--- stderr\n{_tail(done.stderr)}"

@@ -4,7 +4,7 @@ Every attack is a program submitted as an action, on both backends (local bubble
 Docker) and under both rule sets (the strict default runs ``run_python_cases``; the
 official rules run rLLM's in-process checker in a scratch ``spawn``). Each must gain
 nothing: no passed test it did not earn, no hidden input, nothing from an earlier episode,
-no host resource beyond the limits. The battery's table is in the README ("Sandboxes").
+no host resource beyond the limits. The battery's table is in docs/sandboxes.md.
 """
 
 from __future__ import annotations

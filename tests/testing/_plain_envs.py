@@ -68,7 +68,10 @@ class BrokenGlobalRandomEnv(GuessDigitEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
-        return f"Guess a digit from 0 to 9. Hint: not {(self._secret + 1) % 10}.", info
+        # a game number from the global stream too, so that two resets never agree by
+        # chance (one digit in ten would, and a check would then miss the broken seeding)
+        game = random.getrandbits(48)
+        return f"Guess a digit from 0 to 9. Hint: not {(self._secret + 1) % 10}. Game {game}.", info
 
 
 class BrokenEmptyGuessEnv(GuessDigitEnv):
