@@ -70,7 +70,7 @@ _STDLIB_SKIP = (
     "*.opt-2.pyc",
 )
 _PIP_TIMEOUT_S = 900
-_LAYOUT = 2  # bumped when the interpreter dir's layout changes
+_LAYOUT = 3  # bumped when the interpreter dir's layout changes
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ class Runtime:
     site: str | None = None  # host dir bound over the prefix's site-packages, or None
     packages: dict[str, str] = field(default_factory=dict)  # installed name -> version
     missing_reason: str = ""  # why PACKAGES are not there, when they are not
+    # where the packages are mounted inside: the first site dir the interpreter's own
+    # ``site`` module gives the prefix (Debian's looks in ``local/lib/.../dist-packages``)
+    sandbox_site: str = ""
 
     @property
     def short_version(self) -> str:
@@ -93,11 +96,6 @@ class Runtime:
         """The interpreter's path inside the sandbox."""
         return f"{SANDBOX_PREFIX}/bin/python{self.short_version}"
 
-    @property
-    def sandbox_site(self) -> str:
-        """Where the packages are mounted inside: the first site dir this interpreter's
-        ``site`` module gives the prefix (Debian's looks in ``local/lib/.../dist-packages``)."""
-        return sandbox_site_dir()
 
     def info(self) -> dict[str, Any]:
         """Paths and versions, as ``info`` and ``agentenvs sandbox info`` show them."""
@@ -252,6 +250,7 @@ def _build_interpreter(final: Path) -> None:
                 "python": platform.python_version(),
                 "source": exe,
                 "libpython_shared": shared,
+                "site_dir": sandbox_site_dir(),  # asked once, at build time
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             },
         )
@@ -324,6 +323,10 @@ def provision(*, install: bool | None = None, root: Path | None = None) -> Runti
     interp = interpreter_dir(root)
     site = site_dir(root)
     with _locked(root):
+        # under the lock, a temporary build dir is what a killed build left: remove it
+        for stale in root.iterdir():
+            if stale.name.startswith(".") and stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
         meta = _read_manifest(interp)
         if meta is None:
             _build_interpreter(interp)
@@ -342,6 +345,7 @@ def provision(*, install: bool | None = None, root: Path | None = None) -> Runti
         prefix=str(interp),
         version=str(meta.get("python", platform.python_version())),
         libdir_needed=bool(meta.get("libpython_shared")),
+        sandbox_site=str(meta.get("site_dir") or sandbox_site_dir()),
         site=str(site) if site_meta else None,
         packages=dict(site_meta.get("packages", {})) if site_meta else {},
         missing_reason=reason,

@@ -197,3 +197,14 @@ print(out.stdout.strip() + "|" + out.stderr.strip())
         assert out.stdout.strip() == "False []|", out.stdout
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
+
+
+def test_a_killed_build_leaves_no_temporary_dir_behind(bare_root: Path) -> None:
+    # what a build killed before its rename leaves: a dot-named dir the next build removes
+    stale = bare_root / f".{runtime.interpreter_dir(bare_root).name}.abc123"
+    (stale / "lib").mkdir(parents=True)
+    rt = runtime.provision(install=False)
+    assert not stale.exists()
+    assert rt.sandbox_site.startswith(runtime.SANDBOX_PREFIX + "/")
+    manifest = json.loads((Path(rt.prefix) / runtime.MANIFEST).read_text())
+    assert manifest["site_dir"] == rt.sandbox_site

@@ -463,7 +463,10 @@ class DeepCoderMTEnv(TextEnv):
 
     def _reset_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {keys.SYSTEM_PROMPT: self.system_prompt()}
-        if self._sandbox_spec == "local" or getattr(self._sandbox, "backend", "") == "local":
+        rt = getattr(self._sandbox, "runtime", None)  # the runtime a given sandbox binds
+        if rt is not None:
+            info["sandbox_runtime"] = rt.info()
+        elif self._sandbox_spec == "local":
             from agentenvs.sandbox.runtime import runtime_info
 
             info["sandbox_runtime"] = runtime_info()  # provisioned once per machine
