@@ -15,6 +15,7 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SandboxError, TaskError
+from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
@@ -128,7 +129,7 @@ class TerminalBenchEnv(TextEnv):
     #: the tests also run when the budget runs out: success within T is not "first
     #: success at a turn <= T" of a longer episode, so Pass@(K,T) derive mode is refused
     success_checked_at_budget_end: ClassVar[bool] = True
-    snapshot_version: ClassVar[int] = 1
+    snapshot_version: ClassVar[int] = 2
 
     def __init__(
         self,
@@ -146,6 +147,7 @@ class TerminalBenchEnv(TextEnv):
         network: str = "task",
         image_map: Mapping[str, str] | None = None,
         wheelhouse: str | Path | None = None,
+        grading: str = "safe",
     ) -> None:
         super().__init__(
             max_turns=max_turns,
@@ -155,6 +157,9 @@ class TerminalBenchEnv(TextEnv):
         )
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        if grading not in grading_rules.GRADINGS:
+            raise ValueError(f"grading must be one of {grading_rules.GRADINGS}, got {grading!r}")
+        self.grading = grading
         if not command_timeout > 0:
             raise ValueError(f"command_timeout must be positive, got {command_timeout!r}")
         self.runtime_name = runtime
@@ -186,15 +191,28 @@ class TerminalBenchEnv(TextEnv):
         self.tasks, self.invalid_tasks = load_tasks_report(tasks_path)
 
         self.unsupported_tasks: dict[str, str] = {
-            tid: why for tid, task in self.tasks.items() if (why := unsupported_reason(task))
+            tid: why
+            for tid, task in self.tasks.items()
+            if (why := unsupported_reason(task) or self._grading_reason(task))
         }
         self._task_ids = [t for t in self.tasks if t not in self.unsupported_tasks]
         self._runtime: Any = None
         self._shell: ShellSession | None = None
         self._reset_episode_state()
 
+    def _grading_reason(self, task: TerminalTask) -> str | None:
+        if self.grading == "safe" and grading_rules.AGENT_PROCESSES_TAG in task.tags:
+            return (
+                "its tests check processes the agent left running, which safe grading stops "
+                "before the tests; grade it with grading='official'"
+            )
+        return None
+
     def _reset_episode_state(self) -> None:
         self._tested = False
+        #: what safe grading found the agent changed in the test toolchain or output
+        self._findings: list[str] = []
+        self._stopped = 0
         self._results: dict[str, bool] = {}
         self._harbor_reward: float | None = None
         self._rewards: dict[str, float] = {}
@@ -409,10 +427,7 @@ class TerminalBenchEnv(TextEnv):
     def _upload_tests(self, shell: ShellSession) -> None:
         from agentenvs.envs.terminal.runtime_local import tar_of
 
-        task = self.task
-        pairs = [(task.tests_dir, "/tests")]
-        if task.layout == "tb1":
-            pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
+        pairs = self._test_pairs()
         # as Harbor does, stale rewards go first
         rc, out = shell.control(
             "rm -rf /tests/* /tests/.[!.]* 2>/dev/null; "
@@ -442,12 +457,16 @@ class TerminalBenchEnv(TextEnv):
         the agent) is replaced by a fresh one of the task's image, and the output says so.
         """
         task = self.task
+        self._findings, self._stopped = [], 0
         try:
             if self._shell is None:
                 raise SandboxError(self._lost or "no shell")
+            if self.grading == "safe":
+                return self._grade_safe(self._shell)
             return self._run_tests_in(self._shell, "")
         except SandboxError as exc:
             self._lose(str(exc))
+            self._findings = []
         note = (
             f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
             "sandbox of the task's image, without the agent's changes]\n"
@@ -459,6 +478,86 @@ class TerminalBenchEnv(TextEnv):
         finally:
             shell.close()
             self._shell = None
+
+    def _test_pairs(self) -> list[tuple[Path, str]]:
+        task = self.task
+        pairs = [(task.tests_dir, "/tests")]
+        if task.layout == "tb1":
+            pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
+        return pairs
+
+    def _grade_safe(self, shell: ShellSession) -> tuple[dict[str, bool], float | None, str]:
+        """Grade as ``grading.py`` says: freeze, check the toolchain, tests in a new session."""
+        from agentenvs.envs.terminal import offline
+        from agentenvs.envs.terminal.runtime_local import tar_of
+
+        task = self.task
+        runtime = self.runtime()
+        frozen = runtime.freeze(task, shell, lambda: self._new_session(task))
+        self._shell = frozen.shell
+        self._stopped = frozen.stopped
+        env = runtime.test_environment(task)
+        path_dirs = [d for d in env.get("PATH", "").split(":") if d.startswith("/")]
+        if hasattr(frozen, "use_profile"):
+            frozen.use_profile(path_dirs)
+        self._findings = grading_rules.toolchain_findings(
+            frozen.changes,
+            read=frozen.read,
+            test_path=path_dirs,
+            image_commands=frozen.image_commands,
+            tests_dir="/tests",
+            workdir=frozen.shell.workdir,
+            protected=(offline.MOUNT,),
+            loader_cache_ok=frozen.loader_cache_ok,
+            ignore=getattr(frozen, "ignore", ()),
+        )
+        if self._findings:
+            return {}, None, "[not graded: the agent changed the test toolchain]"
+        # what the agent left in the tests' and the verdict's places goes; then the tests
+        wheelhouse = getattr(runtime, "wheelhouse", None)
+        places = "/tests /logs/verifier" + (
+            f" {offline.WHEELHOUSE}" if wheelhouse is not None else ""
+        )
+        rc, out = frozen.shell.control(
+            f'for d in {places}; do rm -rf "$d" 2>/dev/null; rm -rf "$d"/* "$d"/.[!.]* '
+            "2>/dev/null; done; [ -L /logs ] && rm -f /logs; "
+            "mkdir -p /tests /logs/verifier && chmod 0755 /tests /logs/verifier"
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot clear the tests' dirs: {out.decode(errors='replace')}")
+        tests = tar_of(self._test_pairs())
+        frozen.put(tests)
+        if wheelhouse is not None and Path(wheelhouse).is_dir():
+            frozen.put(tar_of([(Path(wheelhouse), offline.WHEELHOUSE)]))
+        expected = grading_rules.tar_digests(tests, "tests")
+        found = grading_rules.tar_digests(frozen.archive("/tests"), "tests")
+        if found != expected:
+            changed = sorted(
+                set(found) ^ set(expected)
+                | {k for k in found.keys() & expected.keys() if found[k] != expected[k]}
+            )
+            raise SandboxError(f"the tests changed on their way in: {', '.join(changed[:5])}")
+        hook = getattr(runtime, "before_tests", None)
+        if hook is not None:
+            hook(task)
+        limit = task.max_test_timeout_sec
+        rc, out = frozen.shell.control(self._test_command(frozen.shell), timeout=limit + 30)
+        output = out.decode("utf-8", errors="replace")
+        if rc is None or rc == 137:
+            output += f"\n[tests timed out after {limit:g} s]"
+        self._stopped += frozen.stop()
+        files = {
+            name: frozen.read(path)
+            for name, path in (
+                ("log", OFFLINE_LOG),
+                ("json", "/logs/verifier/reward.json"),
+                ("txt", "/logs/verifier/reward.txt"),
+            )
+        }
+        self._shell = frozen.resume()
+        text = {k: (v or b"").decode("utf-8", errors="replace") for k, v in files.items()}
+        self._findings = grading_rules.summary_findings(output)
+        return self._read_results(output, text["log"], text["json"], text["txt"])
 
     def _run_tests_in(
         self, shell: ShellSession, note: str
@@ -488,6 +587,12 @@ class TerminalBenchEnv(TextEnv):
         text = out.decode("utf-8", errors="replace")
         unmet, _, rest = text.partition("__AE_JSON__")
         reward_json, _, reward_txt = rest.partition("__AE_TXT__")
+        return self._read_results(output, unmet, reward_json, reward_txt)
+
+    def _read_results(
+        self, output: str, unmet: str, reward_json: str, reward_txt: str
+    ) -> tuple[dict[str, bool], float | None, str]:
+        task = self.task
         self._unmet = sorted({line.strip() for line in unmet.splitlines() if line.strip()})
         if self._unmet:
             output += "\n[offline: could not provide " + "; ".join(self._unmet) + "]"
@@ -511,6 +616,11 @@ class TerminalBenchEnv(TextEnv):
         self._tested = True
         passed = sum(self._results.values())
         lines = [f"Tests: {passed}/{len(self._results)} passed."]
+        if self._findings:
+            lines = [
+                "Not graded (scored 0): the agent changed what grades it:",
+                *(f"- {f}" for f in self._findings),
+            ] + (lines if self._results else [])
         lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
         if len(self._rewards) > 1:
             lines.append("Rewards: " + ", ".join(f"{k}={v:g}" for k, v in self._rewards.items()))
@@ -527,7 +637,7 @@ class TerminalBenchEnv(TextEnv):
         return "\n".join(lines)
 
     def _success_now(self) -> bool:
-        if not self._tested:
+        if not self._tested or self._findings:
             return False
         if self._rewards:
             return all(v >= 1.0 for v in self._rewards.values())
@@ -536,7 +646,7 @@ class TerminalBenchEnv(TextEnv):
         return is_resolved(self._results)
 
     def _score_now(self) -> float:
-        if not self._tested:
+        if not self._tested or self._findings:
             return 0.0
         if self._harbor_reward is not None:
             return max(self._harbor_reward, 0.0)
@@ -654,6 +764,8 @@ class TerminalBenchEnv(TextEnv):
             "last_exit": self._last_exit,
             "last_timed_out": self._last_timed_out,
             "lost": self._lost,
+            "findings": list(self._findings),
+            "stopped": self._stopped,
         }
         if self._lost is None and self._shell is not None:
             try:
@@ -677,8 +789,17 @@ class TerminalBenchEnv(TextEnv):
 
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
         fields = {
-            "tested", "results", "harbor_reward", "rewards", "unmet", "test_output",
-            "last_exit", "last_timed_out", "lost",
+            "tested",
+            "results",
+            "harbor_reward",
+            "rewards",
+            "unmet",
+            "test_output",
+            "last_exit",
+            "last_timed_out",
+            "lost",
+            "findings",
+            "stopped",
         }
         if not isinstance(state, dict) or not fields <= set(state):
             raise ValueError(f"a TerminalBench state is a dict with at least {sorted(fields)}")
@@ -687,7 +808,9 @@ class TerminalBenchEnv(TextEnv):
         if lost is None and set(state) != fields | files:
             raise ValueError(f"a TerminalBench state with its sandbox has {sorted(fields | files)}")
         if lost is not None and (not isinstance(lost, str) or set(state) != fields):
-            raise ValueError("a TerminalBench state of a lost sandbox has a str 'lost' and no files")
+            raise ValueError(
+                "a TerminalBench state of a lost sandbox has a str 'lost' and no files"
+            )
         names = ("test_output",) + (("cwd", "exports", "dir") if lost is None else ())
         for name in names:
             if not isinstance(state[name], str):
@@ -706,6 +829,12 @@ class TerminalBenchEnv(TextEnv):
             raise ValueError("rewards must map names to floats")
         if not isinstance(unmet, list) or not all(isinstance(u, str) for u in unmet):
             raise ValueError("unmet must be a list of str")
+        findings = state["findings"]
+        if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
+            raise ValueError("findings must be a list of str")
+        stopped = state["stopped"]
+        if isinstance(stopped, bool) or not isinstance(stopped, int) or stopped < 0:
+            raise ValueError("stopped must be a non-negative int")
         reward = state["harbor_reward"]
         if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
             raise ValueError("harbor_reward must be None or a number")
@@ -756,10 +885,13 @@ class TerminalBenchEnv(TextEnv):
         self._last_exit = state["last_exit"]
         self._last_timed_out = state["last_timed_out"]
         self._lost = lost
+        self._findings = list(state["findings"])
+        self._stopped = state["stopped"]
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             "runtime": self.runtime_name,
+            "grading": self.grading,
             "timed_out": self._last_timed_out,
             "tests_passed": sum(self._results.values()),
             "tests_total": len(self._results),
@@ -768,6 +900,8 @@ class TerminalBenchEnv(TextEnv):
             info["exit_status"] = self._last_exit
         if self._tested:
             info["test_results"] = dict(self._results)
+            info["grading_findings"] = list(self._findings)
+            info["processes_stopped"] = self._stopped
             if self._rewards:
                 info["rewards"] = dict(self._rewards)
         if self._unmet:

@@ -30,11 +30,19 @@ those of dead processes. The agent's shell is a :class:`ShellSession` over one e
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
+import posixpath
+import shlex
+import shutil
 import socket
+import subprocess
+import tarfile
+import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +231,11 @@ class DockerRuntime:
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
+        self._current_key: _SpareKey | None = None
+        #: per image: (the names in each dir of the tests' PATH, its ld.so.cache)
+        self._profiles: dict[
+            tuple[str, tuple[str, ...]], tuple[dict[str, frozenset[str]], bytes]
+        ] = {}
         #: the next session, opened ahead (or the thread opening it)
         self._spare: _Spare | None = None
         self._owned: dict[str, _TaskContainer] = {}
@@ -286,7 +299,9 @@ class DockerRuntime:
                 self._images[task.id] = tag
                 return tag
             ids = [
-                self.client.api.inspect_image(p.use)["Id"] if p.how in ("local", "mapped") else p.use
+                self.client.api.inspect_image(p.use)["Id"]
+                if p.how in ("local", "mapped")
+                else p.use
                 for p in plans
             ]
             digest = images.image_digest(
@@ -503,6 +518,7 @@ class DockerRuntime:
         env = tuple(sorted(self.exec_environment(task).items()))
         key = (image, task.id, env, init, max_output_bytes, mode, self.workdir(task))
         self._current, shell = self._take(key)
+        self._current_key = key
         if self.prestart:
             self._prestart(key)
         return shell
@@ -543,6 +559,78 @@ class DockerRuntime:
             what = "connect" if on else "disconnect"
             raise SandboxError(f"cannot {what} the network of {box.short}: {exc}") from exc
 
+    # ------------------------------------------------------------------ safe grading
+    def _shell_in(self, box: _TaskContainer, key: _SpareKey) -> ShellSession:
+        _, _, env, init, max_output_bytes, _, workdir = key
+
+        def spawn(argv: Sequence[str]) -> DockerProcess:
+            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir=workdir)
+
+        return ShellSession(spawn, init=init, max_output_bytes=max_output_bytes, workdir=workdir)
+
+    def _restart(self, box: _TaskContainer, *, start: bool = True) -> None:
+        """Kill every process of ``box`` through the engine (its files stay), then start
+        it again: nothing inside can outlive or refuse this."""
+        api = self.client.api
+        try:
+            with contextlib.suppress(Exception):  # already stopped
+                api.kill(box.id)
+            api.wait(box.id, timeout=60)
+            if start:
+                api.start(box.id)
+        except Exception as exc:
+            raise SandboxError(f"cannot restart container {box.short}: {exc}") from exc
+
+    def profile(
+        self, task: TerminalTask, dirs: Sequence[str]
+    ) -> tuple[dict[str, frozenset[str]], bytes]:
+        """What the task's image has, from a container no agent ever touched: the names in
+        each of ``dirs`` and its ``/etc/ld.so.cache`` (once per image and dirs)."""
+        image = self.image(task)
+        key = (image, tuple(dirs))
+        if key in self._profiles:
+            return self._profiles[key]
+        box = self._start(image, task.id, "none")
+        try:
+            script = "".join(
+                f"echo @@{shlex.quote(d)}; ls -1A {shlex.quote(d)} 2>/dev/null; " for d in dirs
+            )
+            rc, out, err, _, _ = box.exec(["sh", "-c", script], user="0:0", timeout=60)
+            if rc != 0:
+                raise SandboxError(
+                    f"cannot list the image's commands: {err.decode(errors='replace')}"
+                )
+            names: dict[str, set[str]] = {}
+            current: set[str] | None = None
+            for line in out.decode(errors="replace").splitlines():
+                if line.startswith("@@"):
+                    current = names.setdefault(line[2:], set())
+                elif current is not None and line:
+                    current.add(line)
+            cache = _read_file(self.client.api, box.id, "/etc/ld.so.cache") or b""
+        finally:
+            self._discard(box)
+        made = ({d: frozenset(v) for d, v in names.items()}, cache)
+        self._profiles[key] = made
+        return made
+
+    def freeze(
+        self, task: TerminalTask, shell: ShellSession, reopen: Callable[[], ShellSession]
+    ) -> DockerFrozen:
+        """Stop every process of the agent's container (the engine kills it; its files
+        stay), start it again and open the grader's session in it."""
+        box, key = self._current, self._current_key
+        if box is None or key is None:
+            raise SandboxError("no container to grade")
+        api = self.client.api
+        try:
+            listed = api.top(box.id).get("Processes") or []
+        except Exception as exc:
+            raise SandboxError(f"cannot list the processes of {box.short}: {exc}") from exc
+        shell.close()
+        self._restart(box)
+        return DockerFrozen(self, task, box, key, max(0, len(listed) - len(_OWN_PROCESSES)))
+
     def close(self) -> None:
         """Remove every container of this runtime; idempotent."""
         with self._lock:
@@ -564,6 +652,124 @@ class DockerRuntime:
             self.client.close()
         except Exception:
             pass
+
+
+#: paths the engine creates in every container (Docker's init, bound in by ``init=True``)
+ENGINE_PATHS = ("/sbin/docker-init", "/usr/sbin/docker-init", "/usr/bin/docker-init")
+#: a task container's own processes: docker-init, its sleep, the shell supervisor, the
+#: subshell holding the agent's bash, and that bash
+_OWN_PROCESSES = ("docker-init", "sleep", "sh", "sh", "bash")
+
+
+def _read_file(api: Any, container: str, path: str) -> bytes | None:
+    """A regular file of a container (running or stopped) read through the engine, or None."""
+    try:
+        stream, _ = api.get_archive(container, path)
+        data = b"".join(stream)
+    except Exception:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        members = tar.getmembers()
+        if len(members) != 1 or not members[0].isfile():
+            return None
+        f = tar.extractfile(members[0])
+        return f.read() if f is not None else None
+
+
+def _loader_map(cache: bytes) -> dict[tuple[str, str], str] | None:
+    """soname and flags -> the path the loader's cache gives first (the host's ldconfig
+    reads the file; None when it cannot)."""
+    ldconfig = shutil.which("ldconfig", path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if ldconfig is None or not cache:
+        return None
+    with tempfile.NamedTemporaryFile(prefix="agentenvs-ldcache-") as f:
+        f.write(cache)
+        f.flush()
+        try:
+            out = subprocess.run(
+                [ldconfig, "-p", "-C", f.name], capture_output=True, timeout=30, check=False
+            ).stdout.decode(errors="replace")
+        except (OSError, subprocess.SubprocessError):
+            return None
+    found: dict[tuple[str, str], str] = {}
+    for line in out.splitlines()[1:]:
+        head, sep, path = line.strip().rpartition(" => ")
+        if sep:
+            soname, _, flags = head.partition(" ")
+            found.setdefault((soname, flags), path)
+    return found
+
+
+class DockerFrozen:
+    """The grader's view of a frozen task container: the engine's diff, its files through
+    the engine, and a new session in it that no process of the agent held."""
+
+    def __init__(
+        self,
+        runtime: DockerRuntime,
+        task: TerminalTask,
+        box: _TaskContainer,
+        key: _SpareKey,
+        stopped: int,
+    ) -> None:
+        self.runtime = runtime
+        self.task = task
+        self.box = box
+        self.key = key
+        self.stopped = stopped
+        api = runtime.client.api
+        try:
+            diff = api.diff(box.id) or []
+        except Exception as exc:
+            raise SandboxError(f"cannot read the changes of {box.short}: {exc}") from exc
+        kinds = {0: "C", 1: "A", 2: "D"}
+        entries = [(d["Path"], kinds.get(d["Kind"], "C")) for d in diff]
+        # a dir shows as changed when something below it is: only its entries count
+        parents = {posixpath.dirname(p) for p, _ in entries}
+        self.changes = [(p, k) for p, k in entries if not (k == "C" and p in parents)]
+        self.image_commands: dict[str, frozenset[str]] | None = None
+        #: what the engine itself puts in every container
+        self.ignore = ENGINE_PATHS
+        self._cache: bytes = b""
+        self.shell = runtime._shell_in(box, key)
+
+    def use_profile(self, dirs: Sequence[str]) -> None:
+        self.image_commands, self._cache = self.runtime.profile(self.task, dirs)
+
+    def read(self, path: str) -> bytes | None:
+        return _read_file(self.runtime.client.api, self.box.id, path)
+
+    def loader_cache_ok(self) -> bool:
+        before = _loader_map(self._cache)
+        after = _loader_map(self.read("/etc/ld.so.cache") or b"")
+        if before is None or after is None:
+            return False
+        return all(after.get(k) == v for k, v in before.items())
+
+    def put(self, archive: bytes) -> None:
+        try:
+            self.runtime.client.api.put_archive(self.box.id, "/", archive)
+        except Exception as exc:
+            raise SandboxError(f"cannot copy the tests into {self.box.short}: {exc}") from exc
+
+    def archive(self, path: str) -> bytes:
+        try:
+            stream, _ = self.runtime.client.api.get_archive(self.box.id, path)
+            return b"".join(stream)
+        except Exception as exc:
+            raise SandboxError(f"cannot read {path} of {self.box.short}: {exc}") from exc
+
+    def stop(self) -> int:
+        """Stop what the tests left running: the engine kills the container (files stay)."""
+        self.shell.close()
+        self.runtime._restart(self.box, start=False)
+        return 0
+
+    def resume(self) -> ShellSession:
+        """The container started again, with a new session (for snapshots after the end)."""
+        self.runtime._restart(self.box)
+        self.shell = self.runtime._shell_in(self.box, self.key)
+        return self.shell
 
 
 _live: weakref.WeakSet[DockerRuntime] = weakref.WeakSet()

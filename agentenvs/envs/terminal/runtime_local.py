@@ -14,14 +14,17 @@ tests' standard bootstraps.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import importlib.util
 import io
 import os
+import shlex
 import shutil
 import subprocess
 import tarfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from agentenvs.core.errors import SandboxError
@@ -204,7 +207,8 @@ class LocalRuntime:
         self.box._kill_all()
         env = {**self.env, **dict(task.env)}
         return ShellSession(
-            lambda argv: self.box.spawn(argv, env=env, cwd="/app"),
+            # a fresh /work too: the host dir would outlive the namespace
+            lambda argv: self.box.spawn(argv, env=env, cwd="/app", scratch=True),
             init=init,
             max_output_bytes=max_output_bytes,
         )
@@ -250,5 +254,107 @@ class LocalRuntime:
                     f"{task.id}: setup.sh failed: {out.decode(errors='replace')[-2000:]}"
                 )
 
+    def freeze(
+        self, task: TerminalTask, shell: ShellSession, reopen: Callable[[], ShellSession]
+    ) -> LocalFrozen:
+        """Stop every process of ``shell``'s sandbox, copy its writable dirs out and unpack
+        them into a new sandbox (its session is ``reopen()``): the grader's."""
+        stopped, survivors = stop_all(shell)
+        rc, out = shell.control(
+            "tar -c --format=posix --numeric-owner -C / --exclude=./logs/verifier "
+            "--exclude=logs/verifier " + " ".join(STATE_DIRS) + " 2>/dev/null | base64 -w0",
+            timeout=120,
+        )
+        if rc != 0 or survivors:
+            why = f"{survivors} processes survived the freeze" if survivors else "no archive"
+            raise SandboxError(f"cannot freeze the sandbox: {why}")
+        state = base64.b64decode(out.strip())
+        grader = reopen()
+        rc, out = grader.control(
+            "tar -x -p --no-same-owner --delay-directory-restore -C /", stdin=state, timeout=120
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot unpack the end state: {out.decode(errors='replace')}")
+        return LocalFrozen(grader, stopped, state)
+
     def close(self) -> None:
         self.box.close()
+
+
+#: the writable dirs of a local sandbox that hold the task's end state
+STATE_DIRS = ("app", "root", "tmp", "logs", "oracle", "solution")
+#: every process of the namespace but pid 1, the supervisor and this script, SIGKILLed
+#: until none is left (a fork bomb is outrun: each round kills what the last one missed);
+#: the agent's shell and the subshell holding it are not counted
+_STOP_ALL = (
+    "me=$$; sup=$PPID; n=0; left=1; round=0; "
+    'while [ "$round" -lt 200 ]; do round=$((round + 1)); hit=0; '
+    "for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    'case $p in 1|"$me"|"$sup") continue ;; esac; '
+    'read -r s 2>/dev/null < "$d/stat" || continue; set -- ${s##*) }; '
+    '[ "$1" = Z ] && continue; '
+    'kill -s KILL "$p" 2>/dev/null && hit=$((hit + 1)); done; '
+    '[ "$hit" -eq 0 ] && { left=0; break; }; n=$((n + hit)); done; '
+    'echo "stopped $n left $left"'
+)
+
+
+def stop_all(shell: ShellSession) -> tuple[int, int]:
+    """SIGKILL every process of ``shell``'s sandbox but its own plumbing: (stopped besides
+    the agent's shell, 1 when some could not be stopped)."""
+    bash = shell.bash_pid
+    rc, out = shell.control(_STOP_ALL, timeout=120)
+    lines = out.decode(errors="replace").strip().splitlines()
+    words = lines[-1].split() if lines else []
+    if rc != 0 or len(words) < 4 or words[0] != "stopped":
+        raise SandboxError("cannot stop the sandbox's processes")
+    # the agent's bash and the supervisor's subshell that holds it
+    return max(0, int(words[1]) - (2 if bash else 0)), int(words[3])
+
+
+class LocalFrozen:
+    """The grader's view of a frozen local sandbox: a new sandbox holding the end state."""
+
+    def __init__(self, shell: ShellSession, stopped: int, state: bytes) -> None:
+        self.shell = shell
+        self.stopped = stopped
+        self._members: dict[str, tarfile.TarInfo] = {}
+        self._tar = tarfile.open(fileobj=io.BytesIO(state), mode="r:")
+        for member in self._tar.getmembers():
+            self._members["/" + member.name.lstrip("./").rstrip("/")] = member
+        #: the host's system is read-only: what the agent can change is what it wrote
+        self.changes = [(path, "A") for path in self._members]
+        self.image_commands: dict[str, frozenset[str]] | None = None
+
+    def read(self, path: str) -> bytes | None:
+        member = self._members.get(path)
+        if member is None or not member.isfile():
+            return None
+        f = self._tar.extractfile(member)
+        return f.read() if f is not None else None
+
+    def loader_cache_ok(self) -> bool:
+        return True  # the host's /etc is read-only in the sandbox
+
+    def put(self, archive: bytes) -> None:
+        rc, out = self.shell.control("tar -x -C / --no-same-owner", stdin=archive, timeout=120)
+        if rc != 0:
+            raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
+
+    def archive(self, path: str) -> bytes:
+        """A tar of ``path`` (its members named relative to ``/``)."""
+        rc, out = self.shell.control(
+            f"tar -c -C / {shlex.quote(path.lstrip('/'))} 2>/dev/null | base64 -w0", timeout=120
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot read {path}")
+        return base64.b64decode(out.strip())
+
+    def stop(self) -> int:
+        """Stop what the tests left running (programs of the agent they started)."""
+        return stop_all(self.shell)[0]
+
+    def resume(self) -> ShellSession:
+        """The session, with a new bash (``stop`` ended the old one)."""
+        self.shell.restart()
+        return self.shell
