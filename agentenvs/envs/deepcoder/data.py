@@ -113,6 +113,8 @@ class TaskSet:
     tasks: dict[str, CodeTask]
     origin: str
     wrong_solutions: dict[str, list[str]] = field(default_factory=dict)
+    #: every file read (the problems and any wrong solutions), resolved
+    files: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------- tests
@@ -468,7 +470,8 @@ def load_tasks(tasks_path: str | Path | None = None) -> TaskSet:
         raise TaskError(str(path), "rows", "no problems in file")
     wrong_path = path.parent / WRONG_SOLUTIONS_FILE
     wrong = load_wrong_solutions(wrong_path) if wrong_path.is_file() else {}
-    return TaskSet(tasks, str(path), wrong)
+    read = [*files, wrong_path] if wrong else files
+    return TaskSet(tasks, str(path), wrong, tuple(str(p.resolve()) for p in read))
 
 
 def public_count(n_tests: int, public_tests: int | float) -> int:

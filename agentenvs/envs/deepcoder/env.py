@@ -361,6 +361,12 @@ class DeepCoderMTEnv(TextEnv):
         elif not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must be a backend name or a Sandbox, got {sandbox!r}")
         self.task_set: TaskSet = load_tasks(tasks_path)
+        # no local sandbox of this process shows these files, nor the folders holding
+        # them, where a system dir it shows would (the package's own tasks always are)
+        from agentenvs.sandbox.local import hide_from_sandboxes
+
+        files = self.task_set.files
+        hide_from_sandboxes(*files, *{os.path.dirname(f) for f in files})
         self._task_ids = list(self.task_set.tasks)
         self.public_tests = public_tests
         self.rules = rules
@@ -784,7 +790,9 @@ class DeepCoderMTEnv(TextEnv):
 
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
         if not isinstance(state, dict) or set(state) != {"attempts", "outcomes", "feedback"}:
-            raise SnapshotError("a DeepCoderMT-v0 state is a dict with attempts, outcomes, feedback")
+            raise SnapshotError(
+                "a DeepCoderMT-v0 state is a dict with attempts, outcomes, feedback"
+            )
         attempts, outcomes = state["attempts"], state["outcomes"]
         if not isinstance(attempts, tuple) or not all(isinstance(a, str) for a in attempts):
             raise SnapshotError("attempts must be a tuple of str")
