@@ -195,7 +195,9 @@ class InterCodeSQLEnv(TextEnv):
     of InterCode's published trajectories were scored with; ``python -m
     agentenvs.envs.intercode_sql.replay`` tells which). ``rules="normalized"`` is the comparable mode: values are made
     canonical first (``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``), MySQL divides with
-    SQLite's precision, and a gold without rows scores 0 (see ``docs/intercode_sql.md``).
+    SQLite's precision, a gold without a result set scores 0, and only the gold's rows in
+    its order score 1 (InterCode's rounding gives 1 to 250 of 251 rows; here 0.99); see
+    ``docs/intercode_sql.md``, which also lists what each mode leaves open.
     Only ``submit`` is rewarded (0 otherwise), unless ``try_again``: then every statement
     is rewarded as if submitted right after it. The gold query runs on the episode's own
     database while the agent has only read, and on the task's pristine database once any
@@ -255,7 +257,12 @@ class InterCodeSQLEnv(TextEnv):
       ``rules="normalized"``), and every data-changing statement counts as a write.
       ``rules="iou"`` (InterCode's reward before its sort-order scaling) was added to
       reproduce InterCode's published trajectories. ``info["schema"]`` (the tables and
-      columns, on reset and every step) was added; observations are unchanged.
+      columns, on reset and every step) was added; observations are unchanged. On MySQL,
+      named-lock and file functions and table options that place files (``DATA
+      DIRECTORY``, tablespaces, engines other than InnoDB) are refused and the gold runs
+      outside the agent's session; on both engines a result past
+      ``Limits.max_result_bytes`` (64 MB) is refused, SQLite refuses ``fts3_tokenizer``,
+      and ``rules="normalized"`` no longer rounds a near answer up to 1.
     """
 
     default_max_turns = 10
@@ -431,7 +438,7 @@ class InterCodeSQLEnv(TextEnv):
         task = self.task
         if not self._wrote and self._episode is not None:
             if self._episode_gold is None:
-                self._episode_gold = self._episode.probe(self.gold_query)
+                self._episode_gold = self._episode.run_gold(self.gold_query)
             return self._episode_gold
         if task.id not in self._gold:
             source = self.task_set.databases[task.db]

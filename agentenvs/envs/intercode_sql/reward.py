@@ -133,7 +133,10 @@ def intercode_reward(
     ``rules="normalized"`` (the project's comparable mode): values are first made
     canonical (``normalize_value``: ``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``, dates
     are text), so SQLite and MySQL results of the same data compare equal; a gold without
-    a result set scores 0.0 whatever the agent returns; the reward is always a float.
+    a result set scores 0.0 whatever the agent returns; a result that is not the gold's
+    (as multisets, and in its order where tau counts) scores at most 0.99, where
+    InterCode's rounding can give 1 (a superset of 250 rows with one extra: 0.996 → 1.0);
+    the reward is always a float.
     """
     if rules not in RULES:
         raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
@@ -162,6 +165,10 @@ def intercode_reward(
         if not math.isnan(tau):
             # numpy's rounding, as InterCode's tau is a numpy float64
             reward = float(round(np.float64(tau) * reward, 2))
+    # the same rows in the same order (tau itself may come out a hair below 1)
+    if rules == "normalized" and reward >= 1 and list_agent != list_gold:
+        # InterCode's rounding pays 1 for 250 of 251 rows (0.996): only the answer does here
+        reward = 0.99
     return float(reward)
 
 

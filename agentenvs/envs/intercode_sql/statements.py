@@ -4,8 +4,16 @@ Comments, parentheses and odd spacing cannot hide a statement's kind: the text i
 (sqlglot's tokenizer for the backend's dialect, which knows each dialect's comments and
 quoting), and the kind is the first keyword token. The MySQL backend runs only statements
 of an allowed kind; everything else (``SET``, transaction control, ``GRANT``, ``KILL``,
-``HANDLER``, ``CALL``, ...) is refused before it reaches the server, as are MySQL's
-executable comments (``/*! ... */``, ``/*M! ... */``), whose content the server runs.
+``HANDLER``, ``CALL``, ``LOAD``, ...) is refused before it reaches the server, as are MySQL's
+executable comments (``/*! ... */``, ``/*M! ... */``), whose content the server runs, and
+optimizer hints that set variables (``/*+ SET_VAR(...) */``). Wherever it appears (a
+sub-query, a view's body, an ``INSERT ... SELECT``, in any letter case, spacing or
+quoting), a statement is also refused when it calls a named-lock function (``GET_LOCK``
+and its kin: locks are the server's, shared by every session) or a function that reads a
+file, or when it places a table's files or data anywhere but the server's own storage:
+``DATA``/``INDEX DIRECTORY``, tablespaces, ``CONNECTION=``, an ``ENGINE`` other than InnoDB
+(the engine of every episode table), ``INTO OUTFILE``/``DUMPFILE``. ``CREATE``, ``ALTER``,
+``DROP`` and ``RENAME`` act on tables, views and indexes only (``OR REPLACE`` read past).
 
 ``writes`` is conservative: a statement counts as a write when it is of a writing kind or
 when any writing keyword appears in it outside strings and identifiers (``WITH ... DELETE``,
@@ -24,11 +32,33 @@ READ_KINDS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN",
 WRITE_KINDS = frozenset(
     {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME"}
 )
-#: what CREATE/DROP/ALTER may act on (the word after it)
-_SCHEMA_OBJECTS = frozenset(
-    {"TABLE", "VIEW", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "OR", "ONLINE", "IGNORE"}
-)
+#: what CREATE/DROP/ALTER may act on (the word after it, past OR REPLACE, ONLINE, IGNORE)
+_OBJECTS = frozenset({"TABLE", "VIEW", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL"})
 _EXECUTABLE_COMMENT = re.compile(r"/\*M?!")
+_VARIABLE_HINT = re.compile(r"/\*\+.*?SET_VAR", re.I | re.S)
+#: functions on the server's named locks (shared by every session of every user) and on
+#: its host's files; MySQL's locking service included
+LOCK_FUNCTIONS = frozenset(
+    {
+        "GET_LOCK",
+        "RELEASE_LOCK",
+        "RELEASE_ALL_LOCKS",
+        "IS_FREE_LOCK",
+        "IS_USED_LOCK",
+        "SERVICE_GET_READ_LOCKS",
+        "SERVICE_GET_WRITE_LOCKS",
+        "SERVICE_RELEASE_LOCKS",
+    }
+)
+FILE_FUNCTIONS = frozenset({"LOAD_FILE", "SYS_EXEC", "SYS_EVAL"})
+#: the only storage engine an episode's tables may use (the templates' own)
+ENGINE = "INNODB"
+#: table options that place a table's files or data outside the server's storage
+_PLACING_OPTIONS = {
+    "DIRECTORY": "DATA/INDEX DIRECTORY is",
+    "TABLESPACE": "tablespaces are",
+    "CONNECTION": "CONNECTION= is",
+}
 _NO_TRANSACTIONS = "transaction control and locks are not available (every statement commits)"
 _REFUSALS = {
     "USE": "USE is not available: the episode's database is already selected",
@@ -63,11 +93,34 @@ class Statement:
 
 @lru_cache(maxsize=256)
 def _tokens(sql: str, dialect: str) -> list[Any] | None:
-    """sqlglot's tokens (cached: the guard and the table-name pass read the same text)."""
-    import sqlglot
+    """sqlglot's tokens (cached: the guard and the table-name pass read the same text).
 
+    sqlglot reads the rest of a "command" statement (``REPLACE ...``, ``RENAME ...``) as
+    one string token; that rest is tokenized too, at its own positions, so nothing in it
+    escapes the guard.
+    """
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
+    engine = sqlglot.Dialect.get_or_raise(dialect)
+    commands = engine.tokenizer_class.COMMANDS
+    head: list[Any] = []
+    text = sql
     try:
-        return list(sqlglot.Dialect.get_or_raise(dialect).tokenize(sql))
+        while True:
+            tokens = list(engine.tokenize(text))
+            first = next((i for i, t in enumerate(tokens) if t.token_type in commands), None)
+            if (
+                first is None
+                or first + 2 != len(tokens)
+                or tokens[first + 1].token_type != TokenType.STRING
+                or any(t.token_type != TokenType.SEMICOLON for t in tokens[:first])
+            ):
+                return head + tokens
+            # blank out what is read, so the rest keeps its positions in ``sql``
+            head += tokens[: first + 1]
+            cut = tokens[first].end + 1
+            text = " " * cut + sql[cut:]
     except Exception:  # an unterminated string and the like: the server says what is wrong
         return None
 
@@ -121,28 +174,83 @@ def classify(sql: str, dialect: str = "mysql") -> Statement:
     writes = kind not in READ_KINDS or _writes(tokens)
     if dialect != "mysql":
         return Statement(kind, writes)
-    return Statement(kind, writes, _mysql_problem(sql, kind, [_word(t) for t in words]))
+    return Statement(kind, writes, _mysql_problem(sql, kind, tokens))
 
 
-def _mysql_problem(sql: str, kind: str, words: list[str]) -> str | None:
+def _mysql_problem(sql: str, kind: str, tokens: list[Any]) -> str | None:
+    from sqlglot.tokens import TokenType
+
     if _EXECUTABLE_COMMENT.search(sql):
         return "executable comments (/*! ... */) are not allowed"
+    if _VARIABLE_HINT.search(sql):
+        return "optimizer hints that set variables (SET_VAR) are not allowed"
     if kind in _REFUSALS:
         return _REFUSALS[kind]
     if kind not in READ_KINDS and kind not in WRITE_KINDS:
         return f"{kind or 'this'} statements are not allowed here"
+    words = [_word(t) for t in tokens if t.token_type != TokenType.L_PAREN]
+    text = _text_types()
+    for i, token in enumerate(tokens):
+        # a call, whatever its spelling: `get_lock`(...) is the built-in too
+        name = token.text.upper() if token.token_type not in text else ""
+        called = i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
+        if called and name in LOCK_FUNCTIONS:
+            return (
+                f"{name} is not allowed: named locks are the server's, shared with every "
+                "other session"
+            )
+        if called and name in FILE_FUNCTIONS:
+            return f"{name} is not allowed: reading or running files on the server is not"
     if "OUTFILE" in words or "DUMPFILE" in words:
         return "writing files is not allowed"
-    if kind in ("CREATE", "DROP", "ALTER"):
-        target = words[1] if len(words) > 1 else ""
-        if target in ("TEMPORARY", "TEMP"):
+    if kind in ("CREATE", "DROP", "ALTER", "RENAME"):
+        rest = words[1:]
+        while rest and rest[0] in ("OR", "REPLACE", "ONLINE", "IGNORE"):
+            rest = rest[1:]
+        target = rest[0] if rest else ""
+        if target in ("TEMPORARY", "TEMP") or "TEMPORARY" in words:
             return "temporary tables are not supported; create a regular table"
         if target in ("DATABASE", "SCHEMA"):
             return "creating or dropping databases is not allowed"
-        if target not in _SCHEMA_OBJECTS:
+        allowed = ("TABLE",) if kind == "RENAME" else _OBJECTS
+        if target not in allowed:
             return f"{kind} {target or '...'} is not allowed here (tables, views and indexes are)"
-        if "TEMPORARY" in words:
-            return "temporary tables are not supported; create a regular table"
+        return _placement_problem(tokens)
+    return None
+
+
+#: tokens whose text is data, not SQL
+_TEXT_NAMES = ("STRING", "NATIONAL_STRING", "HEX_STRING", "BIT_STRING", "BYTE_STRING")
+
+
+@lru_cache(maxsize=1)
+def _text_types() -> frozenset[Any]:
+    from sqlglot.tokens import TokenType
+
+    return frozenset(getattr(TokenType, n) for n in _TEXT_NAMES if hasattr(TokenType, n))
+
+
+def _placement_problem(tokens: list[Any]) -> str | None:
+    """Why a CREATE/ALTER's table options may not run: files placed outside the server's
+    storage, or an engine that is not the episode's."""
+    from sqlglot.tokens import TokenType
+
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.IDENTIFIER:  # a quoted name: `engine`, `directory`
+            continue
+        word = token.text.upper()
+        if word in _PLACING_OPTIONS:
+            return f"{_PLACING_OPTIONS[word]} not allowed: an episode's tables stay in its database"
+        if word == "ENGINE":
+            j = i + 1
+            if j < len(tokens) and tokens[j].token_type == TokenType.EQ:
+                j += 1
+            engine = tokens[j].text.upper() if j < len(tokens) else ""
+            if engine != ENGINE:
+                return (
+                    f"ENGINE={engine or '...'} is not allowed: tables use InnoDB (the engine "
+                    "of every table here; quote a column named engine)"
+                )
     return None
 
 

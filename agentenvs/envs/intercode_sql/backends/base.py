@@ -50,6 +50,24 @@ class Limits:
     statement_timeout_s: float = 5.0
     #: a result set with more rows than this is refused (it would not fit in memory)
     max_result_rows: int = 100_000
+    #: a result set whose values add up to more bytes than this is refused as it is
+    #: fetched (wide rows fill memory long before the row limit or the time limit)
+    max_result_bytes: int = 64_000_000
+
+
+def value_size(value: Any) -> int:
+    """About how many bytes a fetched value holds (its text or bytes; 8 for a number)."""
+    if isinstance(value, str | bytes | bytearray):
+        return len(value) + 8
+    return 8
+
+
+def too_wide(limits: Limits) -> str:
+    """The error of a result past ``limits.max_result_bytes``."""
+    return (
+        f"the result is larger than {limits.max_result_bytes / 1e6:g} MB; narrow the query "
+        "(fewer rows or shorter values)"
+    )
 
 
 def normalize_value(value: Any) -> Any:
@@ -113,6 +131,11 @@ class Episode(ABC):
     @abstractmethod
     def probe(self, sql: str) -> QueryResult:
         """Run one statement and leave the database as it was."""
+
+    def run_gold(self, sql: str) -> QueryResult:
+        """Run the task's gold query on this database, leaving it and the agent's session
+        as they were (by default: ``probe``)."""
+        return self.probe(sql)
 
     @abstractmethod
     def dump(self) -> Any:

@@ -64,6 +64,8 @@ from agentenvs.envs.intercode_sql.backends.base import (
     QueryResult,
     content_digest,
     normalize_rows,
+    too_wide,
+    value_size,
 )
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
@@ -83,9 +85,16 @@ MAX_AUTO_SPARES = 64
 #: a reset that finds no spare waits this long for the one being made for its template
 PREPARE_WAIT_S = 5.0
 PRIORITY_PREPARE, PRIORITY_DROP, PRIORITY_STOP = 0, 1, 2
+#: how long a backend waits for another process building the same template
+TEMPLATE_LOCK_WAIT_S = 120
+#: the server's private database (episode users hold no privilege on it): it keeps the key
+#: that makes the names of the template build locks unguessable
+META_DB = "ae_meta"
 #: threads (each with its own connection) that make spares and drop episodes: the
 #: server runs their DDL side by side
 POOL_THREADS = 3
+#: rows read from the server at a time (the byte limit is checked after each batch)
+_FETCH_CHUNK = 256
 
 _AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
@@ -253,6 +262,29 @@ class _Server:
         self.gold_lock = threading.Lock()
         self.gold_conn: Any = None
         self.gold_settings: tuple[str, ...] = ()
+        self.lock_key: str | None = None
+
+    def template_lock_name(self, template: str) -> str:
+        """The named lock under which ``template`` is built: every process with the admin's
+        privileges derives the same name, no episode user can (named locks are the server's,
+        open to every session: a name taken from public data could be held to stall us)."""
+        with self.lock:
+            if self.lock_key is None:
+                self.run(f"CREATE DATABASE IF NOT EXISTS {_q(META_DB)}")
+                self.run(
+                    f"CREATE TABLE IF NOT EXISTS {_q(META_DB)}.lock_key "
+                    "(id TINYINT PRIMARY KEY, secret CHAR(32) NOT NULL)"
+                )
+                # the first process to get here sets it; every later one reads the same
+                self.run(
+                    f"INSERT IGNORE INTO {_q(META_DB)}.lock_key VALUES (1, %s)",
+                    (secrets.token_hex(16),),
+                )
+                self.lock_key = str(
+                    self.scalar(f"SELECT secret FROM {_q(META_DB)}.lock_key WHERE id = 1")
+                )
+        digest = hashlib.blake2b(f"{self.lock_key}\0{template}".encode(), digest_size=16)
+        return f"ae_lock_{digest.hexdigest()}"
 
     def connect(self, **overrides: Any) -> Any:
         args = {
@@ -708,15 +740,30 @@ class MySQLEpisode(Episode):
         )
         watchdog.daemon = True
         watchdog.start()
+        wide = False
         try:
-            with self.conn.cursor() as cur:
+            # rows as they arrive (not the whole result buffered first), so a result of
+            # wide values stops at the byte limit instead of filling memory
+            with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
                 cur.execute(sql)
                 if cur.description is None:
                     return QueryResult(rows=None, rowcount=cur.rowcount)
-                rows = cur.fetchall()
                 columns = tuple(d[0] for d in cur.description)
+                rows, size = [], 0
+                while len(rows) <= self.limits.max_result_rows:
+                    chunk = cur.fetchmany(_FETCH_CHUNK)
+                    if not chunk:
+                        break
+                    rows.extend(chunk)
+                    size += sum(value_size(v) for row in chunk for v in row)
+                    if size > self.limits.max_result_bytes:
+                        wide = True
+                        self._kill(statement)  # the rest is not sent, only its end read
+                        break
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else None
+            if wide and code == 1317:
+                return QueryResult(error=too_wide(self.limits))
             if code in (1317, 1969, 3024):  # killed / MariaDB / MySQL statement time limit
                 return QueryResult(
                     error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
@@ -732,6 +779,8 @@ class MySQLEpisode(Episode):
             watchdog.cancel()
             with self._watch:
                 self._running = 0
+        if wide:
+            return QueryResult(error=too_wide(self.limits))
         if len(rows) > self.limits.max_result_rows:
             return QueryResult(
                 error=f"the result has more than {self.limits.max_result_rows} rows; narrow the query"
@@ -751,6 +800,17 @@ class MySQLEpisode(Episode):
         if isinstance(value, str) and self.name and self.name in value:
             return value.replace(self.name, self.alias)
         return value
+
+    def run_gold(self, sql: str) -> QueryResult:
+        """The gold query on this episode's database from the process's gold connection:
+        the rows this copy yields, in its order, and nothing of the run reaches the agent's
+        session (``FOUND_ROWS()``, warnings, status counters would tell about the gold)."""
+        if classify(sql, "mysql").writes:
+            return self.probe(sql)
+        if self._case is None:
+            self._case = self.backend.table_case(self.name)
+        result = self.backend._run_gold(self.name, sql, self._case)
+        return dataclasses.replace(result, error=self._hide(result.error))
 
     def probe(self, sql: str) -> QueryResult:
         statement = classify(sql, "mysql")
@@ -865,7 +925,12 @@ class MySQLBackend(Backend):
         name = f"{TEMPLATE_PREFIX}{safe}_{key}"
         server = self.server
         # other processes may build the same template: one builds, the rest wait
-        server.scalar("SELECT GET_LOCK(%s, 120)", (name,))
+        lock = server.template_lock_name(name)
+        if server.scalar("SELECT GET_LOCK(%s, %s)", (lock, TEMPLATE_LOCK_WAIT_S)) != 1:
+            raise ServiceUnavailable(
+                f"could not build template {name}: another session has held its build lock "
+                f"for {TEMPLATE_LOCK_WAIT_S:g} s"
+            )
         try:
             ready = server.scalar(
                 "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = '_ae_ready'",
@@ -885,7 +950,7 @@ class MySQLBackend(Backend):
                 else:
                     self._build_template(name, data)
         finally:
-            server.scalar("SELECT RELEASE_LOCK(%s)", (name,))
+            server.scalar("SELECT RELEASE_LOCK(%s)", (lock,))
         digest = self.digest(name)
         self._templates[key] = (name, digest)
         self._source_templates[source_key] = (name, digest)
@@ -1091,14 +1156,17 @@ class MySQLBackend(Backend):
             except Exception:  # the server went away: the sweep removes it later
                 pass
 
-    def _run_gold(self, template: str, sql: str) -> QueryResult:
-        """``sql`` on a template, on the server's one gold connection (shared by the
-        process's backends, each statement under this backend's limits)."""
+    def _run_gold(self, template: str, sql: str, case: dict[str, str] | None = None) -> QueryResult:
+        """``sql`` on a template (or on an episode's database, its tables' spelling in
+        ``case``), on the server's one gold connection (shared by the process's backends,
+        each statement under this backend's limits)."""
         server = self.server
         pymysql = server.pymysql
-        if template not in self._case:
-            self._case[template] = self.table_case(template)
-        sql = match_table_case(sql, self._case[template])
+        if case is None:
+            if template not in self._case:
+                self._case[template] = self.table_case(template)
+            case = self._case[template]
+        sql = match_table_case(sql, case)
         settings = tuple(
             server.session_settings(
                 self.limits.statement_timeout_s,

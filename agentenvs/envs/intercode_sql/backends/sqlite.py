@@ -5,8 +5,11 @@ kept serialized; an episode deserializes it into a fresh ``:memory:`` connection
 costs a memory copy, not a re-run of the script. Writes never leave the episode.
 
 Safety: a progress handler aborts statements past the time limit; an authorizer
-refuses ``ATTACH``/``DETACH``, transaction control, temporary objects and pragmas that
-set values; ``SQLITE_LIMIT_ATTACHED`` is 0 and string/blob and SQL sizes are capped.
+refuses ``ATTACH``/``DETACH`` (and so ``VACUUM INTO``), transaction control, temporary
+objects, pragmas other than schema reads, and the functions ``fts3_tokenizer`` (raw
+pointers: a forged one crashes the process) and ``load_extension``;
+``SQLITE_LIMIT_ATTACHED`` is 0, string/blob and SQL sizes are capped, and a result is
+fetched in chunks and refused past ``Limits.max_result_bytes``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from agentenvs.envs.intercode_sql.backends.base import (
     QueryResult,
     content_digest,
     normalize_rows,
+    too_wide,
+    value_size,
 )
 from agentenvs.envs.intercode_sql.data import DatabaseSource
 
@@ -82,6 +87,14 @@ _REFUSED = {
     sqlite3.SQLITE_DROP_TEMP_TRIGGER: "temporary objects are not supported",
     sqlite3.SQLITE_DROP_TEMP_VIEW: "temporary objects are not supported",
 }
+#: SQL functions no statement may call: ``fts3_tokenizer`` hands out (one argument) and
+#: takes (two) raw C pointers, so a forged one crashes the process, or worse; extensions
+#: are native code
+_REFUSED_FUNCTIONS = {
+    "fts3_tokenizer": "fts3_tokenizer() is not allowed (it reads and sets raw memory addresses)",
+    "load_extension": "load_extension() is not allowed",
+}
+_FETCH_CHUNK = 256
 _MAX_VALUE_BYTES = 10_000_000
 _MAX_SQL_BYTES = 1_000_000
 
@@ -176,6 +189,8 @@ class SqliteEpisode(Episode):
     # sqlite3 callbacks -------------------------------------------------------
     def _authorize(self, action: int, arg1: Any, arg2: Any, _db: Any, _trigger: Any) -> int:
         reason = _REFUSED.get(action)
+        if action == sqlite3.SQLITE_FUNCTION:
+            reason = _REFUSED_FUNCTIONS.get(str(arg2).lower())
         if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() not in _READ_PRAGMAS:
             reason = (
                 f"PRAGMA {arg1} is not allowed (read-only schema pragmas such as table_info are)"
@@ -203,7 +218,17 @@ class SqliteEpisode(Episode):
             if cur.description is None:
                 return QueryResult(rows=None, rowcount=cur.rowcount)
             columns = tuple(d[0] for d in cur.description)
-            rows = cur.fetchmany(self.limits.max_result_rows + 1)
+            rows: list[tuple] = []
+            size = 0
+            # in chunks, so a result of wide values stops at the byte limit, not in memory
+            while len(rows) <= self.limits.max_result_rows:
+                chunk = cur.fetchmany(_FETCH_CHUNK)
+                if not chunk:
+                    break
+                rows.extend(chunk)
+                size += sum(value_size(v) for row in chunk for v in row)
+                if size > self.limits.max_result_bytes:
+                    return QueryResult(error=too_wide(self.limits))
             if len(rows) > self.limits.max_result_rows:
                 return QueryResult(
                     error=f"the result has more than {self.limits.max_result_rows} rows; "
