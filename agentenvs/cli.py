@@ -275,9 +275,27 @@ def _add_analysis_parsers(sub: Any) -> None:
     sv.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     sv.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
-    sv.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one env each)")
+    sv.add_argument("--max-sessions", type=int, default=64,
+                    help="envs at once: WebSocket sessions and HTTP resets together")
     sv.add_argument("--session-timeout", type=float, default=None,
                     help="close a session after this many idle seconds")
+    sv.add_argument("--max-message-bytes", type=int, default=None,
+                    help="largest message served (default: the env's longest action, JSON-escaped, "
+                         "at least 1 MiB); up to 4x is refused with an error, larger closes")
+    sv.add_argument("--share-snapshots", action="store_true",
+                    help="let any session restore any session's snapshot tokens (branching from "
+                         "many clients); by default a token restores only into its own session")
+    sv.add_argument("--max-snapshots", type=int, default=4096,
+                    help="snapshots kept in all (the least recently used go first)")
+    sv.add_argument("--snapshot-memory", type=int, default=256 << 20,
+                    help="bytes of snapshots kept in all (default 256 MiB)")
+    sv.add_argument("--snapshot-ttl", type=float, default=3600.0,
+                    help="a snapshot unused this many seconds expires (0: never)")
+    sv.add_argument("--request-timeout", type=float, default=30.0,
+                    help="seconds for an HTTP request's head, and for its body, to arrive (0: none)")
+    sv.add_argument("--stall-timeout", type=float, default=60.0,
+                    help="disconnect a client that leaves the server's replies unread this many "
+                         "seconds (0: never)")
     from agentenvs.data.cli import add_parser as add_data_parser
 
     add_data_parser(sub)
@@ -322,8 +340,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError("--env-kwargs must be a JSON object")
     if args.max_sessions < 1:
         raise ValueError("--max-sessions must be at least 1")
-    config = ServerConfig(args.env, env_kwargs, max_sessions=args.max_sessions,
-                          session_timeout=args.session_timeout)
+    config = ServerConfig(
+        args.env, env_kwargs, max_sessions=args.max_sessions,
+        session_timeout=args.session_timeout, max_message_bytes=args.max_message_bytes,
+        share_snapshots=args.share_snapshots, max_snapshots=args.max_snapshots,
+        snapshot_bytes=args.snapshot_memory, snapshot_ttl=args.snapshot_ttl or None,
+        request_timeout=args.request_timeout or None, stall_timeout=args.stall_timeout or None,
+    )
     serve(config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True))
     return 0
 

@@ -10,9 +10,12 @@ Endpoints (as an OpenEnv server has them):
   ``{"type": "snapshot"}`` answers ``{"type": "snapshot", "data": {"snapshot": TOKEN}}``
   and ``{"type": "restore", "data": {"snapshot": TOKEN}}`` answers an observation;
   ``reset`` also takes ``{"snapshot": TOKEN}``, for clients that know only reset.
+  A session answers its messages one at a time, in order: a step sent while a reset is
+  under way is answered after it; nothing is answered after ``close``.
 - ``GET /health``, ``/metadata``, ``/schema``, ``/state``; ``POST /reset`` (stateless, as
   in OpenEnv: a fresh env is made, reset and closed); ``POST /step`` answers 409, since an
-  agentenvs episode needs a session; ``GET /sessions`` counts live sessions.
+  agentenvs episode needs a session; ``GET /sessions`` counts live sessions (``active``),
+  live envs (``envs``: sessions' and HTTP resets' together) and kept snapshots.
 
 Every session's env is built, stepped and closed on a thread of its own (``AsyncEnv``),
 so slow steps of one session never hold up the others; an env whose calls are all short
@@ -21,31 +24,48 @@ closed (shell, sandbox, container, database), when the client sends ``close``, w
 connection drops (a client that is killed included), after ``session_timeout`` seconds
 without a message, or when the server stops.
 
-Snapshot tokens are the snapshot's bytes signed with a key known only to this server
-(HMAC-SHA256): a token restores into any session of the same server, and the server
-refuses bytes it did not sign, since unpickling foreign bytes would run foreign code.
+Bounds against any client:
+
+- envs: ``max_sessions`` envs at once, WebSocket sessions and ``POST /reset`` counted
+  together; past it a session is refused with ``CAPACITY_REACHED`` (then closed, code
+  1013) and an HTTP reset with 503;
+- messages: ``max_message_bytes`` per message (``agentenvs.server.protocol``: also depth
+  and number limits); a message up to four times that is read and answered
+  ``MESSAGE_TOO_LARGE``, one larger is not read at all: the connection is closed with
+  code 1009 (message too big) and the session ends. Malformed messages of any kind
+  (bad JSON, wrong types, binary frames) are answered with an error, the session open;
+- slow and stalled clients (``agentenvs.server.transport``): an HTTP request head must
+  arrive within ``request_timeout`` s, and its body too; a client that leaves the
+  server's replies unread for ``stall_timeout`` s is disconnected and its env closed.
+  Each session reads one message at a time and sends its reply before reading the
+  next, so a client that never reads its replies holds at most one reply and one
+  message on the server, besides the sockets' buffers.
+
+Snapshots stay on the server (``agentenvs.server.snapshots``): a token is a random id,
+opaque to the client; it restores only into the session that took it unless the server
+shares snapshots (``share_snapshots``, ``--share-snapshots``: branching from many
+clients), and the store keeps at most ``max_snapshots`` (``snapshot_bytes`` of bytes),
+each expiring ``snapshot_ttl`` s after its last use. Nothing a client sends is unpickled.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
-import hmac
 import inspect
-import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, Request, WebSocket
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from agentenvs.core.aio import AsyncEnv, calls_wait
-from agentenvs.core.snapshot import Snapshot, restore_snapshot
+from agentenvs.core.snapshot import restore_snapshot
 from agentenvs.server.models import (
     EnvState,
     ResetParams,
@@ -54,61 +74,62 @@ from agentenvs.server.models import (
     json_safe,
     observation_payload,
 )
+from agentenvs.server.protocol import SessionError, default_message_bytes, parse_json, parse_message
+from agentenvs.server.snapshots import SnapshotStore
+from agentenvs.server.transport import BoundedBodies
 
-_MAC_BYTES = 32
-
-
-class SessionError(Exception):
-    """A request a session cannot serve; ``code`` is OpenEnv's error code."""
-
-    def __init__(self, message: str, code: str = "EXECUTION_ERROR") -> None:
-        super().__init__(message)
-        self.code = code
+#: a message up to this many times ``max_message_bytes`` is read and refused; a larger
+#: one closes the connection unread
+OVERSIZE_FACTOR = 4
 
 
 @dataclass
 class ServerConfig:
-    """What the server serves and how many at once."""
+    """What the server serves, how many at once, and its bounds (see the module docstring).
+
+    ``max_message_bytes`` None: ``protocol.default_message_bytes`` (the env's longest
+    action, escaped); ``snapshot_ttl``, ``session_timeout``, ``request_timeout`` and
+    ``stall_timeout`` None: no limit.
+    """
 
     env_id: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     max_sessions: int = 64
     session_timeout: float | None = None
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    max_message_bytes: int | None = None
+    share_snapshots: bool = False
+    max_snapshots: int = 4096
+    snapshot_bytes: int = 256 << 20
+    snapshot_ttl: float | None = 3600.0
+    request_timeout: float | None = 30.0
+    stall_timeout: float | None = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions}")
+        if self.max_message_bytes is not None and self.max_message_bytes < 1024:
+            raise ValueError(
+                f"max_message_bytes must be at least 1024, got {self.max_message_bytes}"
+            )
+        for name in ("session_timeout", "snapshot_ttl", "request_timeout", "stall_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive (or None), got {value}")
 
     def make_env(self) -> gym.Env:
         return gym.make(self.env_id, **self.env_kwargs)
+
+    @property
+    def message_limit(self) -> int:
+        if self.max_message_bytes is not None:
+            return int(self.max_message_bytes)
+        return default_message_bytes(self.env_id, self.env_kwargs)
 
     @property
     def inline(self) -> bool:
         """Envs whose calls are all short (FrozenLake, BFCL) run on the server's event loop;
         the others each on a thread of its own."""
         return not calls_wait(self.env_id, self.env_kwargs)
-
-
-class SnapshotSigner:
-    """Turns snapshots into signed tokens and back; refuses tokens it did not sign."""
-
-    def __init__(self, secret: bytes) -> None:
-        self._secret = secret
-
-    def token(self, snapshot: Snapshot) -> str:
-        data = snapshot.to_bytes()
-        mac = hmac.new(self._secret, data, hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(mac + data).decode("ascii")
-
-    def snapshot(self, token: str) -> Snapshot:
-        try:
-            raw = base64.urlsafe_b64decode(token.encode("ascii"))
-        except (ValueError, UnicodeEncodeError) as exc:
-            raise SessionError(f"the snapshot token is not base64: {exc}", "VALIDATION_ERROR") from None
-        mac, data = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
-        expected = hmac.new(self._secret, data, hashlib.sha256).digest()
-        if len(mac) != _MAC_BYTES or not hmac.compare_digest(mac, expected):
-            raise SessionError(
-                "the snapshot token was not issued by this server (bad signature)", "VALIDATION_ERROR"
-            )
-        return Snapshot.from_bytes(data)
 
 
 def _observe(
@@ -133,13 +154,16 @@ def _restored_view(env: gym.Env) -> tuple[str, dict[str, Any], bool]:
 
 
 class Session:
-    """One client's env and episode bookkeeping."""
+    """One client's env and episode bookkeeping; its snapshots are kept in ``store``
+    under its id."""
 
-    def __init__(self, session_id: str, env: AsyncEnv, config: ServerConfig, signer: SnapshotSigner) -> None:
+    def __init__(
+        self, session_id: str, env: AsyncEnv, config: ServerConfig, store: SnapshotStore
+    ) -> None:
         self.id = session_id
         self.env = env
         self.config = config
-        self.signer = signer
+        self.store = store
         self.episode_id: str | None = None
         self.step_count = 0
         self.last_activity = time.monotonic()
@@ -148,16 +172,21 @@ class Session:
         try:
             params = ResetParams.model_validate(data)
         except ValidationError as exc:
-            raise SessionError(f"invalid reset data: {exc}", "VALIDATION_ERROR") from None
-        self.episode_id = params.episode_id or str(uuid.uuid4())
-        self.step_count = 0
+            raise SessionError(f"invalid reset data: {_short(exc)}", "VALIDATION_ERROR") from None
         if params.snapshot is not None:
-            if params.task_id is not None or params.max_turns is not None or params.options or params.seed is not None:
+            if (
+                params.task_id is not None
+                or params.max_turns is not None
+                or params.options
+                or params.seed is not None
+            ):
                 raise SessionError(
                     "a reset from a snapshot takes no seed or options: the snapshot fixes them",
                     "VALIDATION_ERROR",
                 )
-            return await self.restore(params.snapshot)
+            obs = await self.restore(params.snapshot)
+            self.episode_id = params.episode_id or str(uuid.uuid4())
+            return obs
         options = dict(params.options)
         if params.task_id is not None:
             options["task_id"] = params.task_id
@@ -166,7 +195,9 @@ class Session:
         try:
             obs, info = await self.env.areset(seed=params.seed, options=options or None)
         except (ValueError, KeyError, TypeError) as exc:
-            raise SessionError(f"reset failed: {exc}", "VALIDATION_ERROR") from None
+            raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
+        self.episode_id = params.episode_id or str(uuid.uuid4())
+        self.step_count = 0
         return _observe(obs, info, reward=None, terminated=False, truncated=False)
 
     async def step(self, data: dict[str, Any]) -> TextObservation:
@@ -174,7 +205,7 @@ class Session:
             action = TextAction.model_validate(data)
         except ValidationError as exc:
             raise SessionError(
-                f'invalid action (expected {{"text": "..."}}): {exc}', "VALIDATION_ERROR"
+                f'invalid action (expected {{"text": "..."}}): {_short(exc)}', "VALIDATION_ERROR"
             ) from None
         try:
             obs, reward, terminated, truncated, info = await self.env.astep(action.text)
@@ -187,13 +218,13 @@ class Session:
         try:
             snap = await self.env.asnapshot()
         except Exception as exc:  # SnapshotError before any reset, or an env without snapshots
-            raise SessionError(f"snapshot failed: {exc}") from None
-        return self.signer.token(snap)
+            raise SessionError(f"snapshot failed: {_short(exc)}") from None
+        return self.store.put(self.id, snap)
 
     async def restore(self, token: Any) -> TextObservation:
         if not isinstance(token, str):
             raise SessionError('restore needs {"snapshot": TOKEN}', "VALIDATION_ERROR")
-        snap = self.signer.snapshot(token)
+        snap = self.store.get(self.id, token)  # refuses others' tokens before decoding
 
         def restore(env: gym.Env) -> tuple[str, dict[str, Any], bool]:
             restore_snapshot(env, snap)
@@ -202,7 +233,7 @@ class Session:
         try:
             obs, info, done = await self.env.call(restore)
         except Exception as exc:
-            raise SessionError(f"restore failed: {exc}") from None
+            raise SessionError(f"restore failed: {_short(exc)}") from None
         self.step_count = int(info.get("turn", 0))
         return _observe(obs, info, reward=None, terminated=done, truncated=False)
 
@@ -223,41 +254,64 @@ class Session:
 
         fields = await self.env.call(read)
         return EnvState(
-            episode_id=self.episode_id, step_count=self.step_count, env_id=self.config.env_id, **fields
+            episode_id=self.episode_id,
+            step_count=self.step_count,
+            env_id=self.config.env_id,
+            **fields,
         )
 
     async def aclose(self) -> None:
-        await self.env.aclose()
+        try:
+            await self.env.aclose()
+        finally:
+            self.store.drop_owner(self.id)
 
 
 class SessionManager:
-    """Live sessions, their limit, the idle reaper, and closing them all."""
+    """Live sessions, the one limit on envs (sessions' and HTTP resets'), the snapshot
+    store, the idle reaper, and closing them all."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.signer = SnapshotSigner(config.secret)
+        self.store = SnapshotStore(
+            max_count=config.max_snapshots,
+            max_bytes=config.snapshot_bytes,
+            ttl=config.snapshot_ttl,
+            shared=config.share_snapshots,
+            fair_count=max(1, config.max_snapshots // config.max_sessions),
+        )
         self.sessions: dict[str, Session] = {}
         self._sockets: dict[str, WebSocket] = {}
-        self._reserved = 0
+        self.envs = 0  # live envs and envs being made, sessions' and HTTP resets' together
         self._reaper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
-    async def open(self, websocket: WebSocket) -> Session:
-        if len(self.sessions) + self._reserved >= self.config.max_sessions:
+    @contextlib.asynccontextmanager
+    async def env_slot(self) -> AsyncIterator[None]:
+        """Hold one of ``max_sessions`` env slots; ``CAPACITY_REACHED`` when none is free."""
+        if self.envs >= self.config.max_sessions:
             raise SessionError(
-                f"the server is at capacity ({self.config.max_sessions} sessions)", "CAPACITY_REACHED"
+                f"the server is at capacity ({self.config.max_sessions} envs at once, "
+                "sessions and HTTP resets together)",
+                "CAPACITY_REACHED",
             )
-        self._reserved += 1
+        self.envs += 1
         try:
-            try:
-                env = await AsyncEnv.create(self.config.make_env, inline=self.config.inline)
-            except Exception as exc:
-                raise SessionError(f"could not make {self.config.env_id}: {exc}", "FACTORY_ERROR") from None
-            session = Session(str(uuid.uuid4()), env, self.config, self.signer)
-            self.sessions[session.id] = session
-            self._sockets[session.id] = websocket
-            return session
+            yield
         finally:
-            self._reserved -= 1
+            self.envs -= 1
+
+    async def make_env(self) -> AsyncEnv:
+        try:
+            return await AsyncEnv.create(self.config.make_env, inline=self.config.inline)
+        except Exception as exc:
+            raise SessionError(
+                f"could not make {self.config.env_id}: {_short(exc)}", "FACTORY_ERROR"
+            ) from None
+
+    def register(self, session: Session, websocket: WebSocket) -> None:
+        self.sessions[session.id] = session
+        self._sockets[session.id] = websocket
 
     async def close(self, session: Session) -> None:
         self.sessions.pop(session.id, None)
@@ -278,6 +332,8 @@ class SessionManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        for task in list(self._closing):
+            task.cancel()
 
     async def _reap(self) -> None:
         timeout = float(self.config.session_timeout or 0)
@@ -285,12 +341,27 @@ class SessionManager:
             await asyncio.sleep(min(max(timeout / 4, 0.05), 5.0))
             now = time.monotonic()
             for sid, session in list(self.sessions.items()):
-                if now - session.last_activity > timeout:
-                    socket = self._sockets.get(sid)
-                    # closing the socket ends the session's receive loop, which closes the env
+                socket = self._sockets.pop(sid, None)
+                if socket is None or now - session.last_activity <= timeout:
                     if socket is not None:
-                        with contextlib.suppress(Exception):
-                            await socket.close(code=1001, reason="session idle timeout")
+                        self._sockets[sid] = socket
+                    continue
+                # closing the socket ends the session's receive loop, which closes the env;
+                # each on a task of its own, so a client that does not read cannot stall the
+                # reaper (the stall timeout ends that connection)
+                task = asyncio.get_running_loop().create_task(_close_socket(socket))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+
+
+async def _close_socket(socket: WebSocket) -> None:
+    with contextlib.suppress(Exception):
+        await socket.close(code=1001, reason="session idle timeout")
+
+
+def _short(exc: BaseException, limit: int = 500) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def _describe(env_id: str) -> str:
@@ -307,12 +378,20 @@ def _describe(env_id: str) -> str:
     return doc.split("\n\n")[0].strip()
 
 
+def _http_error(exc: SessionError) -> JSONResponse:
+    status = {"CAPACITY_REACHED": 503, "MESSAGE_TOO_LARGE": 413, "FACTORY_ERROR": 500}
+    return JSONResponse(
+        {"detail": str(exc), "code": exc.code}, status_code=status.get(exc.code, 422)
+    )
+
+
 def create_app(config: ServerConfig) -> FastAPI:
     """The FastAPI app serving ``config.env_id``."""
     import agentenvs  # noqa: F401 - registers the ids
 
     gym.spec(config.env_id)  # an unknown id fails here, before the server starts
     manager = SessionManager(config)
+    limit = config.message_limit
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -351,93 +430,123 @@ def create_app(config: ServerConfig) -> FastAPI:
         }
 
     @app.get("/sessions")
-    async def sessions() -> dict[str, int]:
-        return {"active": len(manager.sessions), "max": config.max_sessions}
+    async def sessions() -> dict[str, Any]:
+        return {
+            "active": len(manager.sessions),
+            "max": config.max_sessions,
+            "envs": manager.envs,
+            "snapshots": len(manager.store),
+            "snapshot_bytes": manager.store.nbytes,
+            "max_message_bytes": limit,
+        }
 
     @app.get("/state")
     async def state() -> dict[str, Any]:
         return EnvState(env_id=config.env_id).model_dump()
 
     @app.post("/reset")
-    async def http_reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
-        env = await AsyncEnv.create(config.make_env, inline=config.inline)
+    async def http_reset(request: Request) -> Any:
         try:
-            session = Session("http", env, config, manager.signer)
-            obs = await session.reset(body or {})
+            raw = await request.body()
+            body = parse_json(raw, max_bytes=limit) if raw.strip() else None
+            if body is not None and not isinstance(body, dict):
+                raise SessionError("the reset body must be a JSON object", "VALIDATION_ERROR")
+            async with manager.env_slot():
+                env = await manager.make_env()
+                session = Session(f"http-{uuid.uuid4()}", env, config, manager.store)
+                try:
+                    obs = await session.reset(body or {})
+                finally:
+                    await session.aclose()
         except SessionError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from None
-        finally:
-            await env.aclose()
+            return _http_error(exc)
         return observation_payload(obs)
 
     @app.post("/step")
-    async def http_step(body: dict[str, Any] | None = None) -> dict[str, Any]:
-        raise HTTPException(
+    async def http_step() -> Any:
+        return JSONResponse(
+            {
+                "detail": "an agentenvs episode lives in a session: open a WebSocket at /ws, "
+                "send reset, then step",
+                "code": "EXECUTION_ERROR",
+            },
             status_code=409,
-            detail="an agentenvs episode lives in a session: open a WebSocket at /ws, "
-            "send reset, then step",
         )
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
         await websocket.accept()
         try:
-            session = await manager.open(websocket)
-        except SessionError as exc:
-            await websocket.send_json({"type": "error", "data": {"message": str(exc), "code": exc.code}})
-            await websocket.close(code=1013)
-            return
-        try:
-            while True:
-                raw = await websocket.receive_text()
-                session.last_activity = time.monotonic()
-                reply, closing = await _answer(session, raw)
-                if reply is not None:
-                    await websocket.send_json(reply)
-                if closing:
-                    break
-                session.last_activity = time.monotonic()
-        except WebSocketDisconnect:
-            pass
-        finally:
-            await asyncio.shield(manager.close(session))
+            async with manager.env_slot():
+                env = await manager.make_env()
+                session = Session(str(uuid.uuid4()), env, config, manager.store)
+                manager.register(session, websocket)
+                try:
+                    await _serve_session(websocket, session, limit)
+                finally:
+                    await asyncio.shield(manager.close(session))
+        except SessionError as exc:  # at capacity, or the env could not be made
             with contextlib.suppress(Exception):
-                await websocket.close()
+                await websocket.send_json(_error(str(exc), exc.code))
+                await websocket.close(code=1013)
+            return
+        with contextlib.suppress(Exception):
+            await websocket.close()
 
+    app.add_middleware(
+        BoundedBodies, max_bytes=limit, timeout=config.request_timeout or float("inf")
+    )
     return app
 
 
-async def _answer(session: Session, raw: str) -> tuple[dict[str, Any] | None, bool]:
-    import json
+async def _serve_session(websocket: WebSocket, session: Session, limit: int) -> None:
+    """Answer the client's messages one at a time until it closes or goes away."""
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        session.last_activity = time.monotonic()
+        raw = message.get("text")
+        if raw is None:
+            raw = message.get("bytes")
+        reply, closing = await _answer(session, raw, limit)
+        if reply is not None:
+            await websocket.send_json(reply)
+        if closing:
+            return
+        session.last_activity = time.monotonic()
 
+
+async def _answer(
+    session: Session, raw: str | bytes | None, limit: int
+) -> tuple[dict[str, Any] | None, bool]:
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return _error(f"Invalid JSON: {exc}", "INVALID_JSON"), False
-    if not isinstance(message, dict):
-        return _error("a message must be a JSON object with a 'type'", "INVALID_JSON"), False
-    kind = message.get("type")
-    data = message.get("data") or {}
-    try:
+        kind, data = parse_message(raw, max_bytes=limit)
         if kind == "reset":
-            return {"type": "observation", "data": observation_payload(await session.reset(data))}, False
+            return {
+                "type": "observation",
+                "data": observation_payload(await session.reset(data)),
+            }, False
         if kind == "step":
-            return {"type": "observation", "data": observation_payload(await session.step(data))}, False
+            return {
+                "type": "observation",
+                "data": observation_payload(await session.step(data)),
+            }, False
         if kind == "state":
             return {"type": "state", "data": (await session.state()).model_dump()}, False
         if kind == "snapshot":
             return {"type": "snapshot", "data": {"snapshot": await session.snapshot()}}, False
         if kind == "restore":
-            obs = await session.restore(data.get("snapshot") if isinstance(data, dict) else None)
+            obs = await session.restore(data.get("snapshot"))
             return {"type": "observation", "data": observation_payload(obs)}, False
         if kind == "close":
             return None, True
     except SessionError as exc:
         return _error(str(exc), exc.code), False
     except Exception as exc:  # an env bug: report it, keep the session
-        return _error(f"{type(exc).__name__}: {exc}", "EXECUTION_ERROR"), False
+        return _error(f"{type(exc).__name__}: {_short(exc)}", "EXECUTION_ERROR"), False
     return _error(
-        f"unknown message type {kind!r}; expected reset, step, state, snapshot, restore or close",
+        f"unknown message type {kind[:100]!r}; expected reset, step, state, snapshot, restore or close",
         "UNKNOWN_TYPE",
     ), False
 
@@ -455,18 +564,25 @@ def serve(
     announce: Any = print,
 ) -> None:
     """Run the server until interrupted; ``port=0`` picks a free port (announced)."""
-    import socket
-
     import uvicorn
 
+    from agentenvs.server.transport import listening_socket, timed_http_protocol
+
     app = create_app(config)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    sock = listening_socket(host, port, config.stall_timeout)
     bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, ws_max_size=64 << 20))
+    http: Any = "auto"
+    if config.request_timeout is not None:
+        http = timed_http_protocol(config.request_timeout)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=log_level,
+            http=http,
+            ws_max_size=OVERSIZE_FACTOR * config.message_limit,
+            ws_max_queue=1,
+        )
+    )
     announce(
         f"agentenvs serve: {config.env_id} on http://{host}:{bound} "
         f"(WebSocket /ws, up to {config.max_sessions} sessions)"
@@ -478,5 +594,3 @@ def serve(
 
 
 __all__ = ["ServerConfig", "SessionError", "create_app", "serve"]
-
-

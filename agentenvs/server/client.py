@@ -2,7 +2,7 @@
 
 Any OpenEnv client (``openenv``'s ``GenericEnvClient``, TRL's and verifiers' OpenEnv
 adapters) talks to the server as well; this client adds what those do not know: the
-Gymnasium 5-tuple, reset options, and snapshots (as tokens the server signed).
+Gymnasium 5-tuple, reset options, and snapshots (as tokens naming snapshots the server keeps).
 """
 
 from __future__ import annotations

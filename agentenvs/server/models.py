@@ -67,14 +67,16 @@ class ResetParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed: int | None = Field(default=None, ge=0)
+    seed: int | None = Field(default=None, ge=0, lt=2**64)
     episode_id: str | None = Field(default=None, max_length=255)
-    task_id: str | None = None
-    max_turns: int | None = Field(default=None, ge=1)
+    task_id: str | None = Field(default=None, max_length=1024)
+    max_turns: int | None = Field(default=None, ge=1, lt=2**63)
     options: dict[str, Any] = Field(
         default_factory=dict, description="Further env-specific reset options"
     )
-    snapshot: str | None = Field(default=None, description="A token from a snapshot message")
+    snapshot: str | None = Field(
+        default=None, max_length=256, description="A token from a snapshot message"
+    )
 
 
 def observation_payload(obs: TextObservation) -> dict[str, Any]:

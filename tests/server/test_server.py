@@ -96,7 +96,11 @@ def test_16_intercode_sqlite_sessions_equal_in_process_episodes(start_server) ->
 
 
 def test_reset_options_snapshots_and_errors(start_server) -> None:
-    server = start_server("agentenvs/FrozenLake-v0", "--max-sessions", "3", env_kwargs={"map_name": "8x8"})
+    # snapshots shared between sessions: one client's token restores into another's
+    server = start_server(
+        "agentenvs/FrozenLake-v0", "--max-sessions", "3", "--share-snapshots",
+        env_kwargs={"map_name": "8x8"},
+    )
 
     async def main() -> None:
         async with RemoteEnv(server.url) as env, RemoteEnv(server.url) as other:
@@ -123,7 +127,7 @@ def test_reset_options_snapshots_and_errors(start_server) -> None:
             async with openenv_client.GenericEnvClient(base_url=server.url) as client:
                 result = await client.reset(snapshot=token)
                 assert result.observation["text"] == restored_obs
-                # ... but never from bytes this server did not sign
+                # ... but never from a token this server did not issue
                 forged = token[:10] + ("A" if token[10] != "A" else "B") + token[11:]
                 with pytest.raises(RuntimeError, match="not issued by this server"):
                     await client.reset(snapshot=forged)

@@ -1,0 +1,149 @@
+"""What a client message may be: the size, depth and number limits, and their parsing.
+
+Every message, on the WebSocket or as an HTTP body, passes ``parse_message`` before any
+part of it reaches a session: a message that breaks a limit raises ``SessionError`` (the
+session answers an error and stays open), never an exception that ends the session.
+
+Limits:
+
+- size: at most ``max_message_bytes`` of UTF-8 (``MESSAGE_TOO_LARGE``). The default fits
+  any action within the env's ``max_action_chars`` even with every character escaped as
+  JSON's six-byte ``\\uXXXX`` (``default_message_bytes``), so the env, not the server,
+  judges an action's length, as it does in process;
+- nesting: at most ``MAX_DEPTH`` levels of objects and arrays (``INVALID_JSON``);
+- numbers: integers within 64 bits (``[-2**63, 2**64)``), finite floats; ``NaN`` and
+  ``Infinity`` are not JSON (``INVALID_JSON``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from typing import Any
+
+import gymnasium as gym
+
+from agentenvs.core.env import DEFAULT_MAX_CHARS
+
+#: objects and arrays nested deeper than this are refused
+MAX_DEPTH = 32
+#: the smallest default message limit, whatever the env's action limit
+MIN_MESSAGE_BYTES = 1 << 20
+_INT_MIN, _INT_END = -(2**63), 2**64
+
+
+class SessionError(Exception):
+    """A request a session cannot serve; ``code`` is OpenEnv's error code (or one of ours:
+    ``MESSAGE_TOO_LARGE``)."""
+
+    def __init__(self, message: str, code: str = "EXECUTION_ERROR") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def max_action_chars(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    """The env's action limit as ``gym.make(env_id, **env_kwargs)`` would set it, read
+    without making the env (which may start a sandbox)."""
+    value = env_kwargs.get("max_action_chars")
+    spec = gym.spec(env_id)
+    if value is None:
+        value = spec.kwargs.get("max_action_chars")
+    if value is None:
+        entry = spec.entry_point
+        if isinstance(entry, str):
+            import importlib
+
+            module, _, name = entry.partition(":")
+            entry = getattr(importlib.import_module(module), name)
+        param = inspect.signature(entry).parameters.get("max_action_chars")
+        if param is not None and isinstance(param.default, int):
+            value = param.default
+    return int(value) if isinstance(value, int) and value > 0 else DEFAULT_MAX_CHARS
+
+
+def default_message_bytes(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    """Room for the longest valid action written as JSON escapes, plus 64 KiB of envelope."""
+    return max(MIN_MESSAGE_BYTES, 6 * max_action_chars(env_id, env_kwargs) + (64 << 10))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_tree(value: Any) -> None:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                raise SessionError(
+                    f"the message nests objects and arrays deeper than {MAX_DEPTH} levels",
+                    "INVALID_JSON",
+                )
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, bool):
+            continue
+        elif isinstance(item, int):
+            if not _INT_MIN <= item < _INT_END:
+                raise SessionError(
+                    f"a number of {len(str(abs(item)))} digits is out of range "
+                    "(integers must fit in 64 bits)",
+                    "VALIDATION_ERROR",
+                )
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise SessionError("a number overflows a float (got infinity)", "INVALID_JSON")
+
+
+def parse_json(raw: str | bytes, *, max_bytes: int) -> Any:
+    """``raw`` parsed as JSON within the limits above, or ``SessionError``."""
+    size = len(raw) if isinstance(raw, bytes) or raw.isascii() else len(raw.encode("utf-8"))
+    if size > max_bytes:
+        raise SessionError(
+            f"the message is {size} bytes, over the server's limit of {max_bytes}",
+            "MESSAGE_TOO_LARGE",
+        )
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise SessionError(
+            f"the message nests objects and arrays deeper than {MAX_DEPTH} levels", "INVALID_JSON"
+        ) from None
+    except ValueError as exc:  # JSONDecodeError, bad UTF-8, an integer of too many digits
+        raise SessionError(f"Invalid JSON: {str(exc)[:200]}", "INVALID_JSON") from None
+    _check_tree(value)
+    return value
+
+
+def parse_message(raw: str | bytes | None, *, max_bytes: int) -> tuple[str, dict[str, Any]]:
+    """A WebSocket message's ``(type, data)``; ``raw`` is a text frame's text, or bytes for
+    a binary frame (refused: the protocol is JSON in text frames)."""
+    if not isinstance(raw, str):
+        raise SessionError(
+            "binary frames are not part of the protocol: send JSON in a text frame", "INVALID_JSON"
+        )
+    message = parse_json(raw, max_bytes=max_bytes)
+    if not isinstance(message, dict):
+        raise SessionError("a message must be a JSON object with a 'type'", "INVALID_JSON")
+    kind = message.get("type")
+    if not isinstance(kind, str):
+        raise SessionError("a message's 'type' must be a string", "INVALID_JSON")
+    data = message.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SessionError(
+            f"a message's 'data' must be an object, got {type(data).__name__}", "VALIDATION_ERROR"
+        )
+    return kind, data
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "SessionError",
+    "default_message_bytes",
+    "max_action_chars",
+    "parse_json",
+    "parse_message",
+]
