@@ -322,10 +322,17 @@ def test_irrelevance_plain_text_passes_and_a_call_fails() -> None:
     assert info["verdict"]["error_type"] == "irrelevance_error:decoder_success"
 
 
-def test_relevance_any_call_passes_and_text_fails() -> None:
-    env = make()
+def test_relevance_any_call_passes_officially_a_well_formed_one_strictly_and_text_fails() -> None:
+    env = make(rules="official")
     env.reset(options={"task_id": "live_relevance_0-0-0"})
     _, reward, _, _, _ = env.step('[{"name": "Hotels.search", "arguments": {}}]')
+    assert reward == 1.0
+    env = make()  # strict: the required location is missing
+    env.reset(options={"task_id": "live_relevance_0-0-0"})
+    _, reward, _, _, info = env.step('[{"name": "Hotels.search", "arguments": {}}]')
+    assert reward == 0.0 and info["verdict"]["error_type"] == "relevance_error:missing_required"
+    env.reset(options={"task_id": "live_relevance_0-0-0"})
+    _, reward, _, _, _ = env.step("[Hotels.search(location='Paris')]")
     assert reward == 1.0
     env.reset(options={"task_id": "live_relevance_0-0-0"})
     _, reward, terminated, _, info = env.step("Where would you like to stay?")

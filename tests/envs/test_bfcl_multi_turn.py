@@ -142,7 +142,9 @@ def test_doing_nothing_fails_and_empty_ground_truth_is_not_checked(env: BFCLMult
     assert info["success"]
 
 
-def test_calls_in_an_unchecked_turn_still_run(env: BFCLMultiTurnEnv) -> None:
+def test_calls_in_an_unchecked_turn_still_run() -> None:
+    # officially the turn that cannot be served is not checked: the change fails later
+    env = BFCLMultiTurnEnv(max_turns=200, rules="official")
     _reset(env, "multi_turn_miss_param_0")
     _play(env, ["cd(folder='docs')", "done"])
     _, _, terminated, _, info = _play(env, ["mkdir(dir_name='guess')", "done"])
@@ -151,6 +153,13 @@ def test_calls_in_an_unchecked_turn_still_run(env: BFCLMultiTurnEnv) -> None:
         env, ["mv(source='notes.txt', destination='summary.txt')", "done"]
     )
     assert terminated and info["turn_check"]["error_type"] == STATE_MISMATCH
+    # strict rules fail that turn itself, as the agent's call changed the file system
+    env = BFCLMultiTurnEnv(max_turns=200)
+    _reset(env, "multi_turn_miss_param_0")
+    _play(env, ["cd(folder='docs')", "done"])
+    _, reward, terminated, _, info = _play(env, ["mkdir(dir_name='guess')", "done"])
+    assert terminated and reward == 0.0
+    assert info["turn_check"]["error_type"] == STATE_MISMATCH
 
 
 def test_held_out_functions_appear_at_their_turn(env: BFCLMultiTurnEnv) -> None:

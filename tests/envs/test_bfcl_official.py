@@ -71,7 +71,7 @@ def test_single_turn_text_replies_agree_with_bfcl_eval() -> None:
     ],
 )
 def test_official_examples(category: str, reply: str | None, valid: bool) -> None:
-    env = BFCLEnv(tasks_path="bfcl-eval", categories=[category], max_turns=1)
+    env = BFCLEnv(tasks_path="bfcl-eval", categories=[category], max_turns=1, rules="official")
     task = next(iter(env.tasks.values()))
     env.reset(options={"task_id": task.id})
     if reply is None:  # the gold calls with bare source values (pageNo=3, new X(...))
@@ -84,7 +84,9 @@ def test_official_examples(category: str, reply: str | None, valid: bool) -> Non
 
 def test_java_unquoted_expression_and_keyword_parameter_names() -> None:
     tasks = load_tasks("bfcl-eval", ["simple_java", "simple_javascript"])
-    env = BFCLEnv(tasks_path="bfcl-eval", categories=["simple_java", "simple_javascript"])
+    env = BFCLEnv(
+        tasks_path="bfcl-eval", categories=["simple_java", "simple_javascript"], rules="official"
+    )
     checked = 0
     for task in tasks:
         env.reset(options={"task_id": task.id})

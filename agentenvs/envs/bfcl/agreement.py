@@ -135,6 +135,7 @@ def compare_single_turn(
         categories=categories,
         max_turns=1,
         underscore_to_dot=underscore_to_dot,
+        rules="official",
     )
     rng = np.random.default_rng(seed)
     tasks = list(env.tasks.values())
@@ -268,7 +269,9 @@ def compare_multi_turn(
     """
     from agentenvs.envs.bfcl.multi_turn.env import BFCLMultiTurnEnv
 
-    env = BFCLMultiTurnEnv(tasks_path=tasks_path, categories=categories, max_turns=10_000)
+    env = BFCLMultiTurnEnv(
+        tasks_path=tasks_path, categories=categories, max_turns=10_000, rules="official"
+    )
     rng = np.random.default_rng(seed)
     entries = list(env.task_set.entries.values())
     if ids is not None:
@@ -313,7 +316,7 @@ def _print(title: str, report: Agreement, seconds: float) -> None:
 def _time_graders(tasks_path: str, categories: Sequence[str], seed: int) -> None:
     """Replies a second through the env (reset + step) and through bfcl-eval's
     decoder + checker, on the same sample of replies (300 entries)."""
-    env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1)
+    env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1, rules="official")
     rng = np.random.default_rng(seed)
     tasks = [t for t in env.tasks.values()]
     picks = rng.choice(len(tasks), size=min(300, len(tasks)), replace=False)

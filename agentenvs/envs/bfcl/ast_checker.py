@@ -33,6 +33,20 @@ first converted, see :mod:`agentenvs.envs.bfcl.convert`):
 
 Relevance categories: ``irrelevance``/``live_irrelevance`` pass when the reply holds no
 call (a reply that does not decode counts as none), ``live_relevance`` when it holds any.
+
+``strict=True`` (the envs' default rules) closes the leniencies of those rules that pay a
+reply which does not answer the task; everything else is as above:
+
+- irrelevance: a reply that does not decode but writes a call to one of the functions
+  somewhere in it (a fenced block, a call inside prose, a ``"name"`` of a JSON call)
+  fails, as a reply that decodes into calls does (officially it counts as no call);
+- live_relevance: every call must be one a doc allows (a listed name, the required
+  parameters, no unknown one, values of the doc's types); officially any call passes,
+  ``[made_up()]`` included;
+- values: a boolean never equals a number (officially ``True`` passes for ``1`` inside
+  dicts and lists), and a list must be one of the acceptable lists (officially ``[]``
+  passes where ``""`` marks the parameter optional, and a string's characters where the
+  answer is that string).
 """
 
 from __future__ import annotations
@@ -49,6 +63,7 @@ __all__ = [
     "PYTHON_TYPES",
     "UnsupportedDocError",
     "Verdict",
+    "check_call_against_docs",
     "check_calls",
     "check_function_call",
     "check_relevance",
@@ -56,6 +71,7 @@ __all__ = [
     "is_relevance_category",
     "language_of",
     "normalize_string",
+    "written_call",
 ]
 
 #: BFCL's Python type names and the Python type a value must have
@@ -130,23 +146,53 @@ def check_reply(
     category: str,
     *,
     underscore_to_dot: bool = False,
+    strict: bool = False,
 ) -> Verdict:
-    """Decode ``text`` and check it, as the official runner does for one entry."""
+    """Decode ``text`` and check it, as the official runner does for one entry
+    (``strict``: with the leniencies listed in the module doc closed)."""
+    relevance = is_relevance_category(category)
     try:
         calls = decode_calls(text, language=language_of(category))
     except DecodeError as exc:
-        if is_relevance_category(category):
-            return check_relevance(None, category)
+        if relevance:
+            return check_relevance(
+                None,
+                category,
+                text=text,
+                functions=functions,
+                strict=strict,
+                underscore_to_dot=underscore_to_dot,
+            )
         return _fail("ast_decoder:decoder_failed", f"Failed to decode the reply: {exc}")
-    if is_relevance_category(category):
-        return check_relevance(calls, category)
+    if relevance:
+        return check_relevance(
+            calls, category, text=text, functions=functions, strict=strict,
+            underscore_to_dot=underscore_to_dot,
+        )  # fmt: skip
     return check_calls(
-        functions, calls, ground_truth or [], category, underscore_to_dot=underscore_to_dot
+        functions,
+        calls,
+        ground_truth or [],
+        category,
+        underscore_to_dot=underscore_to_dot,
+        strict=strict,
     )
 
 
-def check_relevance(calls: Sequence[Call] | None, category: str) -> Verdict:
-    """``calls`` is ``None`` when the reply did not decode; an empty list is no call too."""
+def check_relevance(
+    calls: Sequence[Call] | None,
+    category: str,
+    *,
+    text: str = "",
+    functions: Sequence[Mapping[str, Any]] = (),
+    strict: bool = False,
+    underscore_to_dot: bool = False,
+) -> Verdict:
+    """``calls`` is ``None`` when the reply did not decode; an empty list is no call too.
+
+    ``strict`` also reads ``text`` (irrelevance: a call to one of ``functions`` written
+    anywhere in it fails) and checks live_relevance calls against ``functions``.
+    """
     has_call = bool(calls)
     if "irrelevance" in category:
         if has_call:
@@ -154,11 +200,81 @@ def check_relevance(calls: Sequence[Call] | None, category: str) -> Verdict:
                 "irrelevance_error:decoder_success",
                 "The reply holds a function call where none should be made.",
             )
+        if strict:
+            written = written_call(text, functions, underscore_to_dot=underscore_to_dot)
+            if written is not None:
+                return _fail(
+                    "irrelevance_error:call_in_text",
+                    f"The reply writes a call to {written!r} where none should be made.",
+                )
         return _OK
     if not has_call:
         return _fail(
             "relevance_error:decoder_failed", "The reply holds no function call where one is due."
         )
+    if strict:
+        assert calls is not None
+        for i, call in enumerate(calls):
+            verdict = check_call_against_docs(functions, call, underscore_to_dot=underscore_to_dot)
+            if not verdict.valid:
+                return _fail(verdict.error_type, f"call {i}: {'; '.join(verdict.errors)}")
+    return _OK
+
+
+def _shown(name: str, underscore_to_dot: bool) -> str:
+    return name.replace(".", "_") if underscore_to_dot else name
+
+
+def written_call(
+    text: str, functions: Sequence[Mapping[str, Any]], *, underscore_to_dot: bool = False
+) -> str | None:
+    """The name of a function of ``functions`` that ``text`` writes a call to (``name(``,
+    or a JSON call's ``"name": "name"``), anywhere in it; None when it writes none."""
+    for doc in functions:
+        name = str(doc.get("name", ""))
+        for shown in {name, _shown(name, True)} if underscore_to_dot else {name}:
+            if not shown:
+                continue
+            quoted = re.escape(shown)
+            call = rf"(?<![\w.]){quoted}\s*\("
+            json_name = rf"[\"']name[\"']\s*:\s*[\"']{quoted}[\"']"
+            if re.search(call, text) or re.search(json_name, text):
+                return shown
+    return None
+
+
+def check_call_against_docs(
+    functions: Sequence[Mapping[str, Any]], call: Call, *, underscore_to_dot: bool = False
+) -> Verdict:
+    """Whether ``call`` is one the docs allow: a listed name, every required parameter,
+    no unknown one, and each value of its parameter's type (an int for a float too)."""
+    docs = {_shown(str(d.get("name", "")), underscore_to_dot): d for d in functions}
+    doc = docs.get(call.name)
+    if doc is None:
+        return _fail(
+            "relevance_error:unknown_function", f"{call.name!r} is not one of the functions."
+        )
+    params = doc.get("parameters", {})
+    props: Mapping[str, Any] = params.get("properties", {})
+    for param in params.get("required", []):
+        if param not in call.args:
+            return _fail(
+                "relevance_error:missing_required", f"Required parameter {param!r} is missing."
+            )
+    for param, value in call.args.items():
+        if param not in props:
+            return _fail("relevance_error:unexpected_param", f"Unexpected parameter {param!r}.")
+        expected = PYTHON_TYPES.get(props[param].get("type"))
+        if expected is float and type(value) is int:
+            continue
+        if expected is list and type(value) is tuple:
+            continue
+        if expected is not None and type(value) is not expected:
+            return _fail(
+                "relevance_error:type_error",
+                f"Parameter {param!r} should be of type {props[param].get('type')}, got "
+                f"{type(value).__name__}.",
+            )
     return _OK
 
 
@@ -169,11 +285,12 @@ def check_calls(
     category: str,
     *,
     underscore_to_dot: bool = False,
+    strict: bool = False,
 ) -> Verdict:
     """The AST check of decoded ``calls`` for one entry of a non-relevance category."""
     language = language_of(category)
     if "parallel" in category:
-        return _check_parallel(functions, calls, ground_truth, language, underscore_to_dot)
+        return _check_parallel(functions, calls, ground_truth, language, underscore_to_dot, strict)
     if "multiple" in category:
         if len(calls) != len(ground_truth):
             return _fail(
@@ -187,11 +304,17 @@ def check_calls(
             ground_truth[0],
             language,
             underscore_to_dot=underscore_to_dot,
+            strict=strict,
         )
     if len(calls) != 1:
         return _fail("simple_function_checker:wrong_count", f"Expected 1 call, got {len(calls)}.")
     return check_function_call(
-        functions[0], calls[0], ground_truth[0], language, underscore_to_dot=underscore_to_dot
+        functions[0],
+        calls[0],
+        ground_truth[0],
+        language,
+        underscore_to_dot=underscore_to_dot,
+        strict=strict,
     )
 
 
@@ -212,6 +335,7 @@ def _check_parallel(
     ground_truth: Sequence[Mapping[str, Any]],
     language: str,
     underscore_to_dot: bool,
+    strict: bool = False,
 ) -> Verdict:
     if len(calls) != len(ground_truth):
         return _fail(
@@ -226,7 +350,7 @@ def _check_parallel(
             if j in matched:
                 continue
             verdict = check_function_call(
-                doc, call, answer, language, underscore_to_dot=underscore_to_dot
+                doc, call, answer, language, underscore_to_dot=underscore_to_dot, strict=strict
             )
             if verdict.valid:
                 matched.add(j)
@@ -250,6 +374,7 @@ def check_function_call(
     language: str = "python",
     *,
     underscore_to_dot: bool = False,
+    strict: bool = False,
 ) -> Verdict:
     """Check one call against one doc and one ground-truth call ``{name: {param: [ok]}}``."""
     accepted: Mapping[str, list[Any]] = next(iter(answer.values()))
@@ -276,7 +401,7 @@ def check_function_call(
             return _fail(
                 "simple_function_checker:unexpected_param", f"Unexpected parameter {param!r}."
             )
-        verdict = _check_param(param, value, params_doc[param], accepted[param], language)
+        verdict = _check_param(param, value, params_doc[param], accepted[param], language, strict)
         if not verdict.valid:
             return verdict
     for param, ok_values in accepted.items():
@@ -311,7 +436,12 @@ def _item_type_name(spec: Mapping[str, Any], param: str) -> str:
 
 
 def _check_param(
-    param: str, value: Any, spec: Mapping[str, Any], accepted: list[Any], language: str
+    param: str,
+    value: Any,
+    spec: Mapping[str, Any],
+    accepted: list[Any],
+    language: str,
+    strict: bool = False,
 ) -> Verdict:
     type_name = spec.get("type")
     types = _types_for(language)
@@ -350,14 +480,14 @@ def _check_param(
         return type_verdict
     if not is_variable:
         if expected is dict:
-            return _check_dict(param, value, accepted)
+            return _check_dict(param, value, accepted, strict)
         if expected is list and item_type is dict:
-            return _check_list_of_dicts(param, value, accepted)
+            return _check_list_of_dicts(param, value, accepted, strict)
         if expected is str:
             return _check_string(param, value, accepted)
         if expected is list:
-            return _check_list(param, value, accepted)
-    if not _contains(accepted, value):
+            return _check_list(param, value, accepted, strict)
+    if not _contains(accepted, value, strict):
         return _fail(
             "value_error:others",
             f"Invalid value for {param!r}: {value!r}; expected one of {accepted}.",
@@ -365,11 +495,24 @@ def _check_param(
     return _OK
 
 
-def _contains(container: Any, value: Any) -> bool:
+def _contains(container: Any, value: Any, strict: bool = False) -> bool:
     try:
+        if strict:
+            return any(_same(value, ok) for ok in container)
         return value in container
     except TypeError:
         return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, except that a boolean equals only a boolean, at any depth."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    return bool(a == b)
 
 
 def _answer_type(accepted: Any) -> type | None:
@@ -442,10 +585,13 @@ def _check_string(param: str, value: str, accepted: list[Any]) -> Verdict:
     return _OK
 
 
-def _check_list(param: str, value: list[Any], accepted: list[Any]) -> Verdict:
+def _check_list(param: str, value: list[Any], accepted: list[Any], strict: bool = False) -> Verdict:
     mine = _normalized(value)
-    candidates = [_normalized(ok) for ok in accepted if isinstance(ok, list | tuple | str)]
-    if mine not in candidates:
+    # officially a string among the acceptable values (the "" marker too) is a list of
+    # its characters; strict rules compare with the acceptable lists only
+    kinds = list | tuple if strict else list | tuple | str
+    candidates = [_normalized(ok) for ok in accepted if isinstance(ok, kinds)]
+    if not _contains(candidates, mine, strict):
         return _fail(
             "value_error:list/tuple",
             f"Invalid value for {param!r}: {value!r}; expected one of {accepted} (in order).",
@@ -453,25 +599,25 @@ def _check_list(param: str, value: list[Any], accepted: list[Any]) -> Verdict:
     return _OK
 
 
-def _check_dict(param: str, value: Any, accepted: list[Any]) -> Verdict:
+def _check_dict(param: str, value: Any, accepted: list[Any], strict: bool = False) -> Verdict:
     verdict = _fail("dict_checker:unclear", f"No acceptable dict for {param!r}.")
     for ok in accepted:
         if ok == "":
             continue
-        verdict = _match_dict(value, ok)
+        verdict = _match_dict(value, ok, strict)
         if verdict.valid:
             return _OK
     return verdict
 
 
-def _match_dict(value: Any, ok: Any) -> Verdict:
+def _match_dict(value: Any, ok: Any, strict: bool = False) -> Verdict:
     if not isinstance(value, dict) or not isinstance(ok, Mapping):
         return _fail("dict_checker:unclear", f"Cannot compare {value!r} with {ok!r}.")
     for key, item in value.items():
         if key not in ok:
             return _fail("value_error:dict_key", f"Unexpected dict key {key!r}.")
         mine = normalize_string(item) if type(item) is str else item
-        if not _contains(_normalized(ok[key]), mine):
+        if not _contains(_normalized(ok[key]), mine, strict):
             return _fail(
                 "value_error:dict_value",
                 f"Invalid value for dict key {key!r}: {item!r}; expected one of {ok[key]}.",
@@ -482,7 +628,9 @@ def _match_dict(value: Any, ok: Any) -> Verdict:
     return _OK
 
 
-def _check_list_of_dicts(param: str, value: list[Any], accepted: list[Any]) -> Verdict:
+def _check_list_of_dicts(
+    param: str, value: list[Any], accepted: list[Any], strict: bool = False
+) -> Verdict:
     verdict = _fail("list_dict_checker:unclear", f"No acceptable list of dicts for {param!r}.")
     for ok in accepted:
         if not isinstance(ok, list | tuple | str) or len(value) != len(ok):
@@ -492,7 +640,7 @@ def _check_list_of_dicts(param: str, value: list[Any], accepted: list[Any]) -> V
             )
             continue
         for mine, expected in zip(value, ok, strict=True):
-            verdict = _match_dict(mine, expected)
+            verdict = _match_dict(mine, expected, strict)
             if not verdict.valid:
                 break
         else:

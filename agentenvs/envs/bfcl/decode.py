@@ -32,7 +32,12 @@ only the answer to the decoder).
 
 An empty reply, ``[]`` and an empty tool-call list decode to ``[]`` (no call). Every
 failure, whatever the input (numbers of thousands of digits, thousands of nested
-brackets, lone surrogates), is a :class:`DecodeError`, never another exception.
+brackets, lone surrogates), is a :class:`DecodeError`, never another exception. Nothing
+in a reply is run, and what a reply can make the decoder build is bounded: each evaluated
+operation at most ``_MAX_LEN`` items (or ``_MAX_BITS`` bits), all of a reply's operations
+together at most ``MAX_BUILT`` items, and the decoded values at most ``MAX_ITEMS`` items
+counted as the checker walks them (a list repeated inside a list counts each time), so
+``[[0]*100000]*100000`` or ``'%*d' % (2**31, 1)`` is refused at once.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import keyword
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +67,11 @@ __all__ = [
 LANGUAGES = ("python", "java", "javascript")
 #: values nested deeper than this are refused (checkers and renderers recurse over them)
 MAX_DEPTH = 100
+#: the most items (scalars, lists, dicts, each counted where it occurs) a decoded reply
+#: may hold; an aliased list counts once per place it occurs, as checkers walk it
+MAX_ITEMS = 200_000
+#: the most items (characters, elements) all the evaluated operations of one reply may build
+MAX_BUILT = 200_000
 
 
 class DecodeError(ValueError):
@@ -119,8 +129,7 @@ def decode_calls(text: str, *, allow_json: bool = True, language: str = "python"
         raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
     try:
         calls = _decode(text, allow_json, language)
-        for call in calls:
-            _check_depth(call.args, call.name)
+        _check_size(calls)
         return calls
     except (DecodeError, ImportError):  # ImportError: the grammars' extra is missing
         raise
@@ -152,15 +161,22 @@ def _decode(text: str, allow_json: bool, language: str) -> list[Call]:
     return _decode_syntax(text, language)
 
 
-def _check_depth(value: Any, where: str, depth: int = 0) -> None:
-    if depth > MAX_DEPTH:
-        raise DecodeError(f"{where}: values nested more than {MAX_DEPTH} levels deep")
-    if isinstance(value, dict):
-        for v in value.values():
-            _check_depth(v, where, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _check_depth(v, where, depth + 1)
+def _check_size(calls: Sequence[Call]) -> None:
+    """Refuse values nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS``."""
+    items = 0
+    for call in calls:
+        stack: list[tuple[Any, int]] = [(call.args, 0)]
+        while stack:
+            value, depth = stack.pop()
+            items += 1
+            if items > MAX_ITEMS:
+                raise DecodeError(f"{call.name}: the values hold more than {MAX_ITEMS} items")
+            if depth > MAX_DEPTH:
+                raise DecodeError(f"{call.name}: values nested more than {MAX_DEPTH} levels deep")
+            if isinstance(value, dict):
+                stack.extend((v, depth + 1) for v in value.values())
+            elif isinstance(value, list | tuple | set | frozenset):
+                stack.extend((v, depth + 1) for v in value)
 
 
 def _decode_syntax(text: str, language: str) -> list[Call]:
@@ -190,8 +206,9 @@ def _decode_python(text: str) -> list[Call]:
             f"{exc.offset}); expected [func(param=value, ...), ...]"
         ) from None
     body = tree.body
+    built = _Built()
     if isinstance(body, ast.Call):
-        return [_resolve_call(body)]
+        return [_resolve_call(body, built)]
     if isinstance(body, ast.List | ast.Tuple | ast.Set):
         calls = []
         for i, elt in enumerate(body.elts):
@@ -200,7 +217,7 @@ def _decode_python(text: str) -> list[Call]:
                     f"item {i} of the list is not a function call (found {_describe(elt)}); "
                     "expected [func(param=value, ...), ...]"
                 )
-            calls.append(_resolve_call(elt))
+            calls.append(_resolve_call(elt, built))
         return calls
     raise DecodeError(
         f"expected a function call or a list of calls, found {_describe(body)}; "
@@ -228,16 +245,16 @@ def _call_name(func: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def _resolve_call(node: ast.Call) -> Call:
+def _resolve_call(node: ast.Call, built: _Built) -> Call:
     name = _call_name(node.func)
     args: dict[Any, Any] = {}
     # positional arguments are dropped, as the official decoder does
     for kw in node.keywords:
-        args[kw.arg] = _resolve_value(kw.value, f"{name}({kw.arg}=...)")
+        args[kw.arg] = _resolve_value(kw.value, f"{name}({kw.arg}=...)", built)
     return Call(name, args)
 
 
-def _resolve_value(node: ast.expr, where: str) -> Any:
+def _resolve_value(node: ast.expr, where: str, built: _Built) -> Any:
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):
@@ -250,29 +267,29 @@ def _resolve_value(node: ast.expr, where: str) -> Any:
         except TypeError:
             raise DecodeError(f"{where}: cannot negate {_describe(operand)}") from None
     if isinstance(node, ast.List):
-        return [_resolve_value(v, where) for v in node.elts]
+        return [_resolve_value(v, where, built) for v in node.elts]
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}
         for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise DecodeError(f"{where}: '**' inside a dict is not supported")
-            key = _resolve_value(k, where)
+            key = _resolve_value(k, where, built)
             try:
-                out[key] = _resolve_value(v, where)
+                out[key] = _resolve_value(v, where, built)
             except TypeError:
                 raise DecodeError(f"{where}: unhashable dict key {_describe(k)}") from None
         return out
     if isinstance(node, ast.BinOp):
-        return _evaluate(node, where)
+        return _evaluate(node, where, built)
     if isinstance(node, ast.Name):
         # the official decoder reads a bare name as its identifier (a "variable")
         return node.id
     if isinstance(node, ast.Call):
         if not node.keywords:
             return ast.unparse(node)
-        return _resolve_call(node).to_official()
+        return _resolve_call(node, built).to_official()
     if isinstance(node, ast.Tuple):
-        return tuple(_resolve_value(v, where) for v in node.elts)
+        return tuple(_resolve_value(v, where, built) for v in node.elts)
     if isinstance(node, ast.Subscript):
         return ast.unparse(node.value) + "[" + ast.unparse(node.slice) + "]"
     raise DecodeError(
@@ -306,30 +323,53 @@ _SCALAR = (str, int, float, bool, type(None))
 #: the largest sequence (items) or integer (bits) an evaluated operation may build
 _MAX_LEN = 100_000
 _MAX_BITS = 10_000
+#: a printf-style conversion's width and precision (``%(key)-08.3f``: ``8``, ``3``)
+_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*|\*)(?:\.(\d*|\*))?")
 
 
-def _evaluate(node: ast.expr, where: str) -> Any:
+class _Built:
+    """How many items the evaluated operations of one reply have built so far."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items = 0
+
+    def add(self, value: Any, node: ast.AST, where: str) -> None:
+        if isinstance(value, str | list | tuple | bytes | set | dict):
+            self.items += len(value)
+        elif isinstance(value, int):
+            self.items += value.bit_length() // 64
+        if self.items > MAX_BUILT:
+            raise DecodeError(
+                f"{where}: {_describe(node)} takes the reply's operations past {MAX_BUILT} "
+                "items built"
+            )
+
+
+def _evaluate(node: ast.expr, where: str, built: _Built) -> Any:
     """What ``eval`` gives for a literal expression (the official decoder evals binary
     operations), computed without ``eval``; names and calls are refused."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        items = [_evaluate(v, where) for v in node.elts]
+        items = [_evaluate(v, where, built) for v in node.elts]
         if isinstance(node, ast.List):
             return items
         return tuple(items) if isinstance(node, ast.Tuple) else set(items)
     if isinstance(node, ast.Dict) and None not in node.keys:
         return {
-            _evaluate(k, where): _evaluate(v, where)  # type: ignore[arg-type]
+            _evaluate(k, where, built): _evaluate(v, where, built)  # type: ignore[arg-type]
             for k, v in zip(node.keys, node.values, strict=True)
         }
     if isinstance(node, ast.UnaryOp):
-        return _bounded(_UNARY[type(node.op)](_evaluate(node.operand, where)), node, where)
+        value = _UNARY[type(node.op)](_evaluate(node.operand, where, built))
+        return _bounded(value, node, where, built)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left = _evaluate(node.left, where)
-        right = _evaluate(node.right, where)
+        left = _evaluate(node.left, where, built)
+        right = _evaluate(node.right, where, built)
         _precheck(node.op, left, right, node, where)
-        return _bounded(_BINOPS[type(node.op)](left, right), node, where)
+        return _bounded(_BINOPS[type(node.op)](left, right), node, where, built)
     raise DecodeError(f"{where}: cannot evaluate {_describe(node)} (literal operands only)")
 
 
@@ -342,6 +382,16 @@ def _precheck(op: ast.operator, left: Any, right: Any, node: ast.AST, where: str
             raise too_big
     if isinstance(op, ast.LShift) and ints and right > _MAX_BITS:
         raise too_big
+    if isinstance(op, ast.Mod) and isinstance(left, str | bytes):
+        # printf-style formatting: a width or precision (written, or given for ``*``)
+        # beyond the item limit would build a string that large before any check
+        text = left.decode("latin-1") if isinstance(left, bytes) else left
+        sizes = (d for spec in _PRINTF_SPEC.findall(text) for d in spec if d.isdigit())
+        if any(len(d) > 6 or int(d) > _MAX_LEN for d in sizes):
+            raise too_big
+        numbers = right if isinstance(right, tuple) else (right,)
+        if "*" in text and any(isinstance(n, int) and abs(n) > _MAX_LEN for n in numbers):
+            raise too_big
     if isinstance(op, ast.Mult):
         for seq, times in ((left, right), (right, left)):
             if isinstance(seq, str | list | tuple | bytes) and isinstance(times, int):
@@ -349,10 +399,11 @@ def _precheck(op: ast.operator, left: Any, right: Any, node: ast.AST, where: str
                     raise too_big
 
 
-def _bounded(value: Any, node: ast.AST, where: str) -> Any:
+def _bounded(value: Any, node: ast.AST, where: str, built: _Built) -> Any:
     too_big = isinstance(value, int) and value.bit_length() > _MAX_BITS
     if too_big or (isinstance(value, str | list | tuple | bytes) and len(value) > _MAX_LEN):
         raise DecodeError(f"{where}: the result of {_describe(node)} is too large")
+    built.add(value, node, where)
     return value
 
 

@@ -57,6 +57,9 @@ _LANGUAGE_NOTES = {
         '"[1, 2]", "{\'k\': 1}".'
     ),
 }
+#: ``"strict"`` closes the official rules' leniencies that pay a non-answer; ``"official"``
+#: grades exactly as bfcl-eval
+RULES = ("strict", "official")
 _ROLES = {"user": "User", "system": "System", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -134,14 +137,22 @@ class BFCLEnv(TextEnv):
     reply yet.
 
     ## Rewards
-    1 when the checker accepts the reply, else 0. AST categories: the official dispatch
+    1 when the checker accepts the reply, else 0, under ``rules``: ``"strict"`` (the
+    default) or ``"official"``, which differ only where BFCL's rules pay a reply that
+    does not answer the task (see below and ``docs/bfcl.md``). AST categories: the official dispatch
     (count, greedy any-order matching for parallel, the expected function's doc for
     multiple) and per-value rules. ``irrelevance``/``live_irrelevance``: 1 when the
     reply holds no call (plain text that does not decode, or ``[]``);
     ``live_relevance``: 1 when it holds any call. Every reply to a relevance entry is
     graded, an empty one included (BFCL decodes it as no call, so an irrelevance entry
-    passes). On the official data these verdicts equal bfcl-eval's own on every entry
-    and perturbed reply (:mod:`agentenvs.envs.bfcl.agreement`).
+    passes). Under ``rules="official"`` these verdicts equal bfcl-eval's own on every
+    entry and perturbed reply of the official data (:mod:`agentenvs.envs.bfcl.agreement`).
+    ``rules="strict"`` also fails an irrelevance reply that writes a call to one of the
+    functions inside text that does not decode (a fenced block, a call in a sentence),
+    a live_relevance call that no doc allows (an unknown name, a missing required or
+    unknown parameter, a value of the wrong type), a boolean given for a number inside a
+    dict or list, and a list value that is not one of the acceptable lists (``[]`` for an
+    optional one); see :mod:`agentenvs.envs.bfcl.ast_checker`.
 
     ## Episode End
     ``terminated`` on the first reply that is graded: in the AST categories, the first
@@ -176,11 +187,14 @@ class BFCLEnv(TextEnv):
       package (found without importing it); default: the bundled subset.
     - ``underscore_to_dot``: show tool names with ``.`` replaced by ``_`` (tool APIs refuse
       dots) and expect them so in replies, as BFCL does for such models.
+    - ``rules`` (``"strict"``): ``"official"`` grades exactly as bfcl-eval does, its
+      leniencies included.
     - ``max_turns`` (default 3; 1 for BFCL's single attempt), ``show_budget``,
       ``render_mode``, ``max_action_chars`` (default 100,000): as in ``TextEnv``.
 
     ## Version History
-    - v0: first version.
+    - v0: first version. Before any release, ``rules`` was added, with ``"strict"`` the
+      default (the verdicts until then are ``rules="official"``).
     """
 
     default_max_turns = 3
@@ -196,11 +210,14 @@ class BFCLEnv(TextEnv):
         categories: str | Sequence[str] | None = None,
         tasks_path: str | Path | None = None,
         underscore_to_dot: bool = False,
+        rules: str = "strict",
         max_turns: int | None = None,
         show_budget: bool = False,
         render_mode: str | None = None,
         max_action_chars: int = 100_000,
     ) -> None:
+        if rules not in RULES:
+            raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
         super().__init__(
             max_turns=max_turns,
             show_budget=show_budget,
@@ -208,6 +225,8 @@ class BFCLEnv(TextEnv):
             max_action_chars=max_action_chars,
         )
         self.underscore_to_dot = bool(underscore_to_dot)
+        self.rules = rules
+        self.strict = rules == "strict"
         self.tasks: dict[str, BfclTask] = {t.id: t for t in load_tasks(tasks_path, categories)}
         self._task_ids = list(self.tasks)
         self.categories = list(dict.fromkeys(t.category for t in self.tasks.values()))
@@ -283,10 +302,10 @@ class BFCLEnv(TextEnv):
             calls = decode_calls(action, language=task.language)
         except DecodeError as exc:
             if relevance:
-                return check_relevance(None, task.category), None, ""
+                return self._relevance(None, action), None, ""
             return None, None, f"Could not read the reply as function calls: {exc}."
         if relevance:
-            return check_relevance(calls, task.category), calls, ""
+            return self._relevance(calls, action), calls, ""
         try:
             verdict = check_calls(
                 task.functions,
@@ -294,11 +313,23 @@ class BFCLEnv(TextEnv):
                 task.ground_truth or [],
                 task.category,
                 underscore_to_dot=self.underscore_to_dot,
+                strict=self.strict,
             )
         except UnsupportedDocError as exc:
             # the official checker stops with an error here; count it as not accepted
             verdict = Verdict(False, "checker:unsupported_doc", [str(exc)])
         return verdict, calls, ""
+
+    def _relevance(self, calls: list[Call] | None, action: str) -> Verdict:
+        task = self.task
+        return check_relevance(
+            calls,
+            task.category,
+            text=action,
+            functions=task.functions,
+            strict=self.strict,
+            underscore_to_dot=self.underscore_to_dot,
+        )
 
     def _apply(self, action: str) -> Transition:
         verdict, calls, why = self.verdict_of(action)

@@ -12,7 +12,8 @@ The rules follow BFCL's multi-turn checker:
   a ``dict`` goes through ``json.dumps``, anything else through ``str()``; an exception
   becomes ``"Error during execution: <message>"``.
 - **Turn check** (after the agent's part of a user turn): if the turn's ground truth is
-  empty, nothing is checked; if it is not empty and the agent made no call, the turn
+  empty, nothing is checked (``strict``: the state check still runs, so a turn that
+  cannot be served fails when the agent's calls changed the services); if it is not empty and the agent made no call, the turn
   fails; otherwise the *state* check (every public attribute of each model-side
   instance equals the ground-truth instance's) and then the *response* check (every
   ground-truth result of the turn is found, as a multiset, among all the agent's
@@ -243,9 +244,20 @@ def check_turn(
     ground_truth_instances: Mapping[str, Any],
     model_results_so_far: Sequence[str],
     ground_truth_results: Sequence[str],
+    strict: bool = False,
 ) -> TurnVerdict:
     """The verdict for user turn ``turn``, after both sides executed their calls."""
     if not ground_truth_calls:
+        if strict:
+            verdict = state_check(model_instances, ground_truth_instances)
+            if not verdict.valid:
+                return TurnVerdict(
+                    False,
+                    STATE_MISMATCH,
+                    f"turn {turn} cannot be served (it has no ground truth), but the agent's "
+                    f"calls changed the services: {verdict.message}",
+                    verdict.details,
+                )
         return TurnVerdict(
             True, checked=False, message="no ground truth for this turn: not checked"
         )

@@ -42,6 +42,9 @@ MAXIMUM_STEP_LIMIT = 20
 ADDITIONAL_FUNCTIONS_MESSAGE = (
     "I have updated some more functions you can choose from. What about now?"
 )
+#: ``"strict"`` runs only the functions the agent was given and checks the state of turns
+#: that cannot be served; ``"official"`` grades exactly as bfcl-eval
+RULES = ("strict", "official")
 #: what the scripted policies reply to hand a user turn back (any text without calls does)
 END_TURN_REPLY = "I have done what you asked."
 
@@ -127,7 +130,13 @@ class BFCLMultiTurnEnv(TextEnv):
 
     ## Rewards
     1 when the last user turn passes (the whole entry is solved), else 0: BFCL scores an
-    entry as valid only if every turn passes.
+    entry as valid only if every turn passes. Under ``rules="official"`` the verdicts are
+    bfcl-eval's. ``rules="strict"`` (the default) differs where those rules let a wrong
+    action pass: a call runs only if its function is among the docs the agent has in that
+    turn (officially any public method of the involved classes runs: the functions an
+    entry leaves out, and the held-out ones of miss_func before their turn), and a turn
+    with empty ground truth (it cannot be served) fails when the agent's calls changed
+    the services' state (officially it is not checked, so on a last turn anything pays).
 
     ## Episode End
     ``terminated`` when a turn check fails (the entry can no longer pass, so the episode
@@ -156,13 +165,15 @@ class BFCLMultiTurnEnv(TextEnv):
     - ``categories``: keep only these categories (base, miss_func, miss_param,
       long_context).
     - ``step_limit``: steps with calls allowed per user turn (default 20, BFCL's).
+    - ``rules`` (``"strict"``): ``"official"`` grades exactly as bfcl-eval does.
     - ``max_result_chars``: longer results are cut in the observation (not in checks).
     - ``max_turns`` (default 60), ``show_budget``, ``render_mode``,
       ``max_action_chars`` (default 100,000), ``max_observation_chars``: as in
       ``TextEnv``.
 
     ## Version History
-    - v0: first version.
+    - v0: first version. Before any release, ``rules`` was added, with ``"strict"`` the
+      default (the verdicts until then are ``rules="official"``).
     """
 
     default_max_turns = 60
@@ -178,6 +189,7 @@ class BFCLMultiTurnEnv(TextEnv):
         tasks_path: str | Path | None = None,
         categories: Sequence[str] | str | None = None,
         step_limit: int = MAXIMUM_STEP_LIMIT,
+        rules: str = "strict",
         max_result_chars: int = 20_000,
         max_turns: int | None = None,
         show_budget: bool = False,
@@ -194,6 +206,10 @@ class BFCLMultiTurnEnv(TextEnv):
         )
         if step_limit < 1 or max_result_chars < 1:
             raise ValueError("step_limit and max_result_chars must be positive")
+        if rules not in RULES:
+            raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
+        self.rules = rules
+        self.strict = rules == "strict"
         self.step_limit = int(step_limit)
         self.max_result_chars = int(max_result_chars)
         self.task_set: MultiTurnTaskSet = load_tasks(tasks_path, categories)
@@ -329,6 +345,11 @@ class BFCLMultiTurnEnv(TextEnv):
         self._model_table = method_table(self._model)
         self._gt_table = method_table(self._gt)
 
+    def _available_table(self) -> dict[str, Any]:
+        """The agent's methods whose docs it has in the current user turn."""
+        names = {doc["name"] for doc in self.current_docs()}
+        return {name: m for name, m in self._model_table.items() if name in names}
+
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         entry = self.task_set.entries[task_id]
         self._entry = entry
@@ -393,7 +414,8 @@ class BFCLMultiTurnEnv(TextEnv):
             calls = []  # a message to the user: BFCL ends the turn on undecodable replies
         if not calls:
             return self._end_turn()
-        results = [execute_call(self._model_table, c.name, c.args) for c in calls]
+        table = self._available_table() if self.strict else self._model_table
+        results = [execute_call(table, c.name, c.args) for c in calls]
         self._results.extend(results)
         self._turn_calls.extend(calls)
         self._call_steps += 1
@@ -431,6 +453,7 @@ class BFCLMultiTurnEnv(TextEnv):
             ground_truth_instances=self._gt,
             model_results_so_far=self._results,
             ground_truth_results=gt_results,
+            strict=self.strict,
         )
         info: dict[str, Any] = {"turn_check": verdict.as_info()}
         if not verdict.valid:
