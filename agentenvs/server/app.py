@@ -493,9 +493,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         with contextlib.suppress(Exception):
             await websocket.close()
 
-    app.add_middleware(
-        BoundedBodies, max_bytes=limit, timeout=config.request_timeout or float("inf")
-    )
+    app.add_middleware(BoundedBodies, max_bytes=limit, timeout=config.request_timeout)
     return app
 
 

@@ -86,12 +86,13 @@ async def _reply(send: Any, status: int, message: str, code: str) -> None:
 
 
 class BoundedBodies:
-    """ASGI middleware: HTTP bodies of at most ``max_bytes``, read within ``timeout`` s."""
+    """ASGI middleware: HTTP bodies of at most ``max_bytes``, read within ``timeout`` s
+    (None: no time limit)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float | None) -> None:
         self.app = app
         self.max_bytes = int(max_bytes)
-        self.timeout = float(timeout)
+        self.timeout = timeout
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -105,10 +106,11 @@ class BoundedBodies:
         chunks: list[bytes] = []
         size = 0
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
+        deadline = None if self.timeout is None else loop.time() + self.timeout
         while True:
+            left = None if deadline is None else max(deadline - loop.time(), 0)
             try:
-                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+                message = await asyncio.wait_for(receive(), left)
             except TimeoutError:
                 await _reply(send, 408, f"the request body took over {self.timeout} s", "TIMEOUT")
                 return
