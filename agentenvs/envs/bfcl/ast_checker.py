@@ -152,7 +152,7 @@ def check_reply(
     (``strict``: with the leniencies listed in the module doc closed)."""
     relevance = is_relevance_category(category)
     try:
-        calls = decode_calls(text, language=language_of(category))
+        calls = decode_calls(text, language=language_of(category), strict=strict)
     except DecodeError as exc:
         if relevance:
             return check_relevance(

@@ -117,18 +117,22 @@ def prompting_text(text: str) -> str:
     return text
 
 
-def decode_calls(text: str, *, allow_json: bool = True, language: str = "python") -> list[Call]:
+def decode_calls(
+    text: str, *, allow_json: bool = True, language: str = "python", strict: bool = False
+) -> list[Call]:
     """Decode a reply into calls (``[]`` when it holds none); raise :class:`DecodeError`.
 
     ``language`` (``python``, ``java``, ``javascript``) is the category's: it decides how
     BFCL's call syntax is read. ``allow_json=False`` refuses JSON tool calls.
+    ``strict`` refuses a parameter given twice in one call (officially the last one
+    counts, in Python syntax and in JSON arguments alike).
     """
     if not isinstance(text, str):
         raise DecodeError(f"expected text, got {type(text).__name__}")
     if language not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
     try:
-        calls = _decode(text, allow_json, language)
+        calls = _decode(text, allow_json, language, strict)
         _check_size(calls)
         return calls
     except (DecodeError, ImportError):  # ImportError: the grammars' extra is missing
@@ -139,7 +143,7 @@ def decode_calls(text: str, *, allow_json: bool = True, language: str = "python"
         ) from None
 
 
-def _decode(text: str, allow_json: bool, language: str) -> list[Call]:
+def _decode(text: str, allow_json: bool, language: str, strict: bool = False) -> list[Call]:
     text = _THINK.sub("", text, count=1)
     tags = _TOOL_CALL.findall(text)
     if tags:
@@ -147,18 +151,18 @@ def _decode(text: str, allow_json: bool, language: str) -> list[Call]:
             raise DecodeError("<tool_call> tags hold JSON tool calls, which are not accepted here")
         calls: list[Call] = []
         for body in tags:
-            calls.extend(_decode_json(body.strip()))
+            calls.extend(_decode_json(body.strip(), strict))
         return calls
     if allow_json and _JSON_START.match(text):
         try:
-            return _decode_json(text.strip())
+            return _decode_json(text.strip(), strict)
         except DecodeError as json_error:
             # ``[{...}]`` is also Python; only BFCL's call syntax could still read it
             try:
-                return _decode_syntax(text, language)
+                return _decode_syntax(text, language, strict)
             except DecodeError:
                 raise json_error from None
-    return _decode_syntax(text, language)
+    return _decode_syntax(text, language, strict)
 
 
 def _check_size(calls: Sequence[Call]) -> None:
@@ -179,10 +183,10 @@ def _check_size(calls: Sequence[Call]) -> None:
                 stack.extend((v, depth + 1) for v in value)
 
 
-def _decode_syntax(text: str, language: str) -> list[Call]:
+def _decode_syntax(text: str, language: str, strict: bool = False) -> list[Call]:
     source = prompting_text(text)
     if language == "python":
-        return _decode_python(source)
+        return _decode_python(source, strict)
     from agentenvs.envs.bfcl import source_calls
 
     decoder = source_calls.decode_java if language == "java" else source_calls.decode_javascript
@@ -196,7 +200,7 @@ def _decode_syntax(text: str, language: str) -> list[Call]:
 
 
 # ------------------------------------------------------------------------- Python syntax
-def _decode_python(text: str) -> list[Call]:
+def _decode_python(text: str, strict: bool = False) -> list[Call]:
     source = text.strip().strip("'")
     try:
         tree = ast.parse(source, mode="eval")
@@ -206,7 +210,7 @@ def _decode_python(text: str) -> list[Call]:
             f"{exc.offset}); expected [func(param=value, ...), ...]"
         ) from None
     body = tree.body
-    built = _Built()
+    built = _Built(strict)
     if isinstance(body, ast.Call):
         return [_resolve_call(body, built)]
     if isinstance(body, ast.List | ast.Tuple | ast.Set):
@@ -250,6 +254,8 @@ def _resolve_call(node: ast.Call, built: _Built) -> Call:
     args: dict[Any, Any] = {}
     # positional arguments are dropped, as the official decoder does
     for kw in node.keywords:
+        if built.strict and kw.arg in args:
+            raise DecodeError(f"{name}: parameter {kw.arg!r} is given more than once")
         args[kw.arg] = _resolve_value(kw.value, f"{name}({kw.arg}=...)", built)
     return Call(name, args)
 
@@ -328,12 +334,14 @@ _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*|\*)(?:\.(\d*|\*))?")
 
 
 class _Built:
-    """How many items the evaluated operations of one reply have built so far."""
+    """How many items the evaluated operations of one reply have built so far (and
+    whether the reply is read under strict rules)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "strict")
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = False) -> None:
         self.items = 0
+        self.strict = strict
 
     def add(self, value: Any, node: ast.AST, where: str) -> None:
         if isinstance(value, str | list | tuple | bytes | set | dict):
@@ -411,9 +419,20 @@ def _bounded(value: Any, node: ast.AST, where: str, built: _Built) -> Any:
 _ARG_KEYS = ("arguments", "parameters", "args")
 
 
-def _decode_json(text: str) -> list[Call]:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DecodeError(f"key {key!r} is given more than once in a JSON object")
+        out[key] = value
+    return out
+
+
+def _decode_json(text: str, strict: bool = False) -> list[Call]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys if strict else None)
+    except DecodeError:
+        raise
     except (ValueError, RecursionError) as exc:  # a JSONDecodeError is a ValueError
         try:
             # single-quoted "JSON" written as Python literals
@@ -425,10 +444,10 @@ def _decode_json(text: str) -> list[Call]:
         if data is None:
             return []
     items = data if isinstance(data, list) else [data]
-    return [_json_call(item, i) for i, item in enumerate(items)]
+    return [_json_call(item, i, strict) for i, item in enumerate(items)]
 
 
-def _json_call(item: Any, index: int) -> Call:
+def _json_call(item: Any, index: int, strict: bool = False) -> Call:
     where = f"tool call {index}"
     if not isinstance(item, dict):
         raise DecodeError(f"{where} is not an object: {str(item)[:60]!r}")
@@ -446,7 +465,8 @@ def _json_call(item: Any, index: int) -> Call:
         raise DecodeError(f"{where}: the function name must be a non-empty string")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            hook = _unique_keys if strict else None
+            raw = json.loads(raw, object_pairs_hook=hook) if raw.strip() else {}
         except (ValueError, RecursionError) as exc:
             raise DecodeError(f"{where} ({name}): arguments are not valid JSON: {exc}") from None
     if raw is None:

@@ -299,7 +299,7 @@ class BFCLEnv(TextEnv):
         if not relevance and unreadable(action):
             return None, None, "The reply is empty or holds control characters."
         try:
-            calls = decode_calls(action, language=task.language)
+            calls = decode_calls(action, language=task.language, strict=self.strict)
         except DecodeError as exc:
             if relevance:
                 return self._relevance(None, action), None, ""

@@ -409,7 +409,7 @@ class BFCLMultiTurnEnv(TextEnv):
                 action_valid=False,
             )
         try:
-            calls = decode_calls(action)
+            calls = decode_calls(action, strict=self.strict)
         except DecodeError:
             calls = []  # a message to the user: BFCL ends the turn on undecodable replies
         if not calls:
