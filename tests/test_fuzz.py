@@ -21,6 +21,8 @@ The seed is in every failure message; ``AGENTENVS_FUZZ_SEED`` and ``AGENTENVS_FU
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import math
 import os
 import pickle
@@ -48,6 +50,13 @@ TEMP_PREFIXES = ("agentenvs-sbx-", "agentenvs-bwrap-", "agentenvs-pylib-")
 
 # ---------------------------------------------------------------- hostile actions
 _DEEP = 5000
+#: what a number parser may choke on: signaling and quiet NaNs, infinities, signed zero,
+#: overflowing and underflowing exponents, hex floats, very long digit strings
+SPECIAL_NUMBERS: tuple[str, ...] = (
+    "sNaN", "-sNaN", "sNaN123", "NaN", "-nan", "nan", "Infinity", "-Infinity", "inf", "-inf",
+    "-0", "-0.0", "0e-7", "1e999", "-1e999", "1e-99999999", "1e+999999999999999999",
+    "0x1p-1074", "0x1.fffffffffffffp+1023", "0x10", "1_000", "9" * 5000, "0." + "0" * 5000 + "1",
+)  # fmt: skip
 HOSTILE: tuple[Any, ...] = (
     "",
     " ",
@@ -63,6 +72,8 @@ HOSTILE: tuple[Any, ...] = (
     "-" + "9" * 5000 + ".5e99999",
     "1e999999",
     "NaN",
+    # special number tokens (a program printing them is DeepCoder's action below)
+    *SPECIAL_NUMBERS,
     "[f(x=" + "1" * 5000 + ")]",
     "[f(x=" + "[" * _DEEP + "]" * _DEEP + ")]",
     '[{"name": "f", "arguments": ' + "[" * _DEEP + "]" * _DEEP + "}]",
@@ -150,6 +161,20 @@ def _bfcl_mt_good(inner: Any) -> list[str]:
 def _deepcoder_good(inner: Any) -> list[str]:
     ref = inner.reference
     out = ["```python\nprint(input())\n```", "```python\nimport os\nos._exit(3)\n```"]
+    # special numbers where the answer's numbers are: printed (stdin) or returned (calls)
+    for token in SPECIAL_NUMBERS[:: 1 + len(SPECIAL_NUMBERS) // 6]:
+        out.append(f"```python\nimport sys\nsys.stdin.read()\nprint({token!r})\n```")
+        if inner.task.func_name:
+            # a literal as written, else a float, else a Decimal (an sNaN crosses as one)
+            value = f"__import__('decimal').Decimal({token!r})"
+            with contextlib.suppress(ValueError, SyntaxError, MemoryError):
+                value = repr(ast.literal_eval(token)) if token[-1].isdigit() else value
+                value = f"float({token!r})" if float(token) is not None else value
+            out.append(
+                f"```python\nclass Solution:\n    def {inner.task.func_name}(self, *a):\n"
+                f"        return {value}\n\ndef {inner.task.func_name}(*a):\n"
+                f"    return {value}\n```"
+            )
     if ref:
         out.append(f"```python\n{ref}\n```")
     return out
@@ -179,7 +204,9 @@ TARGETS = [
         _ops(1500),
         _frozenlake_good,
     ),
-    Target("InterCodeSQL-sqlite", lambda: gym.make("agentenvs/InterCodeSQL-v0"), _ops(1500), _sql_good),
+    Target(
+        "InterCodeSQL-sqlite", lambda: gym.make("agentenvs/InterCodeSQL-v0"), _ops(1500), _sql_good
+    ),
     Target(
         "InterCodeSQL-mysql",
         lambda: gym.make("agentenvs/InterCodeSQL-v0", backend="mysql", mysql_url=require_mysql()),
@@ -188,11 +215,21 @@ TARGETS = [
         marks=(pytest.mark.mysql,),
     ),
     Target("BFCL", lambda: gym.make("agentenvs/BFCL-v0"), _ops(1500), _bfcl_good),
-    Target("BFCLMultiTurn", lambda: gym.make("agentenvs/BFCLMultiTurn-v0"), _ops(1200), _bfcl_mt_good),
+    Target(
+        "BFCLMultiTurn", lambda: gym.make("agentenvs/BFCLMultiTurn-v0"), _ops(1200), _bfcl_mt_good
+    ),
     Target(
         "DeepCoderMT-local",
         lambda: gym.make("agentenvs/DeepCoderMT-v0", sandbox="local"),
         _ops(60),
+        _deepcoder_good,
+        marks=(pytest.mark.bwrap,),
+        cheap_scores=False,
+    ),
+    Target(
+        "DeepCoderMT-local-official",
+        lambda: gym.make("agentenvs/DeepCoderMT-v0", sandbox="local", rules="official"),
+        _ops(40),
         _deepcoder_good,
         marks=(pytest.mark.bwrap,),
         cheap_scores=False,
@@ -359,7 +396,9 @@ class Fuzzer:
         tail = "\n".join(self.log[-8:])
         detail = ""
         if exc is not None:
-            detail = "\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
+            detail = "\n" + "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+            )
         raise FuzzFailure(
             f"{self.target.name}, seed {self.seed}, op {len(self.log)}: {what}\n"
             f"last operations:\n{tail}{detail}"
@@ -432,7 +471,9 @@ class Fuzzer:
         except Exception as exc:
             self.fail(f"step({action!r:.100}) raised", exc)
         if not isinstance(obs, str) or not isinstance(info, dict):
-            self.fail(f"step({action!r:.100}) returned {type(obs).__name__} and {type(info).__name__}")
+            self.fail(
+                f"step({action!r:.100}) returned {type(obs).__name__} and {type(info).__name__}"
+            )
         if not math.isfinite(float(reward)) or not 0.0 <= float(info["score"]) <= 1.0:
             self.fail(f"step({action!r:.100}) gave reward {reward!r} and score {info['score']!r}")
 
@@ -586,7 +627,9 @@ def test_fuzz(target: Target) -> None:
     leaks = Resources.now(docker, mysql).leaks_since(before)
     print(f"{target.name}: {sum(counts.values())} operations {counts}")
     assert not leaks, f"{target.name}, seed {SEED}: " + "; ".join(leaks)
-    assert counts.get("step", 0) > 0 and counts.get("bad_restore", 0) + counts.get("bad_bytes", 0) > 0
+    assert (
+        counts.get("step", 0) > 0 and counts.get("bad_restore", 0) + counts.get("bad_bytes", 0) > 0
+    )
 
 
 # ---------------------------------------------------------------- file modes
@@ -597,7 +640,9 @@ TERMINAL_FILE_PROBE = FileProbe(
         "&& chmod 777 probe/a && chmod 666 probe/b && chmod 700 probe/empty "
         "&& ln -s a probe/link && touch -h -d @1000000000 probe/a probe/link",
     ),
-    disturb=("cd /app && chmod 755 probe/a && chmod 644 probe/b && rmdir probe/empty && touch probe/a",),
+    disturb=(
+        "cd /app && chmod 755 probe/a && chmod 644 probe/b && rmdir probe/empty && touch probe/a",
+    ),
     listing="cd /app && find . -printf '%p %M %y %l %s %T@\\n' | sort",
 )
 

@@ -256,3 +256,16 @@ def test_mutations_cover_every_kind_and_change_one_thing() -> None:
 def test_mutations_of_unparsable_code() -> None:
     assert mutation_sites("def (:") == []
     assert list(mutants("def (:")) == []
+
+
+@pytest.mark.parametrize("token", ["sNaN", "-sNaN", "sNaN12", "NaN", "-nan", "Infinity", "-inf"])
+@pytest.mark.parametrize("tolerance", [None, 1e-6])
+def test_compare_stdout_special_numbers_equal_nothing_but_their_text(
+    token: str, tolerance: float | None
+) -> None:
+    """A NaN (``sNaN``'s ``==`` raises) or an infinity against a number: unequal, no error;
+    the same text is equal as text."""
+    assert not compare_stdout(token, "7", float_tolerance=tolerance)[0]
+    assert not compare_stdout(f"1 {token}", "1 7", float_tolerance=tolerance)[0]
+    assert compare_stdout(token, token, float_tolerance=tolerance)[0]
+    assert compare_stdout("-0", "0", float_tolerance=tolerance)[0]

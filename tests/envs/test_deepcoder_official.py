@@ -275,6 +275,20 @@ def test_lcb_stdout_rule() -> None:
     assert not verdict("1.0000001", "1")[0]  # Decimal, no tolerance
 
 
+def test_lcb_signaling_nan_ends_the_run_as_an_error_during_testing() -> None:
+    """``Decimal("sNaN") == x`` raises: ``grade_stdio`` lets it out and ``run_test`` reports
+    "Error during testing" for the whole program (a failure, never a crash)."""
+    verdict = official.lcb_stdout_verdict
+    assert verdict("sNaN", "1") == (
+        False,
+        "Error during testing: [<class 'decimal.InvalidOperation'>]",
+    )
+    assert verdict("2 sNaN", "1 2")[1].startswith("Wrong answer")  # 2 != 1 is decided first
+    assert verdict("NaN", "NaN ")[0]  # the same text: equal before any number is read
+    assert not verdict("nan", "1")[0] and not verdict("-0", "1")[0]
+    assert verdict("-0", "0")[0] and verdict("1e999999999", "1E+999999999")[0]
+
+
 def test_apps_call_rule() -> None:
     eq = official.apps_call_equal
     assert eq(3, [3]) and eq([3], [3]) and eq((1, 2), [1, 2])

@@ -394,3 +394,189 @@ def _container_ids() -> set[str]:
         return {c["Id"] for c in client.api.containers(all=True)}
     finally:
         client.close()
+
+
+def call_tests(*pairs: tuple[Any, Any]) -> list[dict[str, str]]:
+    """LiveCodeBench functional tests: one JSON argument per line in, the JSON value out."""
+    return [
+        {"input": json.dumps(i), "output": json.dumps(o), "testtype": "functional"}
+        for i, o in pairs
+    ]
+
+
+# ----------------------------------------------------------------------------- 8. special numbers
+#: tokens a program may print where a number is expected; ``sNaN`` made ``Decimal``'s
+#: ``==`` raise out of ``env.step``
+SPECIAL_NUMBERS = [
+    "sNaN", "-sNaN", "NaN", "-nan", "nan123", "Infinity", "-inf", "inf", "-0", "1e999",
+    "1e-99999999", "9" * 5000, "0x1p3", "0x7", "1_0", "+7", "7e0",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_special_numbers_are_observations(make_env: Any, backend: str, rules: str) -> None:
+    """Whatever a program prints is an observation: no token makes ``env.step`` or
+    ``score_action`` raise, and none passes for 7 but 7 spelled as a number."""
+    rows = [lcb_row("num", stdin_tests(("go\n", "7\n"), ("again\n", "7 7\n")))]
+    env = make_env(backend, rules, rows, timeout_per_test=5.0, max_turns=len(SPECIAL_NUMBERS))
+    env.reset(options={"task_id": "num"})
+    for token in SPECIAL_NUMBERS:
+        program = f"import sys\nn = 2 if sys.stdin.read().startswith('again') else 1\nprint(*[{token!r}] * n)"
+        action = f"```python\n{program}\n```"
+        passed = token in ("+7", "7e0")  # the same number, as Decimal reads it
+        assert env.unwrapped.score_action(action) == float(passed), token  # type: ignore[attr-defined]
+        _, reward, _, _, info = env.step(action)
+        assert (reward == 1.0) == passed and info["success"] == passed, token
+        if passed:
+            env.reset(options={"task_id": "num"})
+
+
+# ----------------------------------------------------------------------------- 9. lying values
+LIARS = {
+    "always-equal object": (
+        "class Liar:\n"
+        "    __eq__ = lambda self, other: True\n"
+        "    __ne__ = lambda self, other: False\n"
+        "    __hash__ = lambda self: 42\n"
+        "    __float__ = __int__ = __index__ = lambda self: 42\n"
+        "    __str__ = __repr__ = lambda self: '42'\n"
+        "value = Liar()"
+    ),
+    "int subclass": (
+        "class I(int):\n    __eq__ = lambda self, other: True\n    __hash__ = int.__hash__\n"
+        "    __str__ = __repr__ = lambda self: '42'\nvalue = I(0)"
+    ),
+    "str subclass": "class S(str):\n    __eq__ = lambda self, other: True\nvalue = S('x')",
+    "list subclass": (
+        "class L(list):\n    __eq__ = lambda self, other: True\n"
+        "    __iter__ = lambda self: iter([x])\nvalue = L()"
+    ),
+    "dict subclass": "class D(dict):\n    __eq__ = lambda self, other: True\nvalue = D()",
+    "NaN": "value = float('nan')",
+    "generator": "value = (v for v in [2 * x])",
+    "bool": "value = True",
+    "float off by 1e-9": "value = 2 * x + 1e-9",
+    "string of the answer": "value = str(2 * x)",
+    "list of the answer": "value = [2 * x]",
+    "huge list": "value = list(range(10 ** 7))",
+}
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lying_return_values_do_not_pass(make_env: Any, backend: str, rules: str) -> None:
+    """Objects whose ``__eq__``/``__hash__``/``__float__``/``__repr__`` lie, subclasses of
+    int/str/list/dict, NaN, generators, bools, near misses and huge results: a call's value
+    crosses the sandbox as data and is compared on the host, so none passes."""
+    rows = [lcb_row("liar", call_tests((21, 42), (5, 10)), "double")]
+    env = make_env(backend, rules, rows, max_turns=len(LIARS) + 1)
+    env.reset(options={"task_id": "liar"})
+    for name, body in LIARS.items():
+        inner = "\n".join("        " + line for line in body.splitlines())
+        program = f"class Solution:\n    def double(self, x):\n{inner}\n        return value"
+        _, reward, _, _, info = env.step(f"```python\n{program}\n```")
+        assert reward == 0.0 and not any(info["test_results"]), name
+    _, reward, _, _, _ = env.step(
+        "```python\nclass Solution:\n    def double(self, x):\n        return 2 * x\n```"
+    )
+    assert reward == 1.0  # the honest program passes: the tests can fail
+
+
+# ----------------------------------------------------------------------------- 10. result channel
+#: a call that reports 42 for every test through every channel it can reach: the strict
+#: harness's result socket (its address found in the frames above, or /proc/net/unix),
+#: the official runner's framed answers echoing the pending request's id (found by gc),
+#: written to every fd; then exits before returning
+CHANNEL = r"""
+import gc, json, os, socket, sys
+def forge():
+    addrs = set()
+    frame = sys._getframe()
+    while frame is not None:
+        for v in list(frame.f_locals.values()):
+            if isinstance(v, bytes) and v.startswith(b"\0agentenvs-results-"):
+                addrs.add(v)
+        frame = frame.f_back
+    try:
+        for line in open("/proc/net/unix").read().splitlines()[1:]:
+            name = line.split()[-1]
+            if name.startswith("@agentenvs-results-"):
+                addrs.add(b"\0" + name[1:].encode())
+    except OSError:
+        pass
+    for addr in addrs:
+        try:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(addr)
+            conn.sendall(json.dumps({"value": 42}).encode())
+            conn.close()
+        except OSError:
+            pass
+    ids = {o["id"] for o in gc.get_objects() if isinstance(o, dict) and isinstance(o.get("id"), str)}
+    for i in ids:
+        data = ("\x1eAGENTENVS-OFFICIAL " + json.dumps({"id": i, "value": 42, "error": None}) + "\n").encode()
+        for fd in range(1, 256):
+            try:
+                os.write(fd, data)
+            except OSError:
+                pass
+    os._exit(0)
+class Solution:
+    def double(self, x):
+        forge()
+"""
+#: the harness's own modules, patched by the program before it returns nothing
+PATCH = r"""
+import json, builtins, sys
+json.dumps = lambda *a, **k: '{"value": 42}'
+json.JSONEncoder.encode = lambda self, o: '{"value": 42}'
+builtins.print = lambda *a, **k: None
+class Solution:
+    def double(self, x):
+        return None
+"""
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sent_value_is_compared_as_sent(make_env: Any, backend: str, rules: str) -> None:
+    """A program can still put a value on the result channel (the strict harness's socket,
+    the official runner's answers) or make the harness send one; that value is what gets
+    compared, and since no expected output is in the sandbox a constant passes only the
+    test it happens to match."""
+    rows = [lcb_row("chan", call_tests((21, 42), (5, 10), (4, 8)), "double")]
+    env = make_env(backend, rules, rows, timeout_per_test=5.0)
+    for program in (CHANNEL, PATCH):
+        reward, _, info = submit(env, "chan", program)
+        assert reward == 0.0 and not info["success"]
+        assert info["test_results"][1:] == [False, False], info["test_results"]
+
+
+# ----------------------------------------------------------------------------- 11. the harness
+HARNESS_ATTACKS = {
+    "atexit print": "import atexit\natexit.register(print, 2 * int(input()))",
+    "answer then close stdout": "import os, sys\nprint(2 * int(input()))\nos.close(1)\nos._exit(0)",
+    "answer lost by os._exit": "import os\nprint(2 * int(input()))\nos._exit(0)",
+    "several candidates": "x = int(input())\nfor d in (-1, 0, 1):\n    print(2 * x + d)",
+    "SIGKILL the worker": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+    "SIGSTOP the worker": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)",
+    "SIGTERM every process": "import os, signal\nos.kill(-1, signal.SIGTERM)\nos.kill(-1, signal.SIGKILL)",
+}
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_harness_attacks_earn_nothing(make_env: Any, backend: str, rules: str) -> None:
+    """Printing through hooks that run after the program, losing or hedging the answer,
+    signalling the worker: every test fails, ``env.step`` returns, and the next program
+    (the honest one) still passes."""
+    rows = [lcb_row("twice", stdin_tests(("21\n", "42\n"), ("5\n", "10\n")))]
+    env = make_env(backend, rules, rows, timeout_per_test=3.0)
+    for name, program in HARNESS_ATTACKS.items():
+        reward, _, info = submit(env, "twice", program)
+        assert reward == 0.0 and not info["success"], name
+        if name != "answer then close stdout":  # its answer was printed, and may count
+            assert not any(info["test_results"]), name
+    reward, _, _ = submit(env, "twice", "print(2 * int(input()))")
+    assert reward == 1.0

@@ -125,14 +125,16 @@ def _decimals(line: str) -> list[Decimal] | None:
 
 
 def _numbers_equal(a: list[Decimal], b: list[Decimal], tolerance: float | None) -> bool:
+    """Equal numbers, pairwise. A NaN (quiet or signaling, ``sNaN`` whose ``==`` would
+    raise) equals nothing, as a quiet NaN's ``==`` says; infinities equal only themselves."""
     if len(a) != len(b):
         return False
-    if tolerance is None:
-        return a == b
     for x, y in zip(a, b, strict=True):
+        if x.is_nan() or y.is_nan():
+            return False
         if x == y:
             continue
-        if not (x.is_finite() and y.is_finite()):
+        if tolerance is None or not (x.is_finite() and y.is_finite()):
             return False
         if not math.isclose(float(x), float(y), rel_tol=tolerance, abs_tol=tolerance):
             return False

@@ -138,8 +138,16 @@ def _decimal_line(line: str) -> list[Decimal] | None:
         return None
 
 
+#: how the official run ends when comparing numbers raises (``sNaN``'s ``==`` does):
+#: ``grade_stdio`` lets the error out, ``run_test`` turns it into this message for the
+#: whole program (``[-4]``: the first test failed, no other result)
+TESTING_ERROR = "Error during testing: "
+
+
 def lcb_stdout_verdict(prediction: str, expected: str) -> tuple[bool, str]:
-    """LiveCodeBench's ``grade_stdio`` comparison: (passed, its error message)."""
+    """LiveCodeBench's ``grade_stdio`` comparison: (passed, its error message). A line of
+    numbers whose comparison raises (a signaling NaN) gives ``TESTING_ERROR`` and the
+    exception, as the official run reports it."""
     got, want = _lcb_lines(prediction), _lcb_lines(expected)
     if len(got) != len(want):
         return False, "Wrong answer: mismatched output length"
@@ -148,8 +156,13 @@ def lcb_stdout_verdict(prediction: str, expected: str) -> tuple[bool, str]:
         if line == target:
             continue
         a, b = _decimal_line(line), _decimal_line(target)
-        if a is None or b is None or a != b:
+        if a is None or b is None:
             return False, message
+        try:
+            if a != b:
+                return False, message
+        except InvalidOperation as exc:
+            return False, f"{TESTING_ERROR}{exc}"
     return True, ""
 
 
@@ -398,6 +411,10 @@ def _in_process(
         for i, request, want in zip(order, requests, expected, strict=True):
             answer = runner.ask(request, timeout + _GRACE_S)
             outcome = _judge(mode, answer, want)
+            if (outcome.error_message or "").startswith(TESTING_ERROR):
+                # the whole run's result is this error, reported as the first test's
+                results = {order[0]: outcome}
+                break
             results[i] = outcome
             if not outcome.passed:
                 break
@@ -424,6 +441,8 @@ def _judge(mode: str, answer: dict[str, Any] | None, want: Any) -> TestOutcome:
         ok, message = lcb_stdout_verdict(prediction, want)
         if ok:
             return TestOutcome(True, VERDICT_PASSED, truncate(prediction), None)
+        if message.startswith(TESTING_ERROR):
+            return _failure(VERDICT_RUNTIME, message)
         return _failure(VERDICT_WRONG, message, truncate(prediction))
     value = decode(answer.get("value"))
     if isinstance(value, tuple):  # only the outer tuple: [(1, 2)] stays unequal to [[1, 2]]
