@@ -136,7 +136,9 @@ def _number(source: Path, data: Mapping[str, Any], key: str, default: float) -> 
 
 #: the PATH of the official base images (Debian/Ubuntu and python:*), for ``$PATH`` in ENV
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VAR = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:

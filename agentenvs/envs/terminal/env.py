@@ -494,7 +494,7 @@ class TerminalBenchEnv(TextEnv):
         task = self.task
         runtime = self.runtime()
         frozen = runtime.freeze(task, shell, lambda: self._new_session(task))
-        self._shell = frozen.shell
+        self._shell = None
         self._stopped = frozen.stopped
         env = runtime.test_environment(task)
         path_dirs = [d for d in env.get("PATH", "").split(":") if d.startswith("/")]
@@ -506,19 +506,24 @@ class TerminalBenchEnv(TextEnv):
             test_path=path_dirs,
             image_commands=frozen.image_commands,
             tests_dir="/tests",
-            workdir=frozen.shell.workdir,
+            workdir=shell.workdir,
             protected=(offline.MOUNT,),
             loader_cache_ok=frozen.loader_cache_ok,
             ignore=getattr(frozen, "ignore", ()),
         )
         if self._findings:
+            try:  # a shell for what may follow (a snapshot); the toolchain is not trusted
+                self._shell = frozen.open()
+            except SandboxError:
+                self._shell = None
             return {}, None, "[not graded: the agent changed the test toolchain]"
+        grader = self._shell = frozen.open()
         # what the agent left in the tests' and the verdict's places goes; then the tests
         wheelhouse = getattr(runtime, "wheelhouse", None)
         places = "/tests /logs/verifier" + (
             f" {offline.WHEELHOUSE}" if wheelhouse is not None else ""
         )
-        rc, out = frozen.shell.control(
+        rc, out = grader.control(
             f'for d in {places}; do rm -rf "$d" 2>/dev/null; rm -rf "$d"/* "$d"/.[!.]* '
             "2>/dev/null; done; [ -L /logs ] && rm -f /logs; "
             "mkdir -p /tests /logs/verifier && chmod 0755 /tests /logs/verifier"
@@ -541,13 +546,13 @@ class TerminalBenchEnv(TextEnv):
         if hook is not None:
             hook(task)
         limit = task.max_test_timeout_sec
-        rc, out = frozen.shell.control(self._test_command(frozen.shell), timeout=limit + 30)
+        rc, out = grader.control(self._test_command(grader), timeout=limit + 30)
         output = out.decode("utf-8", errors="replace")
         if rc is None or rc == 137:
             output += f"\n[tests timed out after {limit:g} s]"
         self._stopped += frozen.stop()
         files = {
-            name: frozen.read(path)
+            name: frozen.fetch(path)
             for name, path in (
                 ("log", OFFLINE_LOG),
                 ("json", "/logs/verifier/reward.json"),

@@ -200,9 +200,7 @@ def offline_dockerfile(
 def offline_wrapper() -> str:
     """``offline-sh``: RUN steps of an offline build run with the stand-ins first."""
     env = offline.environment()
-    exports = "".join(
-        f"export {k}={v}\n" for k, v in env.items() if k != "AGENTENVS_OFFLINE_LOG"
-    )
+    exports = "".join(f"export {k}={v}\n" for k, v in env.items() if k != "AGENTENVS_OFFLINE_LOG")
     return (
         "#!/bin/sh\n# RUN steps of an offline build: the stand-ins come first on PATH\n"
         f'export PATH="{offline.MOUNT}/bin:$PATH"\n{exports}'

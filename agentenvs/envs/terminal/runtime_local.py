@@ -260,15 +260,9 @@ class LocalRuntime:
         """Stop every process of ``shell``'s sandbox, copy its writable dirs out and unpack
         them into a new sandbox (its session is ``reopen()``): the grader's."""
         stopped, survivors = stop_all(shell)
-        rc, out = shell.control(
-            "tar -c --format=posix --numeric-owner -C / --exclude=./logs/verifier "
-            "--exclude=logs/verifier " + " ".join(STATE_DIRS) + " 2>/dev/null | base64 -w0",
-            timeout=120,
-        )
-        if rc != 0 or survivors:
-            why = f"{survivors} processes survived the freeze" if survivors else "no archive"
-            raise SandboxError(f"cannot freeze the sandbox: {why}")
-        state = base64.b64decode(out.strip())
+        if survivors:
+            raise SandboxError(f"cannot freeze the sandbox: {survivors} processes survived")
+        state = _read_state(shell)
         grader = reopen()
         rc, out = grader.control(
             "tar -x -p --no-same-owner --delay-directory-restore -C /", stdin=state, timeout=120
@@ -299,6 +293,54 @@ _STOP_ALL = (
 )
 
 
+def _namespace_root(shell: ShellSession) -> str:
+    """``/proc/<pid>/root`` of the sandbox's pid 1: its files as the host sees them."""
+    proc = getattr(shell.proc, "_proc", None)
+    if proc is None or proc.poll() is not None:
+        raise SandboxError("the sandbox is gone")
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            init = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError) as exc:
+        raise SandboxError("the sandbox has no process left") from exc
+    return f"/proc/{init}/root"
+
+
+def _read_state(shell: ShellSession, dirs: tuple[str, ...] = STATE_DIRS) -> bytes:
+    """A tar of the writable dirs of a frozen sandbox, read by the host's tar through the
+    namespace's root (no symlink is followed; nothing in the sandbox is run)."""
+    tar = shutil.which("tar", path="/usr/bin:/bin")
+    if tar is None:
+        raise SandboxError("no tar on the host")
+    root = _namespace_root(shell)
+    try:
+        done = subprocess.run(
+            [
+                tar,
+                "-c",
+                "--format=posix",
+                "--numeric-owner",
+                "--ignore-failed-read",
+                "--exclude=./logs/verifier",
+                "--exclude=logs/verifier",
+                "-C",
+                root,
+                *dirs,
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxError(f"cannot read the sandbox's end state: {exc}") from exc
+    if done.returncode not in (0, 1) or not done.stdout:
+        raise SandboxError(
+            f"cannot read the sandbox's end state: {done.stderr.decode(errors='replace')[-500:]}"
+        )
+    return done.stdout
+
+
 def stop_all(shell: ShellSession) -> tuple[int, int]:
     """SIGKILL every process of ``shell``'s sandbox but its own plumbing: (stopped besides
     the agent's shell, 1 when some could not be stopped)."""
@@ -326,12 +368,27 @@ class LocalFrozen:
         self.changes = [(path, "A") for path in self._members]
         self.image_commands: dict[str, frozenset[str]] | None = None
 
+    def open(self) -> ShellSession:
+        return self.shell
+
     def read(self, path: str) -> bytes | None:
         member = self._members.get(path)
         if member is None or not member.isfile():
             return None
         f = self._tar.extractfile(member)
         return f.read() if f is not None else None
+
+    def fetch(self, path: str) -> bytes | None:
+        """A regular file of the grader's sandbox now (None: absent or not a regular file)."""
+        q = shlex.quote(path)
+        rc, out = self.shell.control(
+            f"if [ -f {q} ] && [ ! -L {q} ]; then base64 -w0 < {q}; else echo -n -; fi",
+            timeout=60,
+        )
+        text = out.strip()
+        if rc != 0 or text == b"-":
+            return None
+        return base64.b64decode(text)
 
     def loader_cache_ok(self) -> bool:
         return True  # the host's /etc is read-only in the sandbox
@@ -342,13 +399,8 @@ class LocalFrozen:
             raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
 
     def archive(self, path: str) -> bytes:
-        """A tar of ``path`` (its members named relative to ``/``)."""
-        rc, out = self.shell.control(
-            f"tar -c -C / {shlex.quote(path.lstrip('/'))} 2>/dev/null | base64 -w0", timeout=120
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot read {path}")
-        return base64.b64decode(out.strip())
+        """A tar of ``path`` (its members named relative to ``/``), read by the host."""
+        return _read_state(self.shell, (path.lstrip("/"),))
 
     def stop(self) -> int:
         """Stop what the tests left running (programs of the agent they started)."""

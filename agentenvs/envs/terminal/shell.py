@@ -339,7 +339,7 @@ def _interrupt_script(bash_pid: int, keep: str, kill: list[bytes], nonce: str) -
         f'echo "{t}cpu $((${{14:-0}} + ${{15:-0}})) $(getconf CLK_TCK 2>/dev/null || echo 100)"; '
         # the children from /proc (no ps: a minimal image has none): "pid (comm) state ppid
         # pgrp ...", the comm cut at its last ") " since it may hold spaces and parens
-        "for f in /proc/[0-9]*/stat; do read -r s < \"$f\" 2>/dev/null || continue; "
+        'for f in /proc/[0-9]*/stat; do read -r s < "$f" 2>/dev/null || continue; '
         f'set -- ${{s##*) }}; [ "$2" = {bash_pid} ] || continue; '
         "case $1 in Z) ;; *) echo $3 ;; esac; done | sort -u | "
         "while read -r g; do case $keep in *,$g,*) continue ;; esac; "
