@@ -13,6 +13,7 @@ import pytest
 from agentenvs.core.errors import TaskError
 from agentenvs.envs.terminal.data import load_task, load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.grading import AGENT_PROCESSES_TAG, GRADINGS
 from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
@@ -138,10 +139,15 @@ def test_real_layout_fixture_locally(fixture_env: TerminalBenchEnv) -> None:
     obs, *_ = fixture_env.step('echo "$PATH"; echo "$GREETING_STYLE"')
     assert obs.startswith("/opt/tools/bin:/usr/local/sbin:") and "formal" in obs
     _, reward, term, _, info = fixture_env.step("submit")
-    assert term and not info["success"] and info["test_results"] == {
-        "test_greeting": False,
-        "test_tests_see_the_image_environment": True,
-    }
+    assert (
+        term
+        and not info["success"]
+        and info["test_results"]
+        == {
+            "test_greeting": False,
+            "test_tests_see_the_image_environment": True,
+        }
+    )
     fixture_env.reset(options={"task_id": "tb1-uv-env"})
     obs, *_ = fixture_env.step(fixture_env.oracle_action())
     _, reward, term, _, info = fixture_env.step("submit")
@@ -314,21 +320,31 @@ def test_contract_local() -> None:
     )
 
 
-BUNDLED = sorted(load_tasks())
+BUNDLED_TASKS = load_tasks()
+BUNDLED = sorted(BUNDLED_TASKS)
 
 
 @pytest.fixture(scope="module")
-def bundled_env() -> Iterator[TerminalBenchEnv]:
-    env = TerminalBenchEnv(command_timeout=60, max_turns=3)
-    yield env
-    env.close()
+def bundled_envs() -> Iterator[dict[str, TerminalBenchEnv]]:
+    envs = {g: TerminalBenchEnv(command_timeout=60, max_turns=3, grading=g) for g in GRADINGS}
+    yield envs
+    for env in envs.values():
+        env.close()
+
+
+def _grading_for(task_id: str) -> str:
+    """Safe grading, but for tasks whose tests check the agent's own running processes."""
+    return "official" if AGENT_PROCESSES_TAG in BUNDLED_TASKS[task_id].tags else "safe"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", BUNDLED)
 def test_bundled_task_solution_passes_and_nothing_fails(
-    bundled_env: TerminalBenchEnv, task_id: str
+    bundled_envs: dict[str, TerminalBenchEnv], task_id: str
 ) -> None:
+    bundled_env = bundled_envs[_grading_for(task_id)]
+    if _grading_for(task_id) == "official" and task_id not in bundled_env.unsupported_tasks:
+        assert "safe grading stops" in bundled_envs["safe"].unsupported_tasks[task_id]
     if task_id in bundled_env.unsupported_tasks:
         pytest.skip(bundled_env.unsupported_tasks[task_id])
     bundled_env.reset(options={"task_id": task_id})
@@ -359,7 +375,9 @@ def test_restore_keeps_modes_links_empty_dirs_mtimes(
     fixture_env.step(MODES_SETUP)
     before, *_ = fixture_env.step(MODES_PROBE)
     assert "./open 777 f" in before and "./shared 666" in before and "./secret 600" in before
-    assert "./sticky 1777 d" in before and "./empty 700 d" in before and "./link 777 l open" in before
+    assert (
+        "./sticky 1777 d" in before and "./empty 700 d" in before and "./link 777 l open" in before
+    )
     snap = fixture_env.snapshot()
     fixture_env.step("chmod -R 700 /app/perm; rm -rf /app/perm/empty /app/perm/link")
     target = (

@@ -116,7 +116,7 @@ ATTACKS: dict[str, str] = {
     "ld-so-preload": "echo /app/libae.so > /etc/ld.so.preload",
     # /bin/sh replaced (test.sh and the grader's plumbing start it)
     "replace-sh": (
-        'p=$(readlink -f /bin/sh); cp "$p" /tmp/sh.real && '
+        'p=$(readlink -f /bin/sh); cp "$p" /tmp/sh.real && rm -f "$p" && '
         + _write('"$p"', f"#!/tmp/sh.real\nprintf '{_FAKE}\\n'\nexit 0\n", "755")
     ),
     # the offline stand-ins the tests' bootstraps run
@@ -289,7 +289,7 @@ def test_honest_solution_with_background_job_passes(runtime: str) -> None:
     job is stopped (and counted), the verdict is the tests'."""
     env = _env(runtime, "tb1", "safe")
     env.reset(options={"task_id": "word-frequency"})
-    action = env.oracle_action() + "\nnohup sleep 1000 >/dev/null 2>&1 &\nsubmit"
+    action = env.oracle_action() + "\n```bash\nnohup sleep 1000 >/dev/null 2>&1 &\n```\nsubmit"
     _, reward, _, _, info = env.step(action)
     assert reward == 1.0 and info["processes_stopped"] >= 1, info
 

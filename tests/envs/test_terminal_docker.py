@@ -11,12 +11,14 @@ import pytest
 
 from agentenvs.envs.terminal.data import load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.grading import AGENT_PROCESSES_TAG, GRADINGS
 from agentenvs.envs.terminal.runtime_docker import TASK_LABEL
 from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 #: every bundled task: its solution passes and doing nothing fails, as on the local runtime
-BUNDLED = sorted(load_tasks())
+BUNDLED_TASKS = load_tasks()
+BUNDLED = sorted(BUNDLED_TASKS)
 #: the bundled tasks `make test` runs on Docker (a service, cron, git, file modes); every
 #: one runs there in `make test-all`, and on the local runtime in both
 DOCKER_SAMPLE = {"config-http-service", "crontab-schedule", "git-merge-conflict", "fix-permissions"}
@@ -50,10 +52,19 @@ def fixture_env() -> Iterator[TerminalBenchEnv]:
 
 
 @pytest.fixture(scope="module")
-def bundled_env() -> Iterator[TerminalBenchEnv]:
-    env = TerminalBenchEnv(runtime="docker", command_timeout=60, max_turns=3)
-    yield env
-    env.close()
+def bundled_envs() -> Iterator[dict[str, TerminalBenchEnv]]:
+    envs = {
+        g: TerminalBenchEnv(runtime="docker", command_timeout=60, max_turns=3, grading=g)
+        for g in GRADINGS
+    }
+    yield envs
+    for env in envs.values():
+        env.close()
+
+
+def _grading_for(task_id: str) -> str:
+    """Safe grading, but for tasks whose tests check the agent's own running processes."""
+    return "official" if AGENT_PROCESSES_TAG in BUNDLED_TASKS[task_id].tags else "safe"
 
 
 @pytest.mark.parametrize(
@@ -61,8 +72,11 @@ def bundled_env() -> Iterator[TerminalBenchEnv]:
     [t if t in DOCKER_SAMPLE else pytest.param(t, marks=pytest.mark.long) for t in BUNDLED],
 )
 def test_bundled_task_solution_passes_and_nothing_fails(
-    bundled_env: TerminalBenchEnv, task_id: str
+    bundled_envs: dict[str, TerminalBenchEnv], task_id: str
 ) -> None:
+    bundled_env = bundled_envs[_grading_for(task_id)]
+    if _grading_for(task_id) == "official" and task_id not in bundled_env.unsupported_tasks:
+        assert "safe grading stops" in bundled_envs["safe"].unsupported_tasks[task_id]
     assert task_id not in bundled_env.unsupported_tasks
     bundled_env.reset(options={"task_id": task_id})
     _, reward, term, _, info = bundled_env.step("submit")
@@ -143,7 +157,9 @@ FILE_PROBE = FileProbe(
         "&& chmod 777 probe/a && chmod 666 probe/b && chmod 700 probe/empty "
         "&& ln -s a probe/link && touch -h -d @1000000000 probe/a probe/link && chown 1234:5678 probe/b",
     ),
-    disturb=("cd /app && chmod 755 probe/a && chmod 644 probe/b && chown 0:0 probe/b && rmdir probe/empty",),
+    disturb=(
+        "cd /app && chmod 755 probe/a && chmod 644 probe/b && chown 0:0 probe/b && rmdir probe/empty",
+    ),
     listing="cd /app && find probe -printf '%p %M %y %l %s %U:%G %T@\\n' | sort",
 )
 
@@ -238,10 +254,15 @@ def test_real_layout_fixture_on_docker(fixture_env: TerminalBenchEnv) -> None:
     obs, *_ = fixture_env.step('echo "$PATH"; echo "$GREETING_STYLE"')
     assert "/opt/tools/bin:/usr/local/sbin" in obs and "formal" in obs
     _, reward, term, _, info = fixture_env.step("submit")
-    assert term and not info["success"] and info["test_results"] == {
-        "test_greeting": False,
-        "test_tests_see_the_image_environment": True,
-    }
+    assert (
+        term
+        and not info["success"]
+        and info["test_results"]
+        == {
+            "test_greeting": False,
+            "test_tests_see_the_image_environment": True,
+        }
+    )
     fixture_env.reset(options={"task_id": "tb1-uv-env"})
     fixture_env.step(fixture_env.oracle_action())
     _, reward, term, _, info = fixture_env.step("submit")
