@@ -11,7 +11,10 @@ with the ratios between them. Then the per-episode costs of a real task folder r
 offline (``tests/envs/terminal_real_fixtures/tb1-venv-sum``: ``FROM python:3.13-slim``
 through the image map, the official ``curl … uv`` bootstrap in ``run-tests.sh``): the
 image build (once per machine), a reset, the oracle, and the test run, beside the same
-tests run with the image's pytest directly (what the bootstrap's stand-ins add).
+tests run with the image's pytest directly (what the bootstrap's stand-ins add). And
+submit-to-verdict (the task's solution done, then ``submit``) and reset under
+``grading="safe"`` (the freeze, the toolchain check, a new session) beside
+``grading="official"`` (the tests in the agent's own session), with their ratio.
 Exits 0 with a note when a runtime is unavailable.
 
 Usage: python benchmarks/bench_terminal.py [--task ID] [--repeat N]
@@ -105,6 +108,34 @@ def measure(runtime: str, task_id: str, repeat: int) -> dict[str, float]:
         return out
     finally:
         env.close()
+
+
+def measure_grading(runtime: str, task_id: str, repeat: int) -> dict[str, dict[str, float]]:
+    """Submit-to-verdict and reset, per grading mode, on the same task in one run."""
+    out: dict[str, dict[str, float]] = {}
+    for grading in ("official", "safe"):
+        env = TerminalBenchEnv(runtime=runtime, command_timeout=30, grading=grading)
+        options = {"task_id": task_id}
+        try:
+            env.reset(options=options)
+            oracle = env.oracle_action()
+            times, resets = [], []
+            for _ in range(repeat + 1):
+                start = time.perf_counter()
+                env.reset(options=options)
+                resets.append(time.perf_counter() - start)
+                env.step(oracle)
+                start = time.perf_counter()
+                _, reward, *_ = env.step("submit")
+                times.append(time.perf_counter() - start)
+                assert reward == 1.0, f"the solution failed under grading={grading}"
+            out[grading] = {
+                "submit to verdict": statistics.median(times[1:]),
+                "reset": statistics.median(resets[1:]),
+            }
+        finally:
+            env.close()
+    return out
 
 
 REAL = Path(__file__).resolve().parent.parent / "tests" / "envs" / "terminal_real_fixtures"
@@ -206,6 +237,15 @@ def main() -> None:
         boot = real["test run (official uv bootstrap, offline)"]
         bare = real["test run (the image's pytest directly)"]
         print(f"the official bootstrap, served offline, costs {boot / bare:.1f}x a bare pytest run")
+    for runtime in results:
+        graded = measure_grading(runtime, args.task, args.repeat)
+        print(f"{runtime} runtime, task {args.task}, grading (medians of {args.repeat}):")
+        for grading, figures in graded.items():
+            for name, seconds in figures.items():
+                print(f"  {grading:8s} {name:39s} {seconds * 1000:9.1f} ms")
+        for name in ("submit to verdict", "reset"):
+            ratio = graded["safe"][name] / graded["official"][name]
+            print(f"{runtime}: safe / official grading, {name}: {ratio:.2f}x")
     if len(results) == 2:
         loc, d = results["local"], results["docker"]
         names = ("reset", "reset after 0.5 s of work", "snapshot", "restore")

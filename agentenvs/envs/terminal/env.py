@@ -39,8 +39,11 @@ class TerminalBenchEnv(TextEnv):
     ``agentenvs.envs.terminal.data``): an instruction and a starting state in ``/app``.
     The agent works in ONE bash shell per episode: ``cd``, variables and background
     jobs persist between turns. When it says it is done (or the turn budget runs out)
-    the task's own test runner runs beside the shell, in the same container (so it sees
-    processes the agent left running), as the official harnesses run it: TB1's
+    the task's own test runner runs as the official harnesses run it, but out of the
+    agent's reach (``grading="safe"``, see ``agentenvs.envs.terminal.grading``): every
+    process of the agent is stopped first, the toolchain is checked against the image,
+    and the tests run in a new session; ``grading="official"`` runs them beside the
+    agent's shell in its container, as TB1 and Harbor do. Either way: TB1's
     ``bash /tests/run-tests.sh`` with ``tests/`` at ``/tests`` (``TEST_DIR=/tests``), its
     ``pytest -rA`` output read by the official parser; Harbor's ``bash /tests/test.sh``,
     its reward read from ``/logs/verifier/reward.json`` (named rewards), else
@@ -90,7 +93,9 @@ class TerminalBenchEnv(TextEnv):
     passed) once they ran, ``rewards`` (Harbor's named rewards) once they ran,
     ``offline_unmet`` (what the offline stand-ins could not provide, when anything),
     ``exit_status`` (absent before the first command and after one interrupted without a
-    status), ``timed_out``, ``runtime``.
+    status), ``timed_out``, ``runtime``, ``grading``; once the tests ran,
+    ``grading_findings`` (what safe grading found the agent changed in what grades it:
+    the episode then scores 0) and ``processes_stopped``.
 
     Snapshots hold the work dir's files (a tar keeping modes, owners where the runtime
     can keep them, symlinks, empty dirs and mtimes), the shell's directory and exported
@@ -118,11 +123,14 @@ class TerminalBenchEnv(TextEnv):
       has none, the tests do; ``"none"``), ``image_map`` (more official-name → local
       image entries, globs allowed), ``wheelhouse`` (a folder of wheels the offline
       stand-ins install from).
+    - ``grading``: ``"safe"`` (the default) or ``"official"`` (the harnesses' own way,
+      open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
+      whose tests check processes the agent left running, run only under it).
     - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
     - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version; snapshots of version 2 hold the grading's findings.
     """
 
     default_max_turns: ClassVar[int] = 30
@@ -258,7 +266,11 @@ class TerminalBenchEnv(TextEnv):
                 self._runtime = DockerRuntime(self.limits, **self.docker_options)
             else:
                 from agentenvs.envs.terminal.runtime_local import LocalRuntime
+                from agentenvs.sandbox.local import hide_from_sandboxes
 
+                # the tests and solutions must not show through a system dir the sandbox
+                # shows (a tasks_path under /usr or /etc)
+                hide_from_sandboxes(*(task.path for task in self.tasks.values()))
                 self._runtime = LocalRuntime(self.limits)
         return self._runtime
 

@@ -279,16 +279,22 @@ class LocalRuntime:
 STATE_DIRS = ("app", "root", "tmp", "logs", "oracle", "solution")
 #: every process of the namespace but pid 1, the supervisor and this script, SIGKILLed
 #: until none is left (a fork bomb is outrun: each round kills what the last one missed);
-#: the agent's shell and the subshell holding it are not counted
+#: each process is counted once; the agent's shell and the subshell holding it are not
 _STOP_ALL = (
-    "me=$$; sup=$PPID; n=0; left=1; round=0; "
+    "me=$$; sup=$PPID; n=0; left=1; round=0; seen=' '; "
     'while [ "$round" -lt 200 ]; do round=$((round + 1)); hit=0; '
     "for d in /proc/[0-9]*; do p=${d#/proc/}; "
     'case $p in 1|"$me"|"$sup") continue ;; esac; '
     'read -r s 2>/dev/null < "$d/stat" || continue; set -- ${s##*) }; '
     '[ "$1" = Z ] && continue; '
-    'kill -s KILL "$p" 2>/dev/null && hit=$((hit + 1)); done; '
-    '[ "$hit" -eq 0 ] && { left=0; break; }; n=$((n + hit)); done; '
+    'kill -s KILL "$p" 2>/dev/null || continue; hit=1; '
+    'case $seen in *" $p "*) ;; *) seen="$seen $p "; n=$((n + 1)) ;; esac; done; '
+    '[ "$hit" -eq 0 ] && { left=0; break; }; done; '
+    # still some after 200 rounds: give the dying a second, then count the living
+    '[ "$left" -eq 0 ] || { sleep 1; left=0; for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    'case $p in 1|"$me"|"$sup") continue ;; esac; '
+    'read -r s 2>/dev/null < "$d/stat" || continue; set -- ${s##*) }; '
+    '[ "$1" = Z ] || [ "$2" = "$me" ] || left=$((left + 1)); done; }; '
     'echo "stopped $n left $left"'
 )
 
