@@ -13,6 +13,9 @@ STATE_KEY = "state_key"
 SYSTEM_PROMPT = "system_prompt"
 TOOLS = "tools"
 ERROR_INJECTED = "error_injected"
+#: where an env's grading found the agent changed what grades it (a list of str: the
+#: episode then scores 0); Terminal-Bench's safe grading sets it once the tests ran
+GRADING_FINDINGS = "grading_findings"
 
 STANDARD_KEYS: tuple[str, ...] = (
     TASK_ID,

@@ -65,7 +65,8 @@ from agentenvs.policy.chat import ChatTemplateError
 from agentenvs.policy.registry import is_model_policy, make_policy, policy_factory
 
 MODES = ("derive", "rerun")
-#: info keys stored per step by default: enough to replay success, score and state groups
+#: info keys stored per step by default: enough to replay success, score and state groups,
+#: and what a grading found the agent tampered with
 DEFAULT_INFO_KEYS: tuple[str, ...] = (
     keys.TURN,
     keys.TURNS_LEFT,
@@ -73,6 +74,7 @@ DEFAULT_INFO_KEYS: tuple[str, ...] = (
     keys.SCORE,
     keys.ACTION_VALID,
     keys.STATE_KEY,
+    keys.GRADING_FINDINGS,  # only where an env reports it
 )
 
 

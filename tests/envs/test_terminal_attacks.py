@@ -148,8 +148,12 @@ OFFICIAL_PAYS = {
     "docker": [
         *_BOTH,
         ("tb1", "system-site-plugin"),
+        ("tb1", "entry-point-plugin"),
         ("tb1", "root-conftest"),
         ("tb1", "path-python3"),
+        ("tb1", "replace-python3"),
+        ("tb1", "stdlib-sitecustomize"),
+        ("tb1", "replace-sh"),
     ],
 }
 #: attacks whose target the local runtime makes read-only (they fail to write there)

@@ -917,7 +917,7 @@ class TerminalBenchEnv(TextEnv):
             info["exit_status"] = self._last_exit
         if self._tested:
             info["test_results"] = dict(self._results)
-            info["grading_findings"] = list(self._findings)
+            info[keys.GRADING_FINDINGS] = list(self._findings)
             info["processes_stopped"] = self._stopped
             if self._rewards:
                 info["rewards"] = dict(self._rewards)
