@@ -17,6 +17,11 @@ whose request cannot be served). Each trajectory is played through
 ``BFCLMultiTurn-v0`` (success = every turn passed) and given to bfcl-eval's
 ``multi_turn_checker``; the verdicts must be equal.
 
+Step limit: for every entry, trajectories that reach BFCL's limit of 20 steps with calls
+in a user turn (:func:`step_limit_plans`), played through the env and through
+bfcl-eval's own inference loop and evaluation runner with a model that says the same
+replies, since the limit acts there, before the checker.
+
 ``python -m agentenvs.envs.bfcl.agreement`` runs both over the installed bfcl-eval's full
 data and prints the figures (see ``--help``).
 """
@@ -36,13 +41,20 @@ import numpy as np
 from agentenvs.envs.bfcl.data import SINGLE_TURN_CATEGORIES, BfclTask
 from agentenvs.envs.bfcl.decode import Call, format_calls, format_calls_source
 from agentenvs.envs.bfcl.env import BFCLEnv, reply_text
-from agentenvs.envs.bfcl.reference import official_multi_turn, official_single_turn
+from agentenvs.envs.bfcl.reference import (
+    official_multi_turn,
+    official_multi_turn_run,
+    official_single_turn,
+)
 
 __all__ = [
     "Agreement",
     "compare_multi_turn",
     "compare_single_turn",
+    "compare_step_limit",
     "multi_turn_plans",
+    "official_entry",
+    "step_limit_plans",
     "single_turn_replies",
 ]
 
@@ -242,6 +254,48 @@ def multi_turn_plans(env: Any, rng: np.random.Generator) -> list[tuple[str, list
     return plans
 
 
+#: a call that changes nothing on any backend (no such function): it fills steps up to
+#: the limit without touching the state
+FILLER_REPLY = "[no_such_function()]"
+LIMIT_KINDS = (
+    "last_turn_over_limit",
+    "last_turn_at_limit",
+    "last_turn_fillers_over_limit",
+    "earlier_turn_over_limit",
+)
+
+
+def _steps_with_calls(calls: Sequence[Call], n_steps: int) -> list[str]:
+    """``calls`` in exactly ``n_steps`` replies with calls: one call a step (the rest in
+    the last when there are more), then :data:`FILLER_REPLY` steps."""
+    head, rest = list(calls[: n_steps - 1]), list(calls[n_steps - 1 :])
+    steps = [format_calls([c]) for c in head] + ([format_calls(rest)] if rest else [])
+    return steps + [FILLER_REPLY] * (n_steps - len(steps))
+
+
+def step_limit_plans(env: Any) -> list[tuple[str, list[list[str]]]]:
+    """``(kind, replies per user turn)`` at BFCL's step limit for the env's current entry:
+    the gold calls, one reply a turn, except in one turn, which gets the gold calls spread
+    over more steps than the limit allows (``*_over_limit``: the turn never handed back) or
+    exactly as many as it allows and then a reply without calls (``last_turn_at_limit``);
+    also a last turn of nothing but :data:`FILLER_REPLY` steps beyond the limit (the
+    turn is checked, so it fails unless its ground truth is empty).
+    ``earlier_turn_over_limit`` (the first turn) is left out of single-turn entries.
+    """
+    entry = env.entry
+    turns = [[env._keyword_call(c) for c in turn] for turn in entry.ground_truth]
+    gold = [[format_calls(calls), END_REPLY] if calls else [END_REPLY] for calls in turns]
+    last = len(turns) - 1
+    plans = [
+        ("last_turn_over_limit", {last: _steps_with_calls(turns[last], STEP_LIMIT + 1)}),
+        ("last_turn_at_limit", {last: _steps_with_calls(turns[last], STEP_LIMIT) + [END_REPLY]}),
+        ("last_turn_fillers_over_limit", {last: _steps_with_calls([], STEP_LIMIT + 1)}),
+    ]
+    if last > 0:
+        plans.append(("earlier_turn_over_limit", {0: _steps_with_calls(turns[0], STEP_LIMIT + 1)}))
+    return [(kind, [changed.get(t, g) for t, g in enumerate(gold)]) for kind, changed in plans]
+
+
 def _play(env: Any, task_id: str, replies: list[list[str]]) -> bool:
     env.reset(options={"task_id": task_id})
     info: dict[str, Any] = {}
@@ -300,6 +354,59 @@ def compare_multi_turn(
     return report
 
 
+def compare_step_limit(
+    tasks_path: str = "bfcl-eval",
+    categories: Sequence[str] | None = None,
+    *,
+    ids: Sequence[str] | None = None,
+    per_category: int | None = None,
+    seed: int = 0,
+) -> Agreement:
+    """Compare verdicts on the :func:`step_limit_plans` of every entry (or ``ids``, or
+    ``per_category`` drawn ones).
+
+    The official verdict comes from bfcl-eval's own inference loop and evaluation runner
+    fed the same replies (:func:`~agentenvs.envs.bfcl.reference.official_multi_turn_run`),
+    since what the limit does is decided there, before the checker.
+    """
+    from agentenvs.envs.bfcl.multi_turn.env import BFCLMultiTurnEnv
+
+    env = BFCLMultiTurnEnv(
+        tasks_path=tasks_path, categories=categories, max_turns=10_000, rules="official"
+    )
+    rng = np.random.default_rng(seed)
+    entries = list(env.task_set.entries.values())
+    if ids is not None:
+        wanted = set(ids)
+        entries = [e for e in entries if e.id in wanted]
+    if per_category is not None:
+        entries = _sample(entries, per_category, rng)
+    report = Agreement()
+    for entry in entries:
+        report.entries += 1
+        env.reset(options={"task_id": entry.id})
+        record = official_entry(entry)
+        all_same = True
+        for kind, replies in step_limit_plans(env):
+            theirs = official_multi_turn_run(replies, record, entry.ground_truth_text)
+            ours = _play(env, entry.id, replies)
+            detail = {"id": entry.id, "kind": kind, "official_error": theirs.error_type}
+            all_same &= report.add(kind, ours, theirs.valid, detail)
+        report.entries_all_agree += all_same
+    return report
+
+
+def official_entry(entry: Any) -> dict[str, Any]:
+    """A multi-turn entry as bfcl-eval's inference loop and checker read it."""
+    return {
+        "id": entry.id,
+        "question": [list(messages) for messages in entry.question],
+        "initial_config": copy.deepcopy(dict(entry.initial_config)),
+        "involved_classes": list(entry.involved_classes),
+        "missed_function": {str(t): list(names) for t, names in entry.missed_functions.items()},
+    }
+
+
 # ------------------------------------------------------------------ command line
 def _print(title: str, report: Agreement, seconds: float) -> None:
     print(
@@ -308,7 +415,7 @@ def _print(title: str, report: Agreement, seconds: float) -> None:
         f"official accepts {report.accepted}; {seconds:.0f} s"
     )
     for category, (cases, agree) in report.by_category.items():
-        print(f"  {category:<24} {agree:6d}/{cases:<6d}")
+        print(f"  {category:<28} {agree:6d}/{cases:<6d}")
     for case in report.disagreements[:20]:
         print(f"  DIFFERS: {case}")
 
@@ -382,6 +489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         _print("multi-turn trajectories", multi, time.perf_counter() - start)
         failed |= multi.agree != multi.cases
+        start = time.perf_counter()
+        limit = compare_step_limit(
+            args.tasks, args.multi_turn, per_category=args.per_category, seed=args.seed
+        )
+        _print("multi-turn trajectories at the step limit", limit, time.perf_counter() - start)
+        failed |= limit.agree != limit.cases
     return 1 if failed else 0
 
 

@@ -13,14 +13,20 @@ result folders when imported). The official code itself is run unchanged.
 :func:`official_single_turn` and :func:`official_multi_turn` give the leaderboard's
 verdict for one entry, following the steps of its evaluation runner: decode the reply
 (a failure fails an AST entry, and is "no call" for a relevance entry), check that the
-output is a call list, then run the checker.
+output is a call list, then run the checker. :func:`official_multi_turn_run` runs the
+official inference loop itself on a scripted model's replies, then the runner's own
+multi-turn evaluation: what the step limit does is decided there, before the checker
+(the loop and the runner also import ``overrides`` and ``python-dotenv``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import importlib
 import importlib.util
+import io
 import itertools
 import os
 import sys
@@ -39,6 +45,7 @@ __all__ = [
     "available",
     "official",
     "official_multi_turn",
+    "official_multi_turn_run",
     "official_single_turn",
 ]
 
@@ -205,3 +212,109 @@ def official_multi_turn(
         for name in set(store) - before:
             del store[name]
     return OfficialVerdict(bool(result["valid"]), result.get("error_type"))
+
+
+#: what the scripted model says once a turn's replies run out (no call: the turn ends)
+_END_OF_SCRIPT = "I have done what you asked."
+
+
+@functools.lru_cache(maxsize=1)
+def _official_runner() -> types.SimpleNamespace:
+    """bfcl-eval's inference loop (``BaseHandler``) and evaluation runner, loaded once."""
+    ref = official()
+    try:
+        base_handler = importlib.import_module("bfcl_eval.model_handler.base_handler")
+        eval_runner = importlib.import_module("bfcl_eval.eval_checker.eval_runner")
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"bfcl-eval's inference loop dependencies ({exc.name})", "bfcl"
+        ) from exc
+
+    class ScriptedHandler(base_handler.BaseHandler):
+        """A prompting model that says the given replies, turn by turn; a turn whose
+        replies run out goes on with a message without calls (that ends it)."""
+
+        def __init__(self, model_name: str, replies: Sequence[Sequence[str]]) -> None:
+            super().__init__(model_name, 0.0, model_name, False)
+            self._replies = [list(turn) for turn in replies]
+            self._turn = 0
+
+        def decode_execute(self, result: str, has_tool_call_tag: bool) -> list[str]:
+            return ref.decode_execute(result, has_tool_call_tag)
+
+        def _pre_query_processing_prompting(self, test_entry: dict) -> dict:
+            return {}
+
+        def add_first_turn_message_prompting(self, data: dict, message: list) -> dict:
+            self._turn = 0
+            return data
+
+        def _add_next_turn_user_message_prompting(self, data: dict, message: list) -> dict:
+            self._turn += 1
+            return data
+
+        def _query_prompting(self, data: dict) -> tuple[str, float]:
+            turn = self._replies[self._turn] if self._turn < len(self._replies) else []
+            return (turn.pop(0) if turn else _END_OF_SCRIPT), 0.0
+
+        def _parse_query_response_prompting(self, api_response: Any) -> dict:
+            return {"model_responses": api_response, "input_token": 0, "output_token": 0}
+
+        def _add_assistant_message_prompting(self, data: dict, response: dict) -> dict:
+            return data
+
+        def _add_execution_results_prompting(
+            self, data: dict, results: list, response: dict
+        ) -> dict:
+            return data
+
+    return types.SimpleNamespace(
+        handler=ScriptedHandler,
+        evaluate=eval_runner._evaluate_single_multi_turn_entry,
+    )
+
+
+def official_multi_turn_run(
+    replies: Sequence[Sequence[str]],
+    entry: Mapping[str, Any],
+    ground_truth: Sequence[Sequence[str]],
+) -> OfficialVerdict:
+    """The leaderboard's verdict on a prompting model that says ``replies``, found by
+    running bfcl-eval's own inference loop and evaluation runner on them.
+
+    Unlike :func:`official_multi_turn`, which hands the replies to the checker as they
+    are, the replies go through ``BaseHandler.inference_multi_turn_prompting`` as a model's
+    answers (``replies[t]`` during user turn ``t``): a reply that does not decode or holds
+    no call ends the turn (later replies of that turn are never asked for), and a turn
+    with more than ``MAXIMUM_STEP_LIMIT`` steps with calls is force-quit, which keeps that
+    turn and asks for no later one. The runner's ``_evaluate_single_multi_turn_entry``
+    then gives the verdict (a result with fewer turns than the ground truth fails as
+    ``multi_turn:force_terminated``). ``entry`` needs ``id``, ``question``,
+    ``initial_config`` and ``involved_classes`` (``missed_function`` for miss_func). The
+    verdict's ``detail`` holds ``turns_played`` and the runner's ``error_message``.
+    """
+    ref = official()
+    runner = _official_runner()
+    model = f"{MODEL}-{next(_RUN)}"
+    store = ref.multi_turn_globals
+    before = set(store)
+    test_entry = copy.deepcopy(dict(entry))
+    try:
+        handler = runner.handler(model, replies)
+        with contextlib.redirect_stdout(io.StringIO()):  # the loop prints every step
+            result, _ = handler.inference_multi_turn_prompting(test_entry, False, True)
+        verdict = runner.evaluate(
+            handler,
+            entry["id"],
+            result,
+            [list(t) for t in ground_truth],
+            copy.deepcopy(dict(entry)),
+            model,
+            entry["id"].rsplit("_", 1)[0],
+        )
+    finally:
+        for name in set(store) - before:
+            del store[name]
+    error = verdict.get("error", {})
+    detail = {"turns_played": len(result), "error_message": error.get("error_message")}
+    return OfficialVerdict(bool(verdict["valid"]), error.get("error_type"), detail)

@@ -136,14 +136,22 @@ class BFCLMultiTurnEnv(TextEnv):
     turn (officially any public method of the involved classes runs: the functions an
     entry leaves out, and the held-out ones of miss_func before their turn), and a turn
     with empty ground truth (it cannot be served) fails when the agent's calls changed
-    the services' state (officially it is not checked, so on a last turn anything pays).
+    the services' state (officially it is not checked, so on a last turn anything pays),
+    and a last turn that reaches the step limit fails (officially it is checked as it
+    stands; see Episode End).
 
     ## Episode End
     ``terminated`` when a turn check fails (the entry can no longer pass, so the episode
     stops there rather than playing on), when the agent makes more than ``step_limit``
-    (BFCL: 20) steps with calls in one user turn (force-terminated: a failure), or when
-    the last turn passes (success). ``truncated`` when the turn budget ``max_turns``,
-    counted in agent steps, runs out first.
+    (BFCL: 20) steps with calls in one user turn, or when the last turn passes (success).
+    At the step limit (the step that makes it ``step_limit + 1`` steps with calls) strict
+    rules fail the episode (``multi_turn:force_terminated``) in any turn: the agent never
+    handed the turn back. Official rules do as bfcl-eval: its inference force-quits the
+    turn but keeps it and plays no later turn, and its runner fails a result a turn short
+    and checks a full one, so an earlier turn fails (``multi_turn:force_terminated``) and
+    the last turn is checked as it stands, as if handed back (success if it passes).
+    ``truncated`` when the turn budget ``max_turns``, counted in agent steps, runs out
+    first.
 
     ## Information
     The standard keys: ``success`` (every user turn passed) and ``score`` (the fraction
@@ -173,7 +181,9 @@ class BFCLMultiTurnEnv(TextEnv):
 
     ## Version History
     - v0: first version. Before any release, ``rules`` was added, with ``"strict"`` the
-      default (the verdicts until then are ``rules="official"``).
+      default (the verdicts until then are ``rules="official"``), and ``rules="official"``
+      came to check a last turn that reaches the step limit, as bfcl-eval does (it had
+      failed it, as strict rules still do).
     """
 
     default_max_turns = 60
@@ -422,23 +432,40 @@ class BFCLMultiTurnEnv(TextEnv):
         observation = self._format_results(calls, results)
         info: dict[str, Any] = {"results": results}
         if self._call_steps > self.step_limit:
-            verdict = TurnVerdict(
-                False,
-                FORCE_TERMINATED,
-                f"more than {self.step_limit} steps with function calls in user turn "
-                f"{self._user_turn}",
-            )
-            self._over = True
-            info["turn_check"] = verdict.as_info()
-            return Transition(
-                observation=f"{observation}\n\nStep limit reached: the episode is over "
-                f"({verdict.message}).",
-                terminated=True,
-                success=False,
-                score=self._fraction_passed(),
-                info=info,
-            )
+            return self._force_quit(observation, info)
         return Transition(observation=observation, info=info)
+
+    def _force_quit(self, observation: str, info: dict[str, Any]) -> Transition:
+        """The step after which the turn has more than ``step_limit`` steps with calls.
+
+        bfcl-eval's inference force-quits the turn there but keeps it, and asks for no
+        later turn; its runner then fails a result with fewer turns than the ground truth
+        (``multi_turn:force_terminated``) and checks one with all of them. So under
+        official rules a last turn is checked as if the agent had handed it back, and an
+        earlier one fails. Strict rules fail the episode in every turn: the agent never
+        said it was done, and hitting the limit must not pay where stopping would not be
+        needed (BFCL's inference marks a force-quit entry as one to fail).
+        """
+        turn = self._user_turn
+        reached = f"more than {self.step_limit} steps with function calls in user turn {turn + 1}"
+        if not self.strict and turn + 1 == self.entry.n_turns:
+            ended = self._end_turn()
+            ended.info.update(info)
+            ended.observation = (
+                f"{observation}\n\nStep limit reached ({reached}): the turn is checked as it "
+                f"stands. {ended.observation}"
+            )
+            return ended
+        verdict = TurnVerdict(False, FORCE_TERMINATED, reached)
+        self._over = True
+        info["turn_check"] = verdict.as_info()
+        return Transition(
+            observation=f"{observation}\n\nStep limit reached: the episode is over ({reached}).",
+            terminated=True,
+            success=False,
+            score=self._fraction_passed(),
+            info=info,
+        )
 
     def _end_turn(self) -> Transition:
         entry = self.entry
