@@ -6,12 +6,10 @@ import ast
 import builtins
 import hashlib
 import itertools
-import json
 import math
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -24,6 +22,7 @@ from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SnapshotError
 from agentenvs.envs.deepcoder import official
+from agentenvs.envs.deepcoder.cache import LRU, task_digest
 from agentenvs.envs.deepcoder.checker import (
     HIDDEN_FAILED_MESSAGE,
     NOT_RUN,
@@ -137,32 +136,12 @@ def lcb_prompt(problem: str, starter_code: str) -> str:
     return text + "### Answer: (use the provided format with backticks)\n\n"
 
 
-class _LRU:
-    """A bounded mapping that forgets the least recently used entry first."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: OrderedDict[Any, Any] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        value = self.data.get(key)
-        if value is not None:
-            self.data.move_to_end(key)
-        return value
-
-    def put(self, key: Any, value: Any) -> None:
-        self.data[key] = value
-        self.data.move_to_end(key)
-        while len(self.data) > self.size:
-            self.data.popitem(last=False)
-
-
 # Per process, shared by envs with equal tasks and settings (contract checks, eval workers
 # and step-quality runs make many envs): results are a function of (task, program,
-# settings), so sharing only saves sandbox runs.
-_OUTCOMES = _LRU(OUTCOME_CACHE_SIZE)
+# settings), keyed by all of them (``cache``), so sharing only saves sandbox runs.
+_OUTCOMES = LRU(OUTCOME_CACHE_SIZE)
 _OWN_SANDBOXES = itertools.count()
-_ERROR_POOLS = _LRU(1024)
+_ERROR_POOLS = LRU(1024)
 _ERROR_SEARCH_LOCK = threading.RLock()
 
 
@@ -176,14 +155,6 @@ class _MutantSearch:
         self.found: list[str] = []
         self.tried = 0
         self.exhausted = not reference
-
-
-def task_digest(task: CodeTask) -> str:
-    """A hash of what decides a program's results on ``task``: its tests and function."""
-    payload = [task.id, task.func_name, task.reference]
-    payload += [[t.kind, t.input, t.output, t.args, t.accepted] for t in task.tests]
-    raw = json.dumps(payload, default=repr, sort_keys=True)
-    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _stable_order(task_id: str, n: int) -> list[int]:
@@ -253,9 +224,10 @@ class DeepCoderMTEnv(TextEnv):
 
     Scoring and errors. ``score_action(action)`` is the pass rate of the action's
     program on all tests (0 without a program), from the current state without
-    advancing; results are cached per process by the program's text, the task and the
-    settings, so 16 candidates from one state cost 16 sandbox runs at most (one warm
-    worker each; ``score_actions`` runs them concurrently). ``error_action(rng)`` is
+    advancing; results are cached per process by the program's text, the whole task (its
+    source format and raw tests included), its time limit and the settings (rules,
+    limits, comparison), so 16 candidates from one state cost 16 sandbox runs at most
+    (one warm worker each; ``score_actions`` runs them concurrently). ``error_action(rng)`` is
     the task's reference solution with one seeded AST mutation (a flipped comparison,
     an off-by-one, ``+``/``-`` swapped, a changed constant, ``and``/``or`` or
     ``min``/``max`` swapped, a dropped line) that was run and fails at least one test
@@ -410,8 +382,9 @@ class DeepCoderMTEnv(TextEnv):
             self.float_tolerance,
             self.limits,
         )
-        self._task_digests: dict[str, str] = {}
-        self._cases: dict[str, tuple[PyCase, ...]] = {}
+        # by the task itself, not its id: ``outcomes_of`` takes any task
+        self._task_digests: dict[CodeTask, str] = {}
+        self._cases: dict[CodeTask, tuple[PyCase, ...]] = {}
         # the episode's state
         self._attempts: list[str] = []
         self._outcomes: tuple[TestOutcome, ...] | None = None
@@ -514,7 +487,7 @@ class DeepCoderMTEnv(TextEnv):
         return self._sandbox
 
     def _cases_of(self, task: CodeTask) -> tuple[PyCase, ...]:
-        cases = self._cases.get(task.id)
+        cases = self._cases.get(task)
         if cases is None:
             cases = tuple(
                 PyCase("stdin", stdin=t.input)
@@ -522,7 +495,7 @@ class DeepCoderMTEnv(TextEnv):
                 else PyCase("call", func=task.func_name or "", args=t.args)
                 for t in task.tests
             )
-            self._cases[task.id] = cases
+            self._cases[task] = cases
         return cases
 
     def _execute(
@@ -571,10 +544,12 @@ class DeepCoderMTEnv(TextEnv):
         return self._cache_key(task, code_digest(code))
 
     def _cache_key(self, task: CodeTask, *parts: str) -> tuple[Any, ...]:
-        digest = self._task_digests.get(task.id)
+        """What a verdict on ``task`` depends on: the settings, the task's time limit (under
+        official rules its source's) and the whole task, its source format included."""
+        digest = self._task_digests.get(task)
         if digest is None:
-            digest = self._task_digests[task.id] = task_digest(task)
-        return (self._settings_key, digest, *parts)
+            digest = self._task_digests[task] = task_digest(task)
+        return (self._settings_key, self._timeout_for(task), digest, *parts)
 
     def _early_stopped(self, outcomes: tuple[TestOutcome, ...]) -> tuple[TestOutcome, ...]:
         for i, outcome in enumerate(outcomes):
