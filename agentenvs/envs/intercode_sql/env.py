@@ -123,12 +123,18 @@ def _check_dump(backend: str, dump: Any) -> None:
             raise SnapshotError(f"the snapshot's database is damaged: {verdict!r:.200}")
         return
     if not isinstance(dump, list) or not all(
-        isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
-        and t[1].lstrip().upper().startswith("CREATE TABLE") and isinstance(t[2], tuple)
+        isinstance(t, tuple)
+        and len(t) == 3
+        and isinstance(t[0], str)
+        and isinstance(t[1], str)
+        and t[1].lstrip().upper().startswith("CREATE TABLE")
+        and isinstance(t[2], tuple)
         and all(isinstance(row, tuple) for row in t[2])
         for t in dump
     ):
-        raise SnapshotError("the snapshot's database is not a table dump (name, CREATE TABLE, rows)")
+        raise SnapshotError(
+            "the snapshot's database is not a table dump (name, CREATE TABLE, rows)"
+        )
 
 
 def make_backend(
@@ -190,13 +196,18 @@ class InterCodeSQLEnv(TextEnv):
     between the agent's and the gold's intersecting rows in their original order,
     ``round(tau * IoU, 2)`` with numpy's rounding (no scaling when tau is NaN, e.g. one
     matching row). The agent's side without a result set (an error, a statement, nothing
-    run yet) gives 0; a gold without a result set counts as ``[]``. Reversed order gives
-    a negative reward. ``rules="iou"`` leaves the sort-order scaling out (the reward some
-    of InterCode's published trajectories were scored with; ``python -m
-    agentenvs.envs.intercode_sql.replay`` tells which). ``rules="normalized"`` is the comparable mode: values are made
-    canonical first (``6.0`` is ``6``, ``Decimal('2.50')`` is ``2.5``), MySQL divides with
-    SQLite's precision, a gold without a result set scores 0, and only the gold's rows in
-    its order score 1 (InterCode's rounding gives 1 to 250 of 251 rows; here 0.99); see
+    run yet) gives 0; a gold without a result set counts as ``[]``, as does a gold the
+    engine refuses: on MySQL the gold runs as written, as InterCode runs it (``FROM SHOW``,
+    a reserved word, and ``COUNT (*)`` fail there, so an empty answer scores 1 and the
+    right one 0). Reversed order gives a negative reward. ``rules="iou"`` leaves the
+    sort-order scaling out (the reward some of InterCode's published trajectories were
+    scored with; ``python -m agentenvs.envs.intercode_sql.replay`` tells which).
+    ``rules="normalized"`` is the comparable mode: values are made canonical first (``6.0``
+    is ``6``, ``Decimal('2.50')`` is ``2.5``), MySQL divides with SQLite's precision, a gold
+    the server refuses is read as SQLite and rewritten by sqlglot (`` FROM `SHOW` ``, its
+    double-quoted strings kept strings), a gold without a result set scores 0, and only
+    the gold's rows in its order score 1 (InterCode's rounding gives 1 to 250 of 251 rows;
+    here 0.99); see
     ``docs/intercode_sql.md``, which also lists what each mode leaves open.
     Only ``submit`` is rewarded (0 otherwise), unless ``try_again``: then every statement
     is rewarded as if submitted right after it. The gold query runs on the episode's own
@@ -262,7 +273,11 @@ class InterCodeSQLEnv(TextEnv):
       DIRECTORY``, tablespaces, engines other than InnoDB) are refused and the gold runs
       outside the agent's session; on both engines a result past
       ``Limits.max_result_bytes`` (64 MB) is refused, SQLite refuses ``fts3_tokenizer``,
-      and ``rules="normalized"`` no longer rounds a near answer up to 1.
+      and ``rules="normalized"`` no longer rounds a near answer up to 1. On MySQL the gold
+      runs as written under ``rules="official"`` and ``"iou"`` (it was rewritten from
+      SQLite's dialect when the server refused it, which scored ``FROM `show` `` 1 where
+      InterCode scores it 0); the rewrite, now only in ``rules="normalized"``, keeps
+      double-quoted strings strings (it made ``"Asia"`` a column).
     """
 
     default_max_turns = 10
@@ -355,7 +370,13 @@ class InterCodeSQLEnv(TextEnv):
 
     @property
     def gold_query(self) -> str:
-        """The current task's gold query, in the backend's dialect."""
+        """The current task's gold query as the backend runs it.
+
+        On MySQL: as written, as InterCode runs it, except with ``rules="normalized"``,
+        where a gold the server refuses is rewritten from SQLite's dialect when the
+        rewrite runs. On SQLite: as written, or sqlglot's SQLite version of a MySQL gold
+        (InterCode's dialect) that SQLite cannot run as written, in every mode.
+        """
         task = self.task
         return self.backend.translate_gold(self.task_set.databases[task.db], task.gold)
 

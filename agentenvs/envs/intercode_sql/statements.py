@@ -23,7 +23,7 @@ when any writing keyword appears in it outside strings and identifiers (``WITH .
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -297,3 +297,55 @@ def match_table_case(sql: str, tables: Mapping[str, str], dialect: str = "mysql"
     for start, end, wanted in reversed(edits):
         sql = sql[:start] + wanted + sql[end:]
     return sql
+
+
+def sqlite_strings(sql: str, names: Iterable[str]) -> str:
+    """``sql``, read as SQLite, with each double-quoted token that names nothing written as
+    the single-quoted string SQLite takes it for.
+
+    SQLite reads ``"Asia"`` as an identifier where it names something and as the string
+    ``'Asia'`` elsewhere (Spider's gold queries quote their strings so); sqlglot reads it
+    as an identifier always, so its MySQL version of ``T1.Continent = "Asia"`` would
+    compare with a column `` `Asia` ``. A double-quoted token stays an identifier when it
+    is one of ``names`` (the database's tables and columns, in any letter case), an alias
+    the query defines (after ``AS``), a name with a dot beside it, or a function's name.
+    """
+    from sqlglot.tokens import TokenType
+
+    tokens = _tokens(sql, "sqlite")
+    if not tokens:
+        return sql
+    known = {name.lower() for name in names}
+    known |= {
+        tokens[i + 1].text.lower()
+        for i, token in enumerate(tokens[:-1])
+        if token.token_type == TokenType.ALIAS
+    }
+    edits = []
+    for i, token in enumerate(tokens):
+        if token.token_type != TokenType.IDENTIFIER or sql[token.start : token.start + 1] != '"':
+            continue
+        before = tokens[i - 1].token_type if i > 0 else None
+        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+        if (
+            token.text.lower() in known
+            or before in (TokenType.ALIAS, TokenType.DOT)
+            or after in (TokenType.DOT, TokenType.L_PAREN)
+        ):
+            continue
+        edits.append((token.start, token.end + 1, "'" + token.text.replace("'", "''") + "'"))
+    for start, end, literal in reversed(edits):
+        sql = sql[:start] + literal + sql[end:]
+    return sql
+
+
+def sqlite_gold_for_mysql(sql: str, names: Iterable[str]) -> str:
+    """A query written for SQLite (Spider's gold queries) rewritten for MySQL by sqlglot,
+    its double-quoted strings kept strings (``sqlite_strings``); ``sql`` itself when
+    sqlglot cannot read it."""
+    import sqlglot
+
+    try:
+        return sqlglot.transpile(sqlite_strings(sql, names), read="sqlite", write="mysql")[0]
+    except sqlglot.errors.ParseError:
+        return sql

@@ -69,7 +69,11 @@ from agentenvs.envs.intercode_sql.backends.base import (
 )
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
-from agentenvs.envs.intercode_sql.statements import classify, match_table_case
+from agentenvs.envs.intercode_sql.statements import (
+    classify,
+    match_table_case,
+    sqlite_gold_for_mysql,
+)
 
 EPISODE_PREFIX = "ae_ep_"
 TEMPLATE_PREFIX = "ae_tpl_"
@@ -1194,18 +1198,24 @@ class MySQLBackend(Backend):
                     return QueryResult(error=_error_text(exc))
 
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
-        """The gold as written when the server accepts it, else sqlglot's MySQL version."""
+        """The gold query as the server runs it: as written, as InterCode runs it (a gold
+        the server refuses, for a reserved word such as ``FROM SHOW`` or a space in
+        ``COUNT (*)``, then counts as ``[]``). Only in the comparable mode
+        (``comparable=True``) is a gold the server refuses read as SQLite (Spider's gold
+        queries are SQLite's) and rewritten by sqlglot, its double-quoted strings kept
+        strings (``statements.sqlite_gold_for_mysql``); the rewrite replaces the gold
+        only when the server runs it."""
+        if not self.comparable:
+            return gold
         template, _ = self.template(source)
         key = (template, gold)
         if key not in self._gold_sql:
             chosen = gold
             if not self._run_gold(template, gold).ok:
-                import sqlglot
-
-                try:
-                    chosen = sqlglot.transpile(gold, read="sqlite", write="mysql")[0]
-                except sqlglot.errors.ParseError:
-                    chosen = gold
+                names = [n for table, cols in self.schema(source).items() for n in (table, *cols)]
+                candidate = sqlite_gold_for_mysql(gold, names)
+                if candidate != gold and self._run_gold(template, candidate).ok:
+                    chosen = candidate
             self._gold_sql[key] = chosen
         return self._gold_sql[key]
 
