@@ -189,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--address", default=None,
                     help="Ray address with --backend ray ('auto', 'ray://host:10001'); "
                     "default: the RAY_ADDRESS cluster, else a new local one")
+    _add_fault_args(ev, "trajectory")
 
     rp = sub.add_parser("report", help="tables and plots of a run, optionally compared with another")
     rp.add_argument("run_dir", type=Path)
@@ -219,6 +220,37 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-progress", action="store_true")
     _add_analysis_parsers(sub)
     return parser
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}")
+    return value
+
+
+def _add_fault_args(sp: argparse.ArgumentParser, item: str) -> None:
+    from agentenvs.eval.faults import DEFAULT_FAULT_BACKOFF, DEFAULT_MAX_FAULT_RETRIES
+
+    sp.add_argument("--max-fault-retries", type=_non_negative_int,
+                    default=DEFAULT_MAX_FAULT_RETRIES,
+                    help=f"runs of a {item} again, with its seed, after an infrastructure fault "
+                    f"(a killed sandbox, a lost database, a model server error; default "
+                    f"{DEFAULT_MAX_FAULT_RETRIES}); past it the run stops, naming the faults, "
+                    "and resuming re-runs what faulted. Faults are never scored")
+    sp.add_argument("--fault-backoff", type=float, default=DEFAULT_FAULT_BACKOFF,
+                    help=f"seconds before the first retry, doubled for each one after it "
+                    f"(default {DEFAULT_FAULT_BACKOFF})")
+    sp.add_argument("--max-fault-rate", type=_rate, default=None,
+                    help="stop the run once faults pass this share of its attempts "
+                    "(judged after 20 attempts; default: no limit)")
 
 
 def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
@@ -367,10 +399,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fault_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "max_fault_retries": args.max_fault_retries,
+        "fault_backoff": args.fault_backoff,
+        "max_fault_rate": args.max_fault_rate,
+    }
+
+
 def _run(
     env_id: str, policy: str, tasks: str, n: int, budgets: Sequence[int], mode: str, seed: int,
     out: Path, env_kwargs: dict[str, Any], workers: int, progress: bool, chunk_size: int | None = None,
     backend: str = "local", address: str | None = None, executor: Any = None,
+    faults: dict[str, Any] | None = None,
 ) -> Any:
     from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
 
@@ -384,9 +425,11 @@ def _run(
         seed=seed,
         env_kwargs=env_kwargs,
     )
+    from agentenvs.eval.faults import fault_line
+
     summary = run_pass_at_k_t(
         config, out, workers=workers, chunk_size=chunk_size, progress=progress, backend=backend,
-        address=address, executor=executor,
+        address=address, executor=executor, **(faults or {}),
     )
     rate = summary.successes / summary.ran if summary.ran else float("nan")
     print(
@@ -394,6 +437,14 @@ def _run(
         f"({summary.already_done} already done, {summary.ran} run in {summary.seconds:.1f} s"
         + (f", {rate:.0%} successful)" if summary.ran else ")")
     )
+    print(f"  {env_id}: {fault_line(summary.faults)}")
+    by_task = [(t, e) for t, e in summary.faults["by_task"].items() if e["faults"]]
+    if by_task:
+        shown = ", ".join(
+            f"{t} {e['rate']:.0%} ({e['faults']}/{e['attempts']})" for t, e in by_task[:8]
+        )
+        more = f" and {len(by_task) - 8} more" if len(by_task) > 8 else ""
+        print(f"  fault rate by task: {shown}{more}")
     return summary
 
 
@@ -413,7 +464,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
         args.env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
         args.chunk_size, args.backend,
-        args.address,
+        args.address, faults=_fault_kwargs(args),
     )
     print(f"report: agentenvs report {args.out}")
     return 0

@@ -40,7 +40,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
-from agentenvs.core.errors import AgentEnvsError, require
+from agentenvs.core.errors import UNKNOWN, AgentEnvsError, Fault, require
 
 BACKENDS = ("local", "ray")
 
@@ -56,8 +56,17 @@ class Job(NamedTuple):
     payload: Any
 
 
-class WorkerLostError(AgentEnvsError):
-    """A worker died more often than the executor retries it; the run can be resumed."""
+class WorkerLostError(Fault):
+    """A worker died more often than the executor retries it; the run can be resumed.
+
+    A fault of kind ``worker``: what killed the process (the OOM killer, a signal from
+    outside, a crash in native code) is not known here, so its attribution is
+    ``unknown``. The runner and the analyses run the work left on new workers
+    (``agentenvs.eval.faults.ride_out_worker_loss``).
+    """
+
+    def __init__(self, message: str, *, evidence: str = "") -> None:
+        super().__init__(message, kind="worker", attribution=UNKNOWN, evidence=evidence)
 
 
 def default_chunk_size(jobs: int, workers: int) -> int:
@@ -328,7 +337,7 @@ class LocalPoolExecutor(Executor):
                 yield from unique(future.result())
             finished = True
         except BrokenProcessPool as exc:
-            raise _lost() from exc
+            raise _lost(exc) from exc
         finally:
             if finished:
                 pool.shutdown(wait=True)
@@ -379,7 +388,7 @@ class LocalPoolExecutor(Executor):
                     yield from unique(results)
             finished = True
         except BrokenProcessPool as exc:
-            raise _lost() from exc
+            raise _lost(exc) from exc
         finally:
             if not finished:
                 for future in futures:
@@ -412,10 +421,11 @@ class LocalPoolExecutor(Executor):
             _unregister_pool(registered)
 
 
-def _lost() -> WorkerLostError:
+def _lost(exc: BaseException | None = None) -> WorkerLostError:
     return WorkerLostError(
         "a worker process died (killed, out of memory or exited); the results "
-        "received so far are kept: run the same work again to resume"
+        "received so far are kept: run the same work again to resume",
+        evidence=f"the process pool broke: {exc}" if exc is not None else "",
     )
 
 
@@ -672,7 +682,8 @@ class RayExecutor(Executor):
                 except ray.exceptions.RayActorError as exc:
                     raise WorkerLostError(
                         f"a Ray worker died and was restarted {self.max_restarts} times, or "
-                        f"its setup failed; what finished is kept, so resuming is safe: {exc}"
+                        f"its setup failed; what finished is kept, so resuming is safe: {exc}",
+                        evidence=f"Ray: {type(exc).__name__}",
                     ) from exc
                 submit(index)
                 yield from unique(results)

@@ -1,7 +1,9 @@
 """A run on disk: the JSONL file of trajectories, its manifest, and stable seeds.
 
-A run directory holds ``manifest.json`` (the run's config) and ``trajectories.jsonl``
-(one JSON object a line, one line per finished trajectory). Readers check every
+A run directory holds ``manifest.json`` (the run's config, and its fault counts),
+``trajectories.jsonl`` (one JSON object a line, one line per finished trajectory, with
+the faults retried before it in ``faults``) and ``faults.jsonl`` (trajectories that ran
+out of fault retries and lost workers: never samples; see ``agentenvs.eval.faults``). Readers check every
 trajectory record (``read_trajectories``: a bad one raises ``RunFileError`` naming the
 file, line and field) and count each trajectory once: an exact repeat of a line is
 dropped with a ``RunFileWarning``, two different records of one trajectory are refused. Lines are appended with a
@@ -205,6 +207,9 @@ def check_trajectory(record: dict[str, Any], where: str) -> None:
             f"{where}: field 'turns' ({record['turns']}) must equal the number of steps "
             f"({len(record['steps'])}) and lie within the budget ({record['budget']})"
         )
+    faults = record.get("faults", [])
+    if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
+        raise RunFileError(f"{where}: field 'faults' must be a list of fault records")
     first = record["first_success_turn"]
     if first is not None and not 1 <= first <= record["turns"]:
         raise RunFileError(

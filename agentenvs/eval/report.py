@@ -25,6 +25,13 @@ success came within T turns; in ``rerun`` mode, the samples of the budget-T runs
 ended in success. An incomplete run is reported on what it has: each task uses the
 samples it has (for ``rerun``, the first m sample indices present at every budget).
 
+Faults (``agentenvs.eval.faults``) are reported beside the surface: the fault rate of the
+run's env and of each task that saw one (``### Faults`` in ``passk.md``, ``faults`` in
+``passk.json``), and every task left with fewer samples than the config's n (a run that
+stopped on faults, or was interrupted): its estimate rests on the samples it has, and the
+tables say so (``short_tasks``) rather than estimate it silently; resuming the run fills
+it. No fault is ever a sample.
+
 matplotlib is imported only when a plot is drawn (``pip install 'agentenvs[plot]'``);
 figures are drawn on the Agg canvas without touching pyplot's global state.
 """
@@ -42,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from agentenvs.eval.faults import fault_line, fault_markdown, read_fault_summary
 from agentenvs.eval.passk import (
     PassSurface,
     ci_reliability,
@@ -60,6 +68,8 @@ class RunData:
     #: derive: task -> {sample: first_success_turn or 0}; rerun: task -> {(sample, budget): success}
     outcomes: dict[str, dict[Any, Any]] = field(default_factory=dict)
     n_records: int = 0
+    #: the run's fault summary (``agentenvs.eval.faults.fault_summary``)
+    faults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -83,7 +93,9 @@ def load_run(run_dir: str | Path) -> RunData:
     manifest = read_manifest(run_dir)
     data = RunData(run_dir=run_dir, config=manifest["config"])
     derive = data.mode == "derive"
-    for record in read_trajectories(run_dir / TRAJECTORIES_NAME):
+    records = read_trajectories(run_dir / TRAJECTORIES_NAME)
+    data.faults = read_fault_summary(records, run_dir)
+    for record in records:
         per_task = data.outcomes.setdefault(str(record["task_id"]), {})
         if derive:
             per_task[int(record["sample"])] = int(record["first_success_turn"] or 0)
@@ -116,6 +128,31 @@ def success_count_matrix(
             for j, budget in enumerate(budgets):
                 counts[i, j] = sum(outcome[(s, budget)] for s in common)
     return counts, n
+
+
+def short_tasks(data: RunData) -> dict[str, int]:
+    """Tasks of the config with fewer samples than its ``n`` (every budget counted as
+    ``success_count_matrix`` does): task -> samples it has."""
+    tasks = [str(t) for t in data.config["task_ids"]]
+    _, n = success_count_matrix(data, tasks, data.budgets)
+    wanted = int(data.config["n"])
+    return {task: int(have) for task, have in zip(tasks, n, strict=True) if have < wanted}
+
+
+def faults_markdown(data: RunData) -> str:
+    """The run's faults and the tasks short of samples, as Markdown (for ``passk.md``)."""
+    text = fault_markdown(data.faults, str(data.config["env_id"]))
+    short = short_tasks(data)
+    if short:
+        wanted = int(data.config["n"])
+        listed = ", ".join(f"{t} ({have} of {wanted})" for t, have in list(short.items())[:20])
+        more = f" and {len(short) - 20} more" if len(short) > 20 else ""
+        text += (
+            f"\n{len(short)} task(s) have fewer than n = {wanted} samples (the run stopped "
+            f"on faults or was interrupted; tasks with none are left out): {listed}{more}. "
+            "Their estimates rest on the samples they have; resume the run to fill them.\n"
+        )
+    return text
 
 
 def default_ks(n_min: int) -> list[int]:
@@ -207,10 +244,11 @@ def surface_csv(surface: PassSurface) -> str:
 
 def _write_tables(
     surface: PassSurface, out_dir: Path, stem: str, title: str, meta: dict[str, Any],
-    *, signed: bool = False,
+    *, signed: bool = False, notes: str = "",
 ) -> list[Path]:
     paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{stem}.json"]
-    paths[0].write_text(surface_markdown(surface, title, signed=signed))
+    table = surface_markdown(surface, title, signed=signed)
+    paths[0].write_text(table + (f"\n{notes}" if notes else ""))
     paths[1].write_text(surface_csv(surface))
     paths[2].write_text(json.dumps({**meta, "surface": surface.to_dict()}, indent=2) + "\n")
     return paths
@@ -365,6 +403,8 @@ def _meta(data: RunData) -> dict[str, Any]:
         "mode": cfg["mode"],
         "seed": cfg["seed"],
         "trajectories": data.n_records,
+        "faults": data.faults,
+        "short_tasks": short_tasks(data),
     }
 
 
@@ -396,7 +436,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     title = f"{data.label} on {data.config['env_id']} ({data.mode} mode)"
     surface = run_surface(data, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
-    files = _write_tables(surface, out, "passk", title, _meta(data))
+    files = _write_tables(surface, out, "passk", title, _meta(data), notes=faults_markdown(data))
     if plots:
         files.append(plot_surface(surface, out / "passk.png", title))
     result = ReportResult(out_dir=out, surface=surface, files=files)
@@ -435,7 +475,17 @@ def write_report(
     diff_title = f"{other.label} minus {data.label} on {data.config['env_id']}"
     meta = {"first": _meta(data), "second": _meta(other), "tasks": len(tasks),
             "config_differences": {k: list(v) for k, v in differences.items()}}
-    files += _write_tables(diff, out, "comparison", diff_title, meta, signed=True)
+    notes = "".join(
+        f"{run.label}: {fault_line(run.faults)}.\n\n" for run in (data, other)
+    ) + "".join(
+        f"{run.label}: {len(short)} task(s) short of n samples: "
+        f"{', '.join(list(short)[:10])}.\n\n"
+        for run in (data, other)
+        if (short := short_tasks(run))
+    )
+    files += _write_tables(
+        diff, out, "comparison", diff_title, meta, signed=True, notes="### Faults\n\n" + notes
+    )
     for name, surf, run in (("first", base, data), ("second", second, other)):
         (out / f"comparison_{name}.md").write_text(
             surface_markdown(surf, f"{run.label} (shared tasks and budgets)")

@@ -31,25 +31,51 @@ was retried after its worker died. Restarting a run reads that file, ignores a
 torn last line and skips what is done, so an interrupted-and-resumed run ends with
 exactly the trajectories of an uninterrupted one. ``manifest.json`` holds the config;
 resuming with another config is refused.
+
+Faults (``agentenvs.core.errors.Fault``, raised by the env or the policy: a killed
+sandbox, a lost database, a model server's error) are never scored: the worker runs the
+trajectory again with the same seed, at most ``max_fault_retries`` times with a short
+backoff, so its record is the one a fault-free run writes, plus a ``faults`` field
+listing what preceded it. A trajectory out of retries is no sample: it is written to
+``faults.jsonl`` (not to the trajectories) and the run stops with ``FaultLimitError``
+naming its faults; resuming runs it again. A worker process that dies is a fault of kind
+``worker``: the work left runs on new workers. The manifest's ``faults`` entry, the
+summary and the reports give the fault rate of the env and of each task; see
+``agentenvs.eval.faults``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import sys
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
-from agentenvs.core.errors import AgentEnvsError
+from agentenvs.core.errors import AgentEnvsError, Fault
 from agentenvs.eval.executors import BACKENDS, Executor, Job, default_chunk_size, make_executor
+from agentenvs.eval.faults import (
+    DEFAULT_FAULT_BACKOFF,
+    DEFAULT_MAX_FAULT_RETRIES,
+    FAULTS_NAME,
+    Faulted,
+    FaultLimitError,
+    FaultTally,
+    check_bounds,
+    close_quietly,
+    describe,
+    read_fault_summary,
+    retry_faults,
+    ride_out_worker_loss,
+)
 from agentenvs.eval.records import (
     MANIFEST_NAME,
     TRAJECTORIES_NAME,
@@ -57,8 +83,10 @@ from agentenvs.eval.records import (
     RunFileError,
     dumps_line,
     ensure_manifest,
+    read_manifest,
     read_trajectories,
     stable_seed,
+    write_json_atomic,
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
 from agentenvs.policy.chat import ChatTemplateError
@@ -163,16 +191,27 @@ class WorkItem:
 
 @dataclass
 class RunSummary:
+    """What a run did. ``faults`` is the fault summary of the whole run directory (every
+    segment of a resumed run: ``agentenvs.eval.faults.fault_summary``); ``new_faults``
+    counts the faults of this call alone."""
+
     run_dir: Path
     total: int
     already_done: int
     ran: int
     successes: int
     seconds: float
+    faults: dict[str, Any] = field(default_factory=dict)
+    new_faults: int = 0
 
     @property
     def trajectories_path(self) -> Path:
         return self.run_dir / TRAJECTORIES_NAME
+
+    @property
+    def fault_rate(self) -> float:
+        """Faults per attempt over the run directory (0 without faults)."""
+        return float(self.faults.get("rate", 0.0))
 
 
 def record_key(record: dict[str, Any]) -> tuple[str, int, int]:
@@ -288,22 +327,76 @@ def run_episode(
 
 
 # ---------------------------------------------------------------- workers
+class EpisodeOutcome(NamedTuple):
+    """What a worker sends back for one trajectory: its JSONL line (the trajectory's
+    record, or, when it ran out of fault retries, the line for ``faults.jsonl``)."""
+
+    line: bytes
+    success: bool
+    faults: tuple[dict[str, Any], ...]
+    faulted: bool
+
+
+def import_env_module(env_id: str) -> None:
+    """Import the module of a ``module:Env-v0`` id (as ``gym.make`` would), which may
+    register the env and policies, without building the env."""
+    module, sep, _ = env_id.partition(":")
+    if sep and module:
+        importlib.import_module(module)
+
+
 class EpisodeWorker:
-    """What a worker builds once (env and policy) and every chunk reuses."""
+    """What a worker builds once (the policy; the env, again after a fault) and every
+    chunk reuses.
 
-    def __init__(self, config_data: dict[str, Any]) -> None:
+    A ``Fault`` out of an episode (its env's or its policy's) is retried here with the
+    same seed (``retry_faults``); the env is closed and built anew before the retry, as
+    a fault may have left it broken (a dead container, a lost connection), and a fault
+    while building it is one more fault of that trajectory.
+    """
+
+    def __init__(
+        self,
+        config_data: dict[str, Any],
+        max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+        fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    ) -> None:
         self.config = EvalConfig.from_dict(config_data)
-        self.env = make_env(self.config)  # first: a "module:Env-v0" id imports the module
-        self.policy = make_policy(self.config.policy)  # that may also register the policy
+        import_env_module(self.config.env_id)  # first: it may register the policy
+        self.policy = make_policy(self.config.policy)
+        self.env: gym.Env | None = None
         self.meta = _run_meta(self.config)
+        self.max_fault_retries = int(max_fault_retries)
+        self.fault_backoff = float(fault_backoff)
 
-    def run(self, item: WorkItem) -> tuple[bool, bytes]:
-        """One trajectory, serialized here so the driver only appends bytes."""
-        record = run_episode(self.env, self.policy, item, self.config.info_keys)
-        return record["success"], dumps_line({**self.meta, **record})
+    def _episode(self, item: WorkItem) -> dict[str, Any]:
+        if self.env is None:
+            self.env = make_env(self.config)
+        return run_episode(self.env, self.policy, item, self.config.info_keys)
+
+    def _drop_env(self, fault: Fault) -> None:
+        env, self.env = self.env, None
+        close_quietly(env)
+
+    def run(self, item: WorkItem) -> EpisodeOutcome:
+        """One trajectory (retried past faults), serialized here so the driver only
+        appends bytes."""
+        record, faults = retry_faults(
+            lambda: self._episode(item), max_retries=self.max_fault_retries,
+            backoff=self.fault_backoff, after_fault=self._drop_env,
+        )
+        if isinstance(record, Faulted):
+            line = {"type": "item", **self.meta, **asdict(item), "faults": faults}
+            return EpisodeOutcome(dumps_line(line), False, tuple(faults), True)
+        if faults:
+            record["faults"] = faults
+        return EpisodeOutcome(
+            dumps_line({**self.meta, **record}), record["success"], tuple(faults), False
+        )
 
     def close(self) -> None:
-        self.env.close()
+        if self.env is not None:
+            self.env.close()
 
 
 def _run_meta(config: EvalConfig) -> dict[str, Any]:
@@ -315,7 +408,7 @@ def _run_meta(config: EvalConfig) -> dict[str, Any]:
     }
 
 
-def _run_item(worker: EpisodeWorker, item: WorkItem) -> tuple[bool, bytes]:
+def _run_item(worker: EpisodeWorker, item: WorkItem) -> EpisodeOutcome:
     return worker.run(item)
 
 
@@ -392,6 +485,9 @@ def run_pass_at_k_t(
     backend: str = "local",
     address: str | None = None,
     executor: Executor | None = None,
+    max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+    fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    max_fault_rate: float | None = None,
 ) -> RunSummary:
     """Run (or resume) every trajectory of ``config`` into ``run_dir``.
 
@@ -405,61 +501,133 @@ def run_pass_at_k_t(
     this process writes the JSONL file. ``executor``: run on this one instead (e.g. a
     ``LocalPoolExecutor(keep_workers=True)`` that several runs share; the caller closes
     it), and ignore ``workers``, ``backend``, ``address`` and ``start_method``.
+
+    Faults: a trajectory whose env or policy raises ``Fault`` is run again with its seed,
+    at most ``max_fault_retries`` times, ``fault_backoff`` seconds apart (doubled each
+    time); a lost worker's work runs again on new workers, at most ``max_fault_retries``
+    times in a row without progress. Past either bound, or past ``max_fault_rate``
+    (faults per attempt, judged after ``MIN_ATTEMPTS_FOR_RATE`` attempts; ``None``: no
+    limit), the run stops with ``FaultLimitError`` naming the faults; what finished is
+    kept and a resume re-runs the rest. None of these change the trajectories, so a
+    resume may use other bounds.
     """
     if backend not in BACKENDS:
         raise RunConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if address is not None and backend != "ray":
         raise RunConfigError("address is for backend='ray'")
+    try:
+        check_bounds(max_fault_retries, fault_backoff, max_fault_rate)
+    except ValueError as exc:
+        raise RunConfigError(str(exc)) from None
     run_dir = Path(run_dir)
     started = time.perf_counter()
     env = make_env(config)
     try:
         check_mode(config, env, _policy_for_checks(config.policy))
         done = prepare_run_dir(config, run_dir)
-        todo = [item for item in config.work() if item.key not in done]
-        total = len(todo) + len(done)
-        successes = 0
-        from tqdm.auto import tqdm
+    finally:
+        env.close()
+    todo = [item for item in config.work() if item.key not in done]
+    total = len(todo) + len(done)
+    successes = 0
+    tally = FaultTally(max_fault_rate)
+    from tqdm.auto import tqdm
 
-        bar = tqdm(
-            total=total,
-            initial=len(done),
-            disable=not progress,
-            file=sys.stderr,
-            desc=f"{config.policy} on {config.env_id}",
-            unit="traj",
-            dynamic_ncols=True,
-        )
-        with JsonlAppender(run_dir / TRAJECTORIES_NAME, fsync=fsync) as out, bar:
-            written: set[Hashable] = set()
-            if todo:
-                jobs = [Job(item.key, _run_item, item) for item in todo]
-                setup = functools.partial(EpisodeWorker, config.to_dict())
+    bar = tqdm(
+        total=total,
+        initial=len(done),
+        disable=not progress,
+        file=sys.stderr,
+        desc=f"{config.policy} on {config.env_id}",
+        unit="traj",
+        dynamic_ncols=True,
+    )
+    written: set[Hashable] = set()
+    try:
+        with (
+            JsonlAppender(run_dir / TRAJECTORIES_NAME, fsync=fsync) as out,
+            JsonlAppender(run_dir / FAULTS_NAME, fsync=fsync) as fault_log,
+            bar,
+        ):
+            setup = functools.partial(
+                EpisodeWorker, config.to_dict(), max_fault_retries, fault_backoff
+            )
+
+            def run_rest() -> None:
+                nonlocal successes
+                rest = [item for item in todo if item.key not in written]
+                if not rest:
+                    return
+                jobs = [Job(item.key, _run_item, item) for item in rest]
                 with (
                     contextlib.nullcontext(executor)
                     if executor is not None
                     else make_executor(backend, workers, address=address, start_method=start_method)
                 ) as runner:
-                    size = chunk_size or task_chunk_size(todo, runner.workers)
+                    size = chunk_size or task_chunk_size(rest, runner.workers)
                     results = runner.run(setup, jobs, chunk_size=size, affinity=_task_of)
-                    for key, (success, line) in results:
-                        if key in written:  # never twice, whatever a backend retried
-                            continue
-                        written.add(key)
-                        # whole lines in one write: a kill can tear only the last of them
-                        out.write(line)
-                        successes += success
-                        bar.update(1)
+                    # closed here, not when collected: a stop must stop the workers now
+                    with contextlib.closing(results):
+                        for key, outcome in results:
+                            if key in written:  # never twice, whatever a backend retried
+                                continue
+                            tally.add(outcome.faults, finished=not outcome.faulted)
+                            # whole lines in one write: a kill can tear only the last one
+                            if outcome.faulted:
+                                fault_log.write(outcome.line)
+                                raise _out_of_retries(key, outcome, max_fault_retries)
+                            written.add(key)
+                            out.write(outcome.line)
+                            successes += outcome.success
+                            bar.update(1)
+                            if outcome.faults:
+                                tally.check_rate(outcome.faults)
+
+            def log_loss(record: dict[str, Any]) -> None:
+                tally.add([record], finished=False)
+                fault_log.write(dumps_line({"type": "worker", "fault": record}))
+
+            ride_out_worker_loss(
+                run_rest, progress=lambda: len(written), max_retries=max_fault_retries,
+                backoff=fault_backoff, log_loss=log_loss,
+            )
     finally:
-        env.close()
+        faults = _record_faults(run_dir)
     return RunSummary(
         run_dir=run_dir,
         total=total,
         already_done=len(done),
-        ran=len(todo),
+        ran=len(written),
         successes=successes,
         seconds=time.perf_counter() - started,
+        faults=faults,
+        new_faults=tally.faults,
     )
+
+
+def _out_of_retries(
+    key: Hashable, outcome: EpisodeOutcome, max_fault_retries: int
+) -> FaultLimitError:
+    task_id, sample, budget = key  # type: ignore[misc]
+    tries = "it is not retryable" if not outcome.faults[-1].get("retryable", True) else (
+        f"{len(outcome.faults)} attempts (max_fault_retries {max_fault_retries})"
+    )
+    return FaultLimitError(
+        f"trajectory {task_id}#{sample}@{budget} faulted in every attempt ({tries}), so it "
+        f"has no sample and the run stops: {describe(outcome.faults)}. What finished is "
+        f"kept and the faults are in {FAULTS_NAME}: fix the infrastructure and run the same "
+        "command again to resume",
+        outcome.faults,
+    )
+
+
+def _record_faults(run_dir: Path) -> dict[str, Any]:
+    """Count the run directory's faults and keep the count in its manifest."""
+    summary = read_fault_summary(read_trajectories(run_dir / TRAJECTORIES_NAME), run_dir)
+    manifest = read_manifest(run_dir)
+    if manifest.get("faults") != summary:
+        write_json_atomic(run_dir / MANIFEST_NAME, {**manifest, "faults": summary})
+    return summary
 
 
 def resolve_tasks(env_id: str, spec: str, env_kwargs: dict[str, Any] | None = None) -> list[str]:

@@ -346,20 +346,37 @@ def test_frozenlake_visible_budget_needs_rerun(tmp_path: Path) -> None:
     assert "turns left" in first["initial_observation"]
 
 
-def test_a_dying_worker_stops_the_run_and_a_resume_completes_it(tmp_path: Path) -> None:
-    from agentenvs.eval.executors import WorkerLostError
+def test_a_dying_worker_is_a_fault_the_run_rides_out(tmp_path: Path) -> None:
+    from agentenvs.eval.faults import FAULTS_NAME, FaultLimitError
 
     marker = tmp_path / "crashed"
     cfg = config(mode="rerun", n=4, policy=f"test/crashing-guesser:marker={marker}")
     marker.touch()  # the reference run must not crash
     run_pass_at_k_t(cfg, tmp_path / "reference", workers=0, progress=False)
     marker.unlink()
-    with pytest.raises(WorkerLostError, match="worker process died"):
-        run_pass_at_k_t(cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False)
+    summary = run_pass_at_k_t(
+        cfg, tmp_path / "rode-out", workers=2, chunk_size=2, progress=False, fault_backoff=0
+    )
     assert marker.exists()  # a worker really exited mid-chunk
+    assert summary.total == summary.ran == 3 * 4 * 4
+    assert lines(tmp_path / "rode-out") == lines(tmp_path / "reference")
+    assert summary.faults["worker_losses"] == 1 and summary.faults["by_kind"] == {"worker": 1}
+    lost = [json.loads(line) for line in (tmp_path / "rode-out" / FAULTS_NAME).read_text().splitlines()]
+    assert [(r["type"], r["fault"]["kind"], r["fault"]["attribution"]) for r in lost] == [
+        ("worker", "worker", "unknown")
+    ]
+    # with no retries the loss stops the run, and a resume completes it
+    marker.unlink()
+    with pytest.raises(FaultLimitError, match="worker process died"):
+        run_pass_at_k_t(
+            cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False,
+            max_fault_retries=0,
+        )
+    assert marker.exists()
     summary = run_pass_at_k_t(cfg, tmp_path / "crashed-run", workers=2, chunk_size=2, progress=False)
     assert summary.total == 3 * 4 * 4
     assert lines(tmp_path / "crashed-run") == lines(tmp_path / "reference")
+    assert summary.faults["worker_losses"] == 1
 
 
 class LoggedState:
