@@ -309,3 +309,37 @@ def test_nothing_left_running_after_an_attack() -> None:
         env.close()
     out = subprocess.run(["pgrep", "-f", "aehack"], capture_output=True, text=True).stdout
     assert out.strip() == ""
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_overlay_changes_equal_the_engines_diff() -> None:
+    """The grader reads a container's changes from its overlay upper dir (the engine's own
+    diff can walk the whole filesystem); both must list the same changes."""
+    from agentenvs.envs.terminal.runtime_docker import container_changes
+
+    env = TerminalBenchEnv(runtime="docker", command_timeout=30)
+    try:
+        env.reset(options={"task_id": "word-frequency"})
+        env.step(
+            "```bash\necho new > /app/added.txt; echo x >> /etc/hostname.copy; "
+            "echo changed >> /etc/debian_version; rm -f /etc/issue.net; "
+            "rm -rf /usr/share/doc && mkdir /usr/share/doc && touch /usr/share/doc/only; "
+            "mv /usr/share/man /usr/share/man2; ln -s /etc /app/link\n```"
+        )
+        runtime = env.runtime()
+        box = runtime._current
+        api = runtime.client.api
+        engine = {(d["Path"], {0: "C", 1: "A", 2: "D"}[d["Kind"]]) for d in api.diff(box.id)}
+        ours = set(container_changes(api, box.id))
+
+        rc, out = env.shell.control("find / -xdev -type d 2>/dev/null")
+        dirs = set(out.decode().split())
+
+        def files(entries: set[tuple[str, str]]) -> set[tuple[str, str]]:
+            # a changed dir is there for what changed below it: only files count
+            return {(p, k) for p, k in entries if not (k == "C" and p in dirs)}
+
+        assert files(ours) == files(engine)
+        assert ("/app/added.txt", "A") in ours and ("/etc/issue.net", "D") in ours
+    finally:
+        env.close()
