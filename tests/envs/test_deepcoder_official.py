@@ -254,6 +254,78 @@ def test_apps_short_tests_beyond_the_15_longest_never_run(box: Sandbox) -> None:
     assert verdicts(outcomes)[:5] == ["Not Selected"] * 5
 
 
+# rLLM's check_correctness keeps the 15 longest tests of a longer APPS row in a dict it
+# rebuilds with only "inputs" and "outputs": a call-based row's fn_name is gone, so
+# taco.run_test grades the program as a stdin script: each input's items str-ed, one a
+# line, on stdin, and stdout compared with the output's items str-ed, one a line
+SUMS_IN = [[[i, i + 1, i + 2]] for i in range(16)]
+SUMS_OUT = [[3 * i + 3] for i in range(16)]
+SUM_FUNCTION = "def total(xs):\n    return sum(xs)\n"
+SUM_METHOD = "class Solution:\n    def total(self, xs):\n        return sum(xs)\n"
+SUM_SCRIPT = "import ast, sys\nxs = ast.literal_eval(sys.stdin.readline())\nprint(sum(xs))\n"
+
+
+def sums_row(fmt: str, n: int) -> dict[str, str]:
+    """A call-based row of ``n`` tests as TACO or PrimeIntellect publish it."""
+    if fmt == "taco":
+        tests: Any = {"inputs": SUMS_IN[:n], "outputs": SUMS_OUT[:n], "fn_name": "total"}
+    else:
+        tests = [
+            {"type": "function_call", "fn_name": "total", "input": x, "output": y}
+            for x, y in zip(SUMS_IN[:n], SUMS_OUT[:n], strict=True)
+        ]
+    return {"id": f"sums-{fmt}-{n}", "problem": "Sum the list.", "tests": json.dumps(tests)}
+
+
+def test_apps_call_rows_over_15_tests_read_their_arguments_on_stdin() -> None:
+    long, short = (parse_row(sums_row("taco", n), "t", "x") for n in (16, 15))
+    assert official.loses_function_name(long) and not official.loses_function_name(short)
+    assert not official.loses_function_name(lcb_call([("1\n2", "[1, 2]")] * 16))
+    assert official.apps_io(long.tests[2]) == ("[2, 3, 4]", "9")
+    args = taco([[[1, 2], 3, "a b"]], [[[1, 2]]], fn_name="f").tests[0]
+    assert official.apps_io(args) == ("[1, 2]\n3\na b", "[1, 2]")
+    keyed = taco([[{"1": 2}]], [[{"3": 4}]], fn_name="f").tests[0]
+    assert official.apps_io(keyed) == ("{1: 2}", "{3: 4}")  # JSON's keys made integers
+    # an output that is neither text nor a list: the official run raises on it
+    bare = parse_row(
+        {"problem": "p", "tests": json.dumps({"inputs": ["3\n"], "outputs": [6]})}, "t", "x"
+    )
+    assert official.apps_io(bare.tests[0]) == ("3\n", None)
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("fmt", ["taco", "primeintellect"])
+def test_apps_call_rows_over_15_tests_lose_the_function_name(tmp_path: Path, fmt: str) -> None:
+    file = tmp_path / "rows.jsonl"
+    file.write_text("".join(json.dumps(sums_row(fmt, n)) + "\n" for n in (16, 15)))
+    scores: dict[tuple[str, int], list[float]] = {}
+    for rules in ("strict", "official"):
+        env = gym.make("agentenvs/DeepCoderMT-v0", tasks_path=file, rules=rules)
+        for n in (16, 15):
+            env.reset(options={"task_id": f"sums-{fmt}-{n}"})
+            programs = (SUM_FUNCTION, SUM_METHOD, SUM_SCRIPT)
+            scores[rules, n] = [env.unwrapped.score_action(f"```python\n{p}```") for p in programs]
+            _, reward, *_ = env.step(f"```python\n{SUM_FUNCTION}```")
+            assert reward == (0.0 if (rules, n) == ("official", 16) else 1.0)
+        env.close()
+    # officially, 16 tests: the function is never called (0 of 15 pass), and a script
+    # that reads the arguments from stdin passes; 15 tests: the function is called
+    assert scores["official", 16] == [0.0, 0.0, 1.0]
+    assert scores["official", 15] == [1.0, 1.0, 0.0]
+    # strict rules call the function however many tests the row has
+    assert scores["strict", 16] == scores["strict", 15] == [1.0, 1.0, 0.0]
+
+
+@pytest.mark.bwrap
+def test_apps_output_neither_text_nor_a_list_fails(box: Sandbox) -> None:
+    bare = parse_row(
+        {"problem": "p", "tests": json.dumps({"inputs": ["3\n"], "outputs": [6]})}, "t", "x"
+    )
+    code = "print(int(input()) * 2)\n"
+    assert not passes(box, bare, code)
+    assert passes(box, taco(["3\n"], ["6"]), code)
+
+
 # ------------------------------------------------------------- pure comparisons
 def test_apps_stdout_rules() -> None:
     eq = official.apps_stdout_equal

@@ -258,10 +258,12 @@ class DeepCoderMTEnv(TextEnv):
       block of any language runs; LiveCodeBench/Codeforces programs run in one process
       per program (wrapped in a function, stdin a ``StringIO``, ``SystemExit`` ignored,
       numpy/pandas preloaded, one shared ``Solution``), TACO/PrimeIntellect ones by the
-      APPS rules on their 15 longest tests at 12 s each; the first failure stops the
-      run; ``success`` needs every selected test; the feedback shows the public tests as
-      ``CompetitionCodingAgent`` picks them (inputs found in the statement, else the
-      first two) and says "Congratulations!" whenever those pass. ``public_tests``,
+      APPS rules on their 15 longest tests at 12 s each (a call-based row with more than
+      15 loses its function name there and is graded as a stdin script, as officially);
+      the first failure stops the run; ``success`` needs every selected test; the
+      feedback shows the public tests as ``CompetitionCodingAgent`` picks them (inputs
+      found in the statement, else the first two) and says "Congratulations!" whenever
+      those pass. ``public_tests``,
       ``early_stop`` and ``float_tolerance`` do not apply; ``tests_total`` and ``score``
       count the selected tests.
     - ``timeout_per_test`` (6.0 s, the official limit; under official rules the default is

@@ -16,7 +16,10 @@ feedback.
   fresh process per test (a fork of the runner, which has the preamble's modules loaded),
   exit code ignored, stdout compared even after an exception, by the APPS rules
   (``apps_stdout_equal``); a call's result equals the expected value or its first
-  element.
+  element. A call-based row with more than 15 tests loses its function name when the
+  checker keeps the 15 longest (``loses_function_name``): the program is graded as a
+  stdin script, reading each test's arguments one a line, and a program that only
+  defines the function fails.
 - Feedback: the public tests are those, among the tests that ran, whose input lines all
   appear in the problem statement (whitespace removed), else the first two; when none of
   them fails the agent reads "Congratulations!", even when a hidden test failed.
@@ -107,6 +110,13 @@ def _raw_input(test: CodeTest) -> Any:
 
 def _raw_output(test: CodeTest) -> Any:
     return test.output if test.raw_output is None else test.raw_output
+
+
+def loses_function_name(task: CodeTask) -> bool:
+    """An APPS call-based row with more than 15 tests: the official checker rebuilds its
+    tests from the 15 longest without ``fn_name``, so the program is graded as a stdin
+    script (``apps_io`` says what it reads and what its output must be)."""
+    return is_apps(task) and task.tests[0].kind == "call" and len(task.tests) > APPS_MAX_TESTS
 
 
 def selected(task: CodeTask) -> list[int]:
@@ -244,6 +254,43 @@ def _int_keys(value: Any) -> Any:
         return value
 
 
+def _apps_outputs(raw: Any) -> Any:
+    """The expected value as the APPS checker keeps it: a dict (or a list led by one) with
+    integer keys becomes a one-element list of that dict."""
+    if isinstance(raw, dict):
+        converted = _int_keys(raw)
+        return [converted] if converted is not raw else raw
+    if isinstance(raw, list) and raw and isinstance(raw[0], dict):
+        converted = _int_keys(raw[0])
+        if converted is not raw[0]:
+            return [converted]
+    return raw
+
+
+def _apps_lines(value: Any) -> str | None:
+    """A test's input or output as the APPS stdin checker writes it: a list's items
+    ``str``-ed, one a line; text as it is; None for anything else (officially the run
+    raises on it and fails)."""
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return value if isinstance(value, str) else None
+
+
+def apps_io(test: CodeTest) -> tuple[str | None, str | None]:
+    """(stdin, expected stdout) of an APPS test graded as a stdin script: its raw values
+    as the checker converts them (a leading dict with integer keys replaces the input,
+    as ``apps_call_inputs`` says; see ``_apps_outputs``), then ``_apps_lines``. A
+    call-based test that lost its function name reads its arguments one a line
+    (``[[1, 2], 3]``: ``[1, 2]\n3``) and must print the items of the expected list one a
+    line (``[6]``: ``6``)."""
+    raw_in = _raw_input(test)
+    if isinstance(raw_in, list) and raw_in and isinstance(raw_in[0], dict):
+        converted = _int_keys(raw_in[0])
+        if converted is not raw_in[0]:
+            raw_in = [converted]
+    return _apps_lines(raw_in), _apps_lines(_apps_outputs(_raw_output(test)))
+
+
 def apps_call_inputs(raw: Any) -> list[Any]:
     args = list(raw) if isinstance(raw, list | str) else [raw]
     if args and isinstance(args[0], dict):
@@ -256,14 +303,7 @@ def apps_call_inputs(raw: Any) -> list[Any]:
 def apps_call_equal(value: Any, raw_output: Any) -> bool:
     """A call's result against the APPS expected value: tuples become lists, then equal to
     the expected value, or to its first element (also with inner tuples made lists)."""
-    outputs = raw_output
-    if isinstance(outputs, dict):
-        converted = _int_keys(outputs)
-        outputs = [converted] if converted is not outputs else outputs
-    elif isinstance(outputs, list) and outputs and isinstance(outputs[0], dict):
-        converted = _int_keys(outputs[0])
-        if converted is not outputs[0]:
-            outputs = [converted]
+    outputs = _apps_outputs(raw_output)
     try:
         if isinstance(value, tuple):
             value = list(value)
@@ -479,12 +519,6 @@ def apps_scripts(code: str) -> tuple[str, str]:
     return compiled, script
 
 
-def _apps_text(raw: Any) -> str:
-    if isinstance(raw, list):
-        return "\n".join(str(x) for x in raw)
-    return str(raw)
-
-
 def _apps_stdin(
     sandbox: Sandbox, task: CodeTask, code: str, order: list[int], timeout: float
 ) -> dict[int, TestOutcome]:
@@ -504,8 +538,11 @@ def _apps_stdin(
             results[order[0]] = _failure(VERDICT_RUNTIME, None)
             return results
         for i in order:
-            test = task.tests[i]
-            answer = runner.ask({"stdin": _apps_text(_raw_input(test))}, timeout + _GRACE_S)
+            stdin, want = apps_io(task.tests[i])
+            if stdin is None or want is None:  # officially the run raises: no verdict
+                results[i] = _failure(VERDICT_RUNTIME, None)
+                break
+            answer = runner.ask({"stdin": stdin}, timeout + _GRACE_S)
             error = None if answer is None else answer.get("error")
             if answer is None or error in ("timeout", "output limit"):
                 verdict = VERDICT_TIMEOUT if error == "timeout" else VERDICT_RUNTIME
@@ -513,7 +550,7 @@ def _apps_stdin(
             else:  # the exit code is ignored: an exception after the answer still passes
                 stdout = answer.get("stdout")
                 stdout = stdout if isinstance(stdout, str) else ""
-                ok = apps_stdout_equal(stdout.rstrip("\n"), _apps_text(_raw_output(test)))
+                ok = apps_stdout_equal(stdout.rstrip("\n"), want)
                 outcome = TestOutcome(ok, VERDICT_PASSED if ok else VERDICT_WRONG, None, None)
             results[i] = outcome
             if not outcome.passed:
@@ -530,7 +567,7 @@ def execute(
     checker skips, ``NOT_RUN`` for those after the first failure."""
     order = selected(task)
     limit = default_timeout(task) if timeout is None else timeout
-    if is_apps(task) and task.tests[0].kind == "stdin":
+    if is_apps(task) and (task.tests[0].kind == "stdin" or loses_function_name(task)):
         results = _apps_stdin(sandbox, task, code, order, limit)
     else:
         results = _in_process(sandbox, task, code, order, limit)
