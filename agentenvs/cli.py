@@ -273,6 +273,7 @@ def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
                     help="worker processes (0 runs in this process; default: one per CPU, "
                     "or 1 when A or B is a model policy: each worker loads its own models)")
     _add_backend_args(sp)
+    _add_fault_args(sp, "state")
     sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
     sp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                     help="import MODULE first in every process (registers plugin policies)")
@@ -344,6 +345,7 @@ def _add_analysis_parsers(sub: Any) -> None:
     lk.add_argument("--workers", type=int, default=0,
                     help="worker processes (default 0: models share this process)")
     _add_backend_args(lk)
+    _add_fault_args(lk, "trajectory's scoring")
     lk.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                     help="import MODULE first in every process (registers plugin policies)")
     lk.add_argument("--n-boot", type=int, default=1000)
@@ -582,7 +584,7 @@ def _finish_state_analysis(config: Any, args: argparse.Namespace) -> int:
         workers=_workers_for(args.workers, config.policy_a, config.policy_b, config.reference or ""),
         backend=args.backend, address=args.address,
         progress=not args.no_progress,
-        plots=not args.no_plots, n_boot=args.n_boot,
+        plots=not args.no_plots, n_boot=args.n_boot, **_fault_kwargs(args),
     )
     print(summary_markdown(result.summary))
     print(f"{result.n_states} states ({result.ran} analysed now) in {result.seconds:.1f} s")
@@ -617,7 +619,7 @@ def cmd_likelihood(args: argparse.Namespace) -> int:
     result = run_likelihood(
         config, args.out, workers=args.workers, backend=args.backend, address=args.address,
         progress=not args.no_progress,
-        plots=not args.no_plots, n_boot=args.n_boot,
+        plots=not args.no_plots, n_boot=args.n_boot, **_fault_kwargs(args),
     )
     print(summary_markdown(result.summary))
     print(f"{result.n_trajectories} trajectories ({result.ran} scored now) in {result.seconds:.1f} s")

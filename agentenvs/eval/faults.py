@@ -61,9 +61,11 @@ class FaultLimitError(AgentEnvsError):
 
 @dataclass(frozen=True)
 class Faulted:
-    """What a worker returns for an item that ran out of fault retries."""
+    """What a worker returns for an item that ran out of fault retries: its faults, and
+    the line for ``faults.jsonl`` that names the item."""
 
     faults: tuple[dict[str, Any], ...]
+    line: bytes = b""
 
 
 def backoff_delay(backoff: float, retry: int) -> float:
@@ -234,8 +236,9 @@ def fault_summary(
     """Fault counts of a run or an analysis, from its results and its ``faults.jsonl``.
 
     ``results`` are the finished items (their ``faults`` fields: faults retried away);
-    ``fault_lines`` hold items that ran out of retries (``type`` ``"item"``) and lost
-    workers (``type`` ``"worker"``). Per ``group`` (the task) and in all: ``attempts``
+    ``fault_lines`` hold items that ran out of retries (``type`` ``"item"``), lost
+    workers (``type`` ``"worker"``) and the faults of a driver's own stage (``"stage"``:
+    collecting an analysis' states), which belong to no task either. Per ``group`` (the task) and in all: ``attempts``
     (finished items plus faults), ``faults``, ``rate`` (faults per attempt), ``faulted``
     (times an item ran out of retries), ``with_faults`` (finished items that needed a
     retry); in all also ``by_kind`` and ``worker_losses`` (which belong to no task).
@@ -250,10 +253,15 @@ def fault_summary(
         entry["faults"] += len(faults)
         entry["with_faults"] += bool(faults)
         kinds.update(str(f.get("kind", "other")) for f in faults)
+    stage_faults = 0
     for line in fault_lines:
         if line.get("type") == "worker":
             worker_losses += 1
             kinds["worker"] += 1
+            continue
+        if line.get("type") == "stage":  # e.g. collecting states in the driver
+            stage_faults += len(line.get("faults") or [])
+            kinds.update(str(f.get("kind", "other")) for f in line.get("faults") or [])
             continue
         faults = line.get("faults") or []
         entry = per.setdefault(str(line.get(group)), _task_entry())
@@ -266,12 +274,13 @@ def fault_summary(
         entry["rate"] = entry["faults"] / entry["attempts"] if entry["attempts"] else 0.0
         for name in ("finished", "faults", "faulted", "with_faults"):
             total[name] += entry[name]
-    total["faults"] += worker_losses
+    total["faults"] += worker_losses + stage_faults
     total["attempts"] = total["finished"] + total["faults"]
     total["rate"] = total["faults"] / total["attempts"] if total["attempts"] else 0.0
     return {
         **total,
         "worker_losses": worker_losses,
+        "stage_faults": stage_faults,
         "by_kind": dict(sorted(kinds.items())),
         "by_task": {task: per[task] for task in sorted(per)},
     }

@@ -37,8 +37,16 @@ import gymnasium as gym
 import numpy as np
 
 import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
+from agentenvs.core.errors import Fault
+from agentenvs.eval.faults import (
+    DEFAULT_FAULT_BACKOFF,
+    DEFAULT_MAX_FAULT_RETRIES,
+    Faulted,
+    close_quietly,
+    fault_line,
+    read_fault_summary,
+)
 from agentenvs.eval.records import (
-    dumps_line,
     ensure_manifest,
     stable_seed,
     write_json_atomic,
@@ -51,6 +59,7 @@ from agentenvs.eval.states import (
     load_trajectories,
     read_results_file,
     run_jobs,
+    run_with_fault_retries,
     trajectory_id,
 )
 from agentenvs.eval.step_quality import AnalysisConfigError, bootstrap_mean
@@ -168,9 +177,18 @@ def trajectory_likelihood(
 
 # ---------------------------------------------------------------- workers
 class ScoringWorker:
-    """What a worker builds once: the scoring models, and an env per (env id, kwargs)."""
+    """What a worker builds once: the scoring models, and an env per (env id, kwargs).
+    A ``Fault`` while a trajectory is scored (a model server's error, an env's reset)
+    scores it again from the start, with new envs."""
 
-    def __init__(self, config_data: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        config_data: dict[str, Any],
+        max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+        fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    ) -> None:
+        self.max_fault_retries = int(max_fault_retries)
+        self.fault_backoff = float(fault_backoff)
         self.config = LikelihoodConfig.from_dict(config_data)
         import_modules(self.config.imports)
         specs = {"a": self.config.model_a}
@@ -189,15 +207,27 @@ class ScoringWorker:
             self.envs[key] = gym.make(env_id, **env_kwargs)
         return self.envs[key]
 
+    def drop_env(self, fault: Fault) -> None:
+        envs, self.envs = self.envs, {}
+        for env in envs.values():
+            close_quietly(env)
+
     def close(self) -> None:
         for env in self.envs.values():
             env.close()
 
 
-def _score_trajectory(worker: ScoringWorker, item: dict[str, Any]) -> bytes:
-    env = worker.env_for(item["env_id"], item["env_kwargs"]) if worker.config.history == "env" else None
-    result = trajectory_likelihood(item["record"], worker.models["a"], worker.models.get("b"), env=env)
-    return dumps_line({"id": item["id"], "run": item["run"], "run_label": item["run_label"], **result})
+def _score_trajectory(worker: ScoringWorker, item: dict[str, Any]) -> bytes | Faulted:
+    def attempt() -> dict[str, Any]:
+        history = worker.config.history == "env"
+        env = worker.env_for(item["env_id"], item["env_kwargs"]) if history else None
+        result = trajectory_likelihood(
+            item["record"], worker.models["a"], worker.models.get("b"), env=env
+        )
+        return {"id": item["id"], "run": item["run"], "run_label": item["run_label"], **result}
+
+    names = {"id": item["id"], "run": item["run"], "task_id": item["record"]["task_id"]}
+    return run_with_fault_retries(worker, attempt, names)
 
 
 # ---------------------------------------------------------------- the analysis
@@ -254,8 +284,16 @@ def run_likelihood(
     plots: bool = True,
     n_boot: int = 1000,
     limit: int | None = None,
+    max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+    fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    max_fault_rate: float | None = None,
 ) -> LikelihoodResult:
-    """Score (or resume scoring) every trajectory of the config's runs into ``out_dir``."""
+    """Score (or resume scoring) every trajectory of the config's runs into ``out_dir``.
+
+    A trajectory whose scoring raises ``Fault`` is scored again (the bounds as for
+    ``run_pass_at_k_t``); it never enters the means, and one out of retries stops the
+    analysis (``FaultLimitError``) until it is resumed. The summary's ``faults`` counts
+    them."""
     out_dir = Path(out_dir)
     started = time.perf_counter()
     import_modules(config.imports)
@@ -268,12 +306,17 @@ def run_likelihood(
         todo = todo[: max(0, limit - len(done))]
     ran = run_jobs(
         [(item["id"], item) for item in todo], results_path,
-        setup=functools.partial(ScoringWorker, config.to_dict()), fn=_score_trajectory,
-        workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
-        desc=f"scoring with {config.model_a}", unit="traj", already=len(done),
+        setup=functools.partial(
+            ScoringWorker, config.to_dict(), max_fault_retries, fault_backoff
+        ),
+        fn=_score_trajectory, workers=workers, backend=backend, address=address,
+        chunk_size=chunk_size, progress=progress, desc=f"scoring with {config.model_a}",
+        unit="traj", already=len(done), max_fault_retries=max_fault_retries,
+        fault_backoff=fault_backoff, max_fault_rate=max_fault_rate,
     )
     results = read_results_file(results_path, "id")
     summary = summarize_likelihood(results, config=config, n_boot=n_boot)
+    summary["faults"] = read_fault_summary(results, out_dir)
     files = [out_dir / SUMMARY_NAME]
     write_json_atomic(files[0], summary)
     if plots and results:
@@ -353,4 +396,6 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"| {label} | {outcome} | {g['n_trajectories']} | {cell(g.get('mean_nll_a'))} | "
                 f"{cell(g.get('mean_nll_b'))} | {cell(g.get('final_llr'))} |"
             )
+    if "faults" in summary:
+        lines += ["", f"Faults: {fault_line(summary['faults'])}."]
     return "\n".join(lines) + "\n"

@@ -24,12 +24,14 @@ A state is stored as one JSONL record (snapshot bytes base64-encoded, the messag
 tools), so an analysis can hand it to a worker process and resume from its file.
 ``run_jobs`` is that driver: it runs the records not yet in a results file on the
 executors of ``agentenvs.eval.executors`` (this process, a local pool, Ray actors) and
-appends each result as one atomic line.
+appends each result as one atomic line; an item whose env or policy raises ``Fault`` is
+retried with its seeds, never scored (``run_with_fault_retries``, ``agentenvs.eval.faults``).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +45,17 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
+from agentenvs.eval.faults import (
+    DEFAULT_FAULT_BACKOFF,
+    DEFAULT_MAX_FAULT_RETRIES,
+    FAULTS_NAME,
+    Faulted,
+    FaultLimitError,
+    FaultTally,
+    describe,
+    retry_faults,
+    ride_out_worker_loss,
+)
 from agentenvs.eval.records import (
     JsonlAppender,
     RunFileError,
@@ -400,7 +413,7 @@ def run_jobs(
     out_path: str | os.PathLike[str],
     *,
     setup: Callable[[], Any],
-    fn: Callable[[Any, Any], bytes],
+    fn: Callable[[Any, Any], bytes | Faulted],
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
@@ -410,6 +423,9 @@ def run_jobs(
     unit: str = "item",
     already: int = 0,
     start_method: str = "spawn",
+    max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+    fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    max_fault_rate: float | None = None,
 ) -> int:
     """Run ``fn(worker_state, payload)`` for every ``(key, payload)`` and append each
     returned JSONL line to ``out_path`` as it arrives.
@@ -418,6 +434,12 @@ def run_jobs(
     a local process pool, or Ray actors with ``backend="ray"``); each builds its state
     once with ``setup()``. ``setup`` and ``fn`` must pickle by reference. Returns how
     many items ran; ``already`` only starts the progress bar further on.
+
+    Faults (``agentenvs.eval.faults``): ``fn`` retries its item past faults and returns
+    ``Faulted`` for one out of retries; its line goes to ``faults.jsonl`` beside
+    ``out_path`` and the run stops with ``FaultLimitError``. A lost worker's items run
+    again on new workers, at most ``max_fault_retries`` times in a row without progress;
+    ``max_fault_rate`` bounds the faults per attempt, as for the runner.
     """
     if not items:
         return 0
@@ -425,24 +447,90 @@ def run_jobs(
 
     from agentenvs.eval.executors import Job, make_executor
 
-    jobs = [Job(key, fn, payload) for key, payload in items]
     bar = tqdm(
         total=len(items) + already, initial=already, disable=not progress, file=sys.stderr,
         desc=desc, unit=unit, dynamic_ncols=True,
     )
     written: set[Any] = set()
+    tally = FaultTally(max_fault_rate)
     with (
         JsonlAppender(out_path) as out,
+        JsonlAppender(Path(out_path).with_name(FAULTS_NAME)) as fault_log,
         bar,
-        make_executor(backend, workers, address=address, start_method=start_method) as executor,
     ):
-        for key, line in executor.run(setup, jobs, chunk_size=chunk_size):
-            if key in written:  # never twice, whatever a backend retried
-                continue
-            written.add(key)
-            out.write(line)  # one whole line per write: a kill tears only the last
-            bar.update(1)
+
+        def run_rest() -> None:
+            jobs = [Job(key, fn, payload) for key, payload in items if key not in written]
+            if not jobs:
+                return
+            with make_executor(
+                backend, workers, address=address, start_method=start_method
+            ) as executor:
+                results = executor.run(setup, jobs, chunk_size=chunk_size)
+                with contextlib.closing(results):  # a stop stops the workers now
+                    for key, line in results:
+                        if key in written:  # never twice, whatever a backend retried
+                            continue
+                        if isinstance(line, Faulted):
+                            tally.add(line.faults, finished=False)
+                            fault_log.write(line.line)
+                            raise FaultLimitError(
+                                f"{unit} {key} faulted in every attempt "
+                                f"({len(line.faults)}; max_fault_retries {max_fault_retries}), "
+                                f"so it has no result and the analysis stops: "
+                                f"{describe(line.faults)}. What finished is kept and the "
+                                f"faults are in {FAULTS_NAME}: run the same command again "
+                                "to resume",
+                                line.faults,
+                            )
+                        faults = _faults_of(line)
+                        tally.add(faults, finished=True)
+                        written.add(key)
+                        out.write(line)  # one whole line per write: a kill tears only the last
+                        bar.update(1)
+                        if faults:
+                            tally.check_rate(faults)
+
+        def log_loss(record: dict[str, Any]) -> None:
+            tally.add([record], finished=False)
+            fault_log.write(dumps_line({"type": "worker", "fault": record}))
+
+        ride_out_worker_loss(
+            run_rest, progress=lambda: len(written), max_retries=max_fault_retries,
+            backoff=fault_backoff, log_loss=log_loss,
+        )
     return len(written)
+
+
+def _faults_of(line: bytes) -> list[dict[str, Any]]:
+    """The ``faults`` of a result line (cheap: most lines have none)."""
+    if b'"faults":' not in line:
+        return []
+    import json
+
+    return list(json.loads(line).get("faults") or [])
+
+
+def run_with_fault_retries(
+    worker: Any,
+    attempt: Callable[[], dict[str, Any]],
+    names: dict[str, Any],
+) -> bytes | Faulted:
+    """What an analysis' job function returns: ``attempt()``'s result as a JSONL line,
+    with the faults retried before it; or, out of retries, ``Faulted`` whose line (for
+    ``faults.jsonl``) holds ``names`` (the item's id and task) and the faults. ``worker``
+    gives the bounds (``max_fault_retries``, ``fault_backoff``) and ``drop_env(fault)``,
+    run after each fault."""
+    result, faults = retry_faults(
+        attempt, max_retries=worker.max_fault_retries, backoff=worker.fault_backoff,
+        after_fault=worker.drop_env,
+    )
+    if isinstance(result, Faulted):
+        line = dumps_line({"type": "item", **names, "faults": faults})
+        return Faulted(result.faults, line)
+    if faults:
+        result["faults"] = faults
+    return dumps_line(result)
 
 
 def import_modules(names: Iterable[str]) -> None:

@@ -49,10 +49,23 @@ import gymnasium as gym
 import numpy as np
 
 import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
-from agentenvs.core.errors import AgentEnvsError
+from agentenvs.core.errors import AgentEnvsError, Fault
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
+from agentenvs.eval.faults import (
+    DEFAULT_FAULT_BACKOFF,
+    DEFAULT_MAX_FAULT_RETRIES,
+    FAULTS_NAME,
+    Faulted,
+    FaultLimitError,
+    close_quietly,
+    describe,
+    fault_line,
+    read_fault_summary,
+    retry_faults,
+)
 from agentenvs.eval.passk import bootstrap_weights, percentile_bounds
 from agentenvs.eval.records import (
+    JsonlAppender,
     dumps_line,
     ensure_manifest,
     iter_records,
@@ -73,6 +86,7 @@ from agentenvs.eval.states import (
     read_results_file,
     read_states,
     run_jobs,
+    run_with_fault_retries,
     write_states,
 )
 from agentenvs.policy.base import Policy
@@ -245,23 +259,50 @@ def _continues(kind: str, continue_kinds: Sequence[str]) -> bool:
 
 # ---------------------------------------------------------------- workers
 class StateWorker:
-    """What a worker builds once (env and both policies) and every state reuses."""
+    """What a worker builds once (both policies; the env, again after a fault) and every
+    state reuses. A ``Fault`` while a state is analysed (sampling, scoring an action, a
+    continuation) runs the whole state again with its seeds, on a new env."""
 
-    def __init__(self, config_data: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        config_data: dict[str, Any],
+        max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+        fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    ) -> None:
         self.config = StepQualityConfig.from_dict(config_data)
         import_modules(self.config.imports)
-        self.env = gym.make(self.config.env_id, **self.config.env_kwargs)
+        from agentenvs.eval.runner import import_env_module
+
+        import_env_module(self.config.env_id)  # a "module:Env-v0" id may register policies
+        self._env: gym.Env | None = None
         # one model in memory when A and B differ only in how they sample from it
         self.policies = make_policies({"a": self.config.policy_a, "b": self.config.policy_b})
+        self.max_fault_retries = int(max_fault_retries)
+        self.fault_backoff = float(fault_backoff)
+
+    @property
+    def env(self) -> gym.Env:
+        if self._env is None:
+            self._env = gym.make(self.config.env_id, **self.config.env_kwargs)
+        return self._env
+
+    def drop_env(self, fault: Fault) -> None:
+        env, self._env = self._env, None
+        close_quietly(env)
 
     def close(self) -> None:
-        self.env.close()
+        if self._env is not None:
+            self._env.close()
 
 
-def _evaluate(worker: StateWorker, record: dict[str, Any]) -> bytes:
-    """One state, serialized here so the driver only appends bytes."""
+def _evaluate(worker: StateWorker, record: dict[str, Any]) -> bytes | Faulted:
+    """One state (retried past faults), serialized here so the driver only appends bytes."""
     state = State.from_record(record)
-    return dumps_line(evaluate_state(worker.env, worker.policies, state, worker.config))
+    return run_with_fault_retries(
+        worker,
+        lambda: evaluate_state(worker.env, worker.policies, state, worker.config),
+        {"state_id": state.state_id, "kind": state.kind, "task_id": state.task_id},
+    )
 
 
 # ---------------------------------------------------------------- the analysis
@@ -291,8 +332,10 @@ def source_trajectories(
     progress: bool,
     backend: str = "local",
     address: str | None = None,
+    faults: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The trajectories states are drawn from: the given run, or reference rollouts."""
+    """The trajectories states are drawn from: the given run, or reference rollouts
+    (``faults``: the runner's fault bounds for them)."""
     if config.run_dir is not None:
         run_config, records = load_trajectories(config.run_dir)
         if run_config["env_id"] != config.env_id or run_config.get("env_kwargs", {}) != json.loads(
@@ -319,7 +362,7 @@ def source_trajectories(
     )
     run_pass_at_k_t(
         run_config, out_dir / REFERENCE_DIR, workers=workers, progress=progress,
-        backend=backend, address=address,
+        backend=backend, address=address, **(faults or {}),
     )
     return load_trajectories(out_dir / REFERENCE_DIR)[1]
 
@@ -336,12 +379,21 @@ def run_step_quality(
     plots: bool = True,
     n_boot: int = 1000,
     limit: int | None = None,
+    max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
+    fault_backoff: float = DEFAULT_FAULT_BACKOFF,
+    max_fault_rate: float | None = None,
 ) -> AnalysisResult:
     """Run (or resume) the analysis into ``out_dir``; ``workers=0`` runs in this process,
     ``backend="ray"`` on Ray actors (``address``: the cluster), as the runner does.
 
     ``limit`` stops after that many states in total have results (the summary covers
     those), e.g. to look at a first part; running again without it finishes the rest.
+
+    Faults: a state whose sampling, scoring or continuation raises ``Fault`` is analysed
+    again with its seeds (``max_fault_retries``, ``fault_backoff``, ``max_fault_rate``
+    as for ``run_pass_at_k_t``); it never counts as a loss of either policy, and one out
+    of retries stops the analysis (``FaultLimitError``) until it is resumed. The summary's
+    ``faults`` counts them (``agentenvs.eval.faults.fault_summary``).
     """
     out_dir = Path(out_dir)
     started = time.perf_counter()
@@ -349,12 +401,20 @@ def run_step_quality(
     _prepare(config, out_dir)
     states_path = out_dir / STATES_NAME
     if not states_path.exists():
-        records = source_trajectories(
-            config, out_dir, workers=workers, progress=progress, backend=backend, address=address
+        fault_bounds = dict(
+            max_fault_retries=max_fault_retries, fault_backoff=fault_backoff,
+            max_fault_rate=max_fault_rate,
         )
-        states = collect_states(
-            records, config.env_id, config.env_kwargs, n_states=config.n_states,
-            seed=config.seed, kinds=config.kinds, progress=progress,
+        records = source_trajectories(
+            config, out_dir, workers=workers, progress=progress, backend=backend, address=address,
+            faults=fault_bounds,
+        )
+        states = _collect_riding_out_faults(
+            out_dir, max_fault_retries, fault_backoff,
+            lambda: collect_states(
+                records, config.env_id, config.env_kwargs, n_states=config.n_states,
+                seed=config.seed, kinds=config.kinds, progress=progress,
+            ),
         )
         if not states:
             raise AnalysisConfigError("no states to analyse: the source trajectories are empty")
@@ -367,12 +427,15 @@ def run_step_quality(
         todo = todo[: max(0, limit - len(done))]
     ran = run_jobs(
         [(r["state_id"], r) for r in todo], results_path,
-        setup=functools.partial(StateWorker, config.to_dict()), fn=_evaluate,
-        workers=workers, backend=backend, address=address, chunk_size=chunk_size, progress=progress,
-        desc=f"{config.policy_a} vs {config.policy_b}", unit="state", already=len(done),
+        setup=functools.partial(StateWorker, config.to_dict(), max_fault_retries, fault_backoff),
+        fn=_evaluate, workers=workers, backend=backend, address=address, chunk_size=chunk_size,
+        progress=progress, desc=f"{config.policy_a} vs {config.policy_b}", unit="state",
+        already=len(done), max_fault_retries=max_fault_retries, fault_backoff=fault_backoff,
+        max_fault_rate=max_fault_rate,
     )
     results = read_results_file(results_path, "state_id")
     summary = summarize(results, config=config, n_boot=n_boot, seed=config.seed)
+    summary["faults"] = read_fault_summary(results, out_dir)
     files = [out_dir / SUMMARY_NAME]
     write_json_atomic(files[0], summary)
     if plots:
@@ -384,6 +447,25 @@ def run_step_quality(
         out_dir=out_dir, n_states=len(state_records), ran=ran,
         seconds=time.perf_counter() - started, summary=summary, files=files,
     )
+
+
+def _collect_riding_out_faults(
+    out_dir: Path, max_fault_retries: int, fault_backoff: float, collect: Any
+) -> list[State]:
+    """Collect the states again from the start after a fault of the replays (the same
+    seeds give the same states); the faults go to ``faults.jsonl`` as a ``stage``."""
+    result, faults = retry_faults(collect, max_retries=max_fault_retries, backoff=fault_backoff)
+    if faults:
+        line = {"type": "stage", "stage": "collecting states", "faults": faults}
+        with JsonlAppender(out_dir / FAULTS_NAME) as log:
+            log.write(dumps_line(line))
+    if isinstance(result, Faulted):
+        raise FaultLimitError(
+            f"collecting states faulted in every attempt ({len(faults)}): {describe(faults)}; "
+            "run the same command again to resume",
+            faults,
+        )
+    return result
 
 
 def read_results(out_dir: str | Path) -> list[dict[str, Any]]:
@@ -578,4 +660,6 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"{cell(c['success_b'])} | {c['verdict']} |"
             )
     lines += ["", "Intervals: 95% percentile bootstrap over tasks (all states of a drawn task)."]
+    if "faults" in summary:
+        lines += ["", f"Faults: {fault_line(summary['faults'])}."]
     return "\n".join(lines) + "\n"

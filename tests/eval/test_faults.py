@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from fault_service import Service, request
+from test_likelihood import CharUnigramScorer
 from test_runner import GuessEnv, RandomGuesser
 
 from agentenvs.cli import main
@@ -37,9 +38,11 @@ from agentenvs.eval.faults import (
     fault_summary,
     retry_faults,
 )
+from agentenvs.eval.likelihood import LikelihoodConfig, run_likelihood
 from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest, read_records
 from agentenvs.eval.report import write_report
 from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
+from agentenvs.eval.step_quality import StepQualityConfig, run_step_quality, summary_markdown
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import register_policy
 
@@ -307,3 +310,97 @@ def test_a_fault_rate_past_its_bound_stops_the_run(service_path: str, tmp_path: 
     faults = read_manifest(tmp_path / "run")["faults"]
     assert faults["faults"] > 0.1 * faults["attempts"] and faults["attempts"] >= 20
     assert faults["finished"] < 12  # stopped before the end
+
+
+# ---------------------------------------------------------------- the analyses
+class RemoteScorer(CharUnigramScorer):
+    """The character-unigram scorer of test_likelihood, asking the service first, as a
+    model server would be asked (a failed call is a fault of kind ``model``)."""
+
+    name = "test/remote-scorer"
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+    def score(self, conversations: Any, actions: Any) -> Any:
+        _call(self.service, "ping", "model")
+        return super().score(conversations, actions)
+
+
+register_policy("test/remote-scorer", f"{__name__}:RemoteScorer")
+
+
+def without_fault_fields(path: Path, key: str) -> list[str]:
+    records = read_records(path)
+    for record in records:
+        record.pop("faults", None)
+    return sorted(json.dumps(r, sort_keys=True) for r in sorted(records, key=lambda r: r[key]))
+
+
+def test_step_quality_retries_faulted_scoring_and_equals_the_fault_free_analysis(
+    service_path: str, tmp_path: Path
+) -> None:
+    cfg = remote_config(service_path, n=3, budgets=[6])
+    reference(service_path, tmp_path / "run", cfg)
+    sq = StepQualityConfig(
+        env_id=REMOTE_ID, policy_a=cfg.policy, policy_b=cfg.policy, env_kwargs=cfg.env_kwargs,
+        run_dir=str(tmp_path / "run"), n_states=8, n_actions=3, seed=1,
+    )
+    with Service(service_path):
+        clean = run_step_quality(sq, tmp_path / "clean", workers=0, progress=False, plots=False)
+        # the states of the faulty analysis, collected while nothing fails
+        run_step_quality(sq, tmp_path / "faulty", workers=0, progress=False, plots=False, limit=0)
+    drops = [2, 30, 31, 77]  # sampling (the policy's calls) and scoring (the env's) fail
+    with Service(service_path, drop=drops):
+        faulty = run_step_quality(
+            sq, tmp_path / "faulty", workers=2, chunk_size=2, progress=False, plots=False,
+            fault_backoff=0,
+        )
+    assert faulty.ran == clean.ran == 8
+    assert without_fault_fields(tmp_path / "faulty" / "results.jsonl", "state_id") == (
+        without_fault_fields(tmp_path / "clean" / "results.jsonl", "state_id")
+    )
+    assert faulty.summary["faults"]["faults"] == len(drops)
+    assert clean.summary["faults"]["faults"] == 0
+    def rest(summary: dict[str, Any]) -> str:  # as JSON: NaN (no decided pairs) equals NaN
+        return json.dumps({k: v for k, v in summary.items() if k != "faults"}, sort_keys=True)
+
+    assert rest(faulty.summary) == rest(clean.summary)
+    assert f"Faults: {len(drops)} fault(s)" in summary_markdown(faulty.summary)
+
+
+def test_likelihood_retries_a_model_server_that_drops_calls(
+    service_path: str, tmp_path: Path
+) -> None:
+    cfg = remote_config(service_path, n=2, budgets=[4])
+    reference(service_path, tmp_path / "run", cfg)
+    lk = LikelihoodConfig(
+        run_dirs=[str(tmp_path / "run")], model_a=f"test/remote-scorer:service={service_path}",
+        history="record",
+    )
+    with Service(service_path):
+        clean = run_likelihood(lk, tmp_path / "clean", progress=False, plots=False, n_boot=20)
+    drops = [1, 4, 5]
+    with Service(service_path, drop=drops):
+        faulty = run_likelihood(
+            lk, tmp_path / "faulty", progress=False, plots=False, n_boot=20, fault_backoff=0
+        )
+    assert without_fault_fields(tmp_path / "faulty" / "results.jsonl", "id") == (
+        without_fault_fields(tmp_path / "clean" / "results.jsonl", "id")
+    )
+    assert faulty.summary["faults"]["faults"] == len(drops)
+    assert faulty.summary["faults"]["by_kind"] == {"model": len(drops)}
+    assert faulty.summary["groups"] == clean.summary["groups"]
+    # a server that is gone: the analysis stops, naming the faults, and resumes
+    with Service(service_path, die_at=1), pytest.raises(FaultLimitError, match="traj .* faulted"):
+        run_likelihood(
+            lk, tmp_path / "stopped", progress=False, plots=False, n_boot=20, fault_backoff=0,
+            max_fault_retries=1,
+        )
+    with Service(service_path):
+        resumed = run_likelihood(lk, tmp_path / "stopped", progress=False, plots=False, n_boot=20)
+    assert without_fault_fields(tmp_path / "stopped" / "results.jsonl", "id") == (
+        without_fault_fields(tmp_path / "clean" / "results.jsonl", "id")
+    )
+    assert resumed.summary["faults"]["faulted"] == 1
