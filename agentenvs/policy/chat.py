@@ -57,6 +57,15 @@ class ChatTemplateError(AgentEnvsError, ValueError):
     """The chat template cannot render an action as a continuation of its prompt."""
 
 
+class PromptTooLongError(ChatTemplateError):
+    """The rendered history does not fit the model's context window (with room for one
+    new token; an OpenAI-compatible server may also count ``max_tokens``).
+
+    The history is the agent's doing, so this is an outcome, never a ``Fault``: like a
+    history the template cannot render, it ends the trajectory there, unsuccessful.
+    """
+
+
 @dataclass(frozen=True)
 class ScoredSequence:
     """Token ids of ``history + action`` (cut after the action) and where the action is."""

@@ -13,7 +13,8 @@
   model's ``generation_config`` (repetition penalty, ``no_repeat_ngram_size``, bad
   words, forced tokens) can change it.
 - Stop strings end a sequence early and are cut from the text (not kept), as in the
-  OpenAI API; the end-of-turn token of the chat template ends it too.
+  OpenAI API; the end-of-turn token of the chat template ends it too, and so does the
+  end of the model's context (``max_position_embeddings``): finish reason ``"length"``.
 - ``score``: one forward pass per batch over history+action, ``log_softmax`` in float32,
   the action tokens' log-probs gathered (which tokens: see ``agentenvs.policy.chat``).
   Only the logits of the action positions are kept (``logits_to_keep``), so long
@@ -22,6 +23,13 @@
   copied per batch of actions (``share_prefix=True``; off, or a model whose cache cannot
   be copied and repeated, scores each history+action in full).
 
+Failures: a prompt (or scored sequence) longer than the model's context is the agent's
+history, a ``PromptTooLongError`` (the trajectory ends, unsuccessful). Memory that runs
+out while sampling or scoring a history that fits (``torch.OutOfMemoryError`` on a GPU,
+the CPU allocator's refusal, ``MemoryError``) and a CUDA error are the deployment's (its
+batch size, its memory, its device): ``Fault(kind="model")``, after the GPU's cached
+memory is released, so the runner retries the episode.
+
 torch and transformers are imported when a policy is built, never by ``import agentenvs``.
 Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature=1.0,...]``.
 """
@@ -29,19 +37,71 @@ Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import inspect
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from agentenvs.core.errors import require
+from agentenvs.core.errors import Fault, require
 from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, ChatTemplateError, ScoredSequence, apply_stop
+from agentenvs.policy.chat import (
+    ChatFormatter,
+    ChatTemplateError,
+    PromptTooLongError,
+    ScoredSequence,
+    apply_stop,
+)
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def model_faults(method: F) -> F:
+    """Raise the deployment's failures inside ``method`` as ``Fault(kind="model")``: memory
+    that runs out (``torch.OutOfMemoryError``, the CPU allocator's refusal,
+    ``MemoryError``) and CUDA errors; the GPU's cached memory is released first."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except (MemoryError, RuntimeError) as exc:
+            evidence = f"{type(exc).__name__}: {str(exc)[:300]}"
+            if not is_deployment_failure(exc):
+                raise
+            torch = require("torch", "hf")
+            if torch.cuda.is_available():
+                try:
+                    torch.cuda.empty_cache()
+                except RuntimeError:
+                    pass  # a broken CUDA context: the fault says so already
+            raise Fault(
+                f"the model ran out of memory or its device failed in {method.__name__}: "
+                f"{evidence}",
+                kind="model",
+                evidence=evidence,
+            ) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def is_deployment_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is memory that ran out or a CUDA device that failed (not the agent's)."""
+    if isinstance(exc, MemoryError):
+        return True
+    torch = require("torch", "hf")
+    accelerator_error = getattr(torch, "AcceleratorError", None)
+    if isinstance(exc, torch.OutOfMemoryError) or (
+        accelerator_error is not None and isinstance(exc, accelerator_error)
+    ):
+        return True
+    text = str(exc)
+    return "can't allocate memory" in text or text.startswith("CUDA error")
 
 
 @dataclass(frozen=True)
@@ -153,6 +213,9 @@ class HFPolicy:
         self._torch = torch
         self._transformers = transformers
         self._keeps_logits = True  # until the model refuses logits_to_keep
+        context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        #: the model's context window in tokens (None: the model does not say)
+        self.context_length: int | None = int(context) if context else None
 
     def _end_ids(self) -> list[int]:
         """Token ids that end an assistant turn: EOS, the model's generation EOS ids and
@@ -179,6 +242,7 @@ class HFPolicy:
         prompts = [self.formatter.prompt_ids(c) for c in conversations]
         return [[g.text for g in gens] for gens in self.generate(prompts, n, seed=seed)]
 
+    @model_faults
     def generate(
         self,
         prompts: Sequence[Sequence[int]],
@@ -199,6 +263,13 @@ class HFPolicy:
         _check_sampling(temperature, top_p, max_new)
         if int(n) < 1:
             raise ValueError(f"n must be >= 1, got {n}")
+        limit = self.context_length
+        for c, prompt in enumerate(prompts):
+            if limit is not None and len(prompt) >= limit:
+                raise PromptTooLongError(
+                    f"prompt {c} has {len(prompt)} tokens: the model's maximum context length "
+                    f"is {limit} tokens, leaving no room for an answer"
+                )
         base = secrets.randbits(63) if seed is None else int(seed)
         rows = [(c, j) for c in range(len(prompts)) for j in range(int(n))]
         # longest first: batches of similar length waste less on padding
@@ -236,6 +307,10 @@ class HFPolicy:
         cache = None
         step_ids, step_mask = ids, mask
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        room = [
+            None if self.context_length is None else self.context_length - int(length)
+            for length in mask.sum(-1).tolist()
+        ]
         window = max((len(stop.encode()) for stop in stops), default=0) + 2
         with torch.inference_mode():
             for _ in range(max_new):
@@ -255,6 +330,9 @@ class HFPolicy:
                         reasons[row] = "stop"
                         continue
                     tokens[row].append(token)
+                    if room[row] is not None and len(tokens[row]) >= room[row]:
+                        reasons[row] = "length"  # the context is full
+                        continue
                     if stops:
                         tail = self.tokenizer.decode(tokens[row][-window:], skip_special_tokens=True)
                         if any(stop in tail for stop in stops):
@@ -321,8 +399,16 @@ class HFPolicy:
         ]
         return self.score_sequences(sequences)
 
+    @model_faults
     def score_sequences(self, sequences: Sequence[ScoredSequence]) -> list[ActionScore]:
         """Scores of token sequences whose tail (from ``action_start``) is the action."""
+        limit = self.context_length
+        for i, seq in enumerate(sequences):
+            if limit is not None and len(seq.ids) > limit:
+                raise PromptTooLongError(
+                    f"history and action {i} have {len(seq.ids)} tokens: the model's maximum "
+                    f"context length is {limit} tokens"
+                )
         logprobs: list[list[float] | None] = [None] * len(sequences)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, seq in enumerate(sequences):
@@ -404,13 +490,20 @@ class HFPolicy:
             self.share_prefix = False
             return None
 
+    @model_faults
     def token_logprobs(
         self, sequences: Sequence[Sequence[int]], starts: Sequence[int]
     ) -> list[list[float]]:
         """``log p(ids[t] | ids[:t])`` for ``t`` from ``start`` (>= 1) to the end, each sequence."""
+        limit = self.context_length
         for ids, start in zip(sequences, starts, strict=True):
             if not 1 <= start <= len(ids):
                 raise ValueError(f"start {start} outside 1..{len(ids)} for a {len(ids)}-token sequence")
+            if limit is not None and len(ids) > limit:
+                raise PromptTooLongError(
+                    f"a sequence of {len(ids)} tokens: the model's maximum context length is "
+                    f"{limit} tokens"
+                )
         order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
         results: dict[int, list[float]] = {}
         for first in range(0, len(order), self.batch_size):

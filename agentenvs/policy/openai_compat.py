@@ -12,9 +12,31 @@
   needs the model's tokenizer here (``tokenizer=`` a path or a loaded tokenizer; loading
   one needs the ``hf`` extra). A server that cannot echo prompt log-probs gets a
   ``ScoringUnsupportedError`` saying so.
-- Transport: ``urllib`` with a timeout per request; connection errors, timeouts, 408,
-  409, 429 and 5xx are retried ``max_retries`` times with exponential backoff (or the
-  server's ``Retry-After``); other errors raise ``EndpointError`` with the server's message.
+
+Faults of the model side are never the agent's action. Each request is tried up to
+``max_retries + 1`` times (default 4), waiting ``backoff * 2**attempt`` seconds between
+tries (0.5, 1, 2 s; at most ``max_backoff``, 30 s) or what the server's ``Retry-After``
+asks (within ``max_backoff``), each try waiting at most ``timeout`` seconds (60) for any
+one read, and all of them together within ``deadline`` seconds (300: a server that
+trickles its answer is cut off there). What is retried, then raised as
+``Fault(kind="model")`` (``agentenvs.core.errors``) when the tries or the deadline run
+out:
+
+- HTTP 408, 409, 429 and every 5xx but 501 (the server is overloaded, failing or gone);
+- a connection refused, reset or closed early, a read that timed out, a body cut short
+  (fewer bytes than its ``Content-Length``, a chunk missing) or that is not JSON;
+- an error reported inside a 200 answer (``{"error": ...}``), and a choice whose
+  ``finish_reason`` is ``abort`` or ``error`` (the engine dropped the request: its text
+  is partial).
+
+What is the caller's, and raised at once without a retry: a context too long (HTTP 400
+saying ``context_length_exceeded`` or "maximum context length"), a ``PromptTooLongError``
+(``agentenvs.policy.chat``: the trajectory ends there, unsuccessful, as for any history
+that cannot be put to the model); every other 4xx and 501 (a bad request, key, model
+name or URL, a feature the server lacks) and an answer of the wrong shape or number of
+choices, an ``EndpointError`` with the server's message. A sample that ended on
+``max_tokens`` (``finish_reason="length"``) is the model's own, and is returned.
+``transient_failures`` counts the tries that failed and were retried or given up on.
 
 ``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable; none is sent if unset.
 Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,...]``.
@@ -22,26 +44,38 @@ Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,...]
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
+import logging
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
-from agentenvs.core.errors import AgentEnvsError, require
+from agentenvs.core.errors import AgentEnvsError, Fault, require
 from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, apply_stop
+from agentenvs.policy.chat import ChatFormatter, PromptTooLongError, apply_stop
 from agentenvs.policy.hf import derive_seed
 
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+logger = logging.getLogger(__name__)
+
+#: statuses of the model side's faults (retried, then a ``Fault``): 408, 409, 429, 5xx but 501
+FAULT_STATUS = frozenset({408, 409, 429, *range(500, 600)}) - {501}
+#: finish reasons of a generation the engine did not finish (its text is partial)
+DROPPED_FINISH_REASONS = frozenset({"abort", "error"})
+
+T = TypeVar("T")
 
 
 class EndpointError(AgentEnvsError):
-    """An OpenAI-compatible endpoint failed or answered something unusable."""
+    """An OpenAI-compatible endpoint refused a request as the caller's (a 4xx) or answered
+    something of the wrong shape: not a fault, not retried."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -50,6 +84,17 @@ class EndpointError(AgentEnvsError):
 
 class ScoringUnsupportedError(EndpointError):
     """The endpoint does not return prompt log-probs, so it cannot score given actions."""
+
+
+class _Transient(Exception):
+    """One try failed for a reason of the model side's; the request may be tried again."""
+
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
 
 
 class OpenAICompatPolicy:
@@ -73,6 +118,8 @@ class OpenAICompatPolicy:
         timeout: float = 60.0,
         max_retries: int = 3,
         backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        deadline: float = 300.0,
         concurrency: int = 8,
         score_batch_size: int = 16,
         chat_template: str | None = None,
@@ -86,6 +133,8 @@ class OpenAICompatPolicy:
             )
         if float(timeout) <= 0 or int(max_retries) < 0 or int(concurrency) < 1:
             raise ValueError("need timeout > 0, max_retries >= 0 and concurrency >= 1")
+        if float(deadline) <= 0 or float(backoff) < 0 or float(max_backoff) < 0:
+            raise ValueError("need deadline > 0, backoff >= 0 and max_backoff >= 0")
         base = base_url.rstrip("/")
         self.base_url = base if base.endswith("/v1") else f"{base}/v1"
         self.model = str(model)
@@ -97,45 +146,103 @@ class OpenAICompatPolicy:
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.deadline = float(deadline)
         self.concurrency = int(concurrency)
         self.score_batch_size = max(1, int(score_batch_size))
+        self.transient_failures = 0
+        self._count_lock = threading.Lock()
         self._tokenizer_source = tokenizer
         self._chat_template = chat_template
         self._formatter: ChatFormatter | None = None
 
     # ------------------------------------------------------------ transport
-    def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def _post(
+        self,
+        path: str,
+        payload: dict[str, Any],
+        parse: Callable[[dict[str, Any]], T] | None = None,
+    ) -> T | dict[str, Any]:
+        """POST ``payload`` and return ``parse(answer)`` (the answer itself without one),
+        trying again after a fault of the model side (see the module docstring)."""
         url = f"{self.base_url}{path}"
         body = json.dumps(payload).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        last: Exception | None = None
+        start = time.monotonic()
+        end = start + self.deadline
+        failures: list[str] = []
         for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-            wait = self.backoff * (2**attempt)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                try:
-                    return json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise EndpointError(f"{url}: the answer is not JSON: {raw[:200]!r}") from exc
-            except urllib.error.HTTPError as exc:
-                message = _error_message(exc)
-                if exc.code not in RETRY_STATUS:
-                    raise EndpointError(f"{url}: HTTP {exc.code}: {message}", exc.code) from exc
-                last = EndpointError(f"{url}: HTTP {exc.code}: {message}", exc.code)
-                wait = _retry_after(exc, wait)
-            except (
-                urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException
-            ) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = EndpointError(f"{url}: {type(reason).__name__}: {reason}")
-            if attempt < self.max_retries:
-                time.sleep(wait)
-        assert last is not None
-        raise EndpointError(f"{last} (after {self.max_retries + 1} attempts)", last.status)
+                answer = self._try(url, body, headers, end)
+                if isinstance(answer.get("error"), dict | str) and "choices" not in answer:
+                    raise _Transient(f"the server answered an error: {_short(answer['error'])}")
+                return parse(answer) if parse is not None else answer
+            except _Transient as exc:
+                with self._count_lock:
+                    self.transient_failures += 1
+                failures.append(str(exc))
+                wait = exc.retry_after
+                if wait is None:
+                    wait = self.backoff * 2**attempt
+                wait = min(max(wait, 0.0), self.max_backoff)
+            if attempt == self.max_retries or time.monotonic() + wait >= end:
+                break
+            logger.warning(
+                "model server %s: %s; try %d of %d again in %.2f s",
+                url,
+                failures[-1],
+                attempt + 2,
+                self.max_retries + 1,
+                wait,
+            )
+            time.sleep(wait)
+        elapsed = time.monotonic() - start
+        raise Fault(
+            f"{url}: the model server failed: {len(failures)} "
+            f"{'try' if len(failures) == 1 else 'tries'} in {elapsed:.1f} s (deadline "
+            f"{self.deadline:g} s), the last: {failures[-1]}",
+            kind="model",
+            evidence="; ".join(failures[-3:]),
+        )
+
+    def _try(self, url: str, body: bytes, headers: dict[str, str], end: float) -> dict[str, Any]:
+        """One request, its socket shut at ``end`` whatever it is waiting for."""
+        left = end - time.monotonic()
+        if left <= 0:
+            raise _Transient("no time left before the deadline")
+        watchdog = _Watchdog(left)
+        opener = urllib.request.build_opener(_HTTPHandler(watchdog), _HTTPSHandler(watchdog))
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        try:
+            with opener.open(request, timeout=min(self.timeout, left)) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            message, code = _error_message(exc)
+            if exc.code in FAULT_STATUS:
+                raise _Transient(
+                    f"HTTP {exc.code}: {message}", exc.code, _retry_after(exc)
+                ) from exc
+            if exc.code == 400 and _context_exceeded(message, code):
+                raise PromptTooLongError(f"{url}: HTTP 400: {message}") from exc
+            raise EndpointError(f"{url}: HTTP {exc.code}: {message}", exc.code) from exc
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            if watchdog.fired:
+                raise _Transient(
+                    f"no complete answer within the deadline ({self.deadline:g} s)"
+                ) from exc
+            reason = getattr(exc, "reason", exc)
+            raise _Transient(f"{type(reason).__name__}: {reason}") from exc
+        finally:
+            watchdog.cancel()
+        try:
+            answer = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _Transient(f"the answer is not JSON ({len(raw)} bytes): {raw[:200]!r}") from exc
+        if not isinstance(answer, dict):
+            raise EndpointError(f"{url}: the answer is not a JSON object: {_short(answer)}")
+        return answer
 
     # ------------------------------------------------------------ sampling
     def sample(
@@ -143,13 +250,18 @@ class OpenAICompatPolicy:
     ) -> list[list[str]]:
         if int(n) < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        payloads = [self._chat_payload(conv, int(n), seed, c) for c, conv in enumerate(conversations)]
+        count = int(n)
+        payloads = [
+            self._chat_payload(conv, count, seed, c) for c, conv in enumerate(conversations)
+        ]
+
+        def ask(payload: dict[str, Any]) -> list[str]:
+            return self._post("/chat/completions", payload, lambda a: self._texts(a, count))
+
         if len(payloads) <= 1 or self.concurrency == 1:
-            answers = [self._post("/chat/completions", p) for p in payloads]
-        else:
-            with ThreadPoolExecutor(min(self.concurrency, len(payloads))) as pool:
-                answers = list(pool.map(lambda p: self._post("/chat/completions", p), payloads))
-        return [self._texts(answer, int(n)) for answer in answers]
+            return [ask(p) for p in payloads]
+        with ThreadPoolExecutor(min(self.concurrency, len(payloads))) as pool:
+            return list(pool.map(ask, payloads))
 
     def _chat_payload(
         self, conversation: Conversation, n: int, seed: int | None, index: int
@@ -176,13 +288,18 @@ class OpenAICompatPolicy:
             choices = sorted(answer["choices"], key=lambda ch: ch.get("index", 0))
             texts = []
             for choice in choices:
+                if choice.get("finish_reason") in DROPPED_FINISH_REASONS:
+                    raise _Transient(
+                        f"the engine dropped the generation (finish_reason="
+                        f"{choice['finish_reason']!r}): its text is partial"
+                    )
                 message = choice["message"]
                 text = message.get("content") or ""
                 if message.get("tool_calls"):  # a server that still answered with calls
                     text += json.dumps(message["tool_calls"])
                 texts.append(apply_stop(text, self.stop)[0])  # in case the server ignored stop
-        except (KeyError, TypeError) as exc:
-            raise EndpointError(f"malformed chat completion: {str(answer)[:300]}") from exc
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise EndpointError(f"malformed chat completion: {_short(answer)}") from exc
         if len(texts) != n:
             raise EndpointError(f"asked for n={n} samples, the server returned {len(texts)}")
         return texts
@@ -226,8 +343,12 @@ class OpenAICompatPolicy:
                 "max_tokens": 0,
                 "temperature": 0.0,
             }
+            shapes = [(len(s.ids), s.action_start) for s in chunk]
             try:
-                answer = self._post("/completions", payload)
+                parse = functools.partial(_scores_from_echo, shapes=shapes)
+                scores += self._post("/completions", payload, parse)
+            except ScoringUnsupportedError:
+                raise
             except EndpointError as exc:
                 if exc.status in (400, 404, 405, 422, 501):
                     raise ScoringUnsupportedError(
@@ -236,7 +357,6 @@ class OpenAICompatPolicy:
                         exc.status,
                     ) from exc
                 raise
-            scores += _scores_from_echo(answer, [(len(s.ids), s.action_start) for s in chunk])
         return scores
 
 
@@ -246,8 +366,8 @@ def _scores_from_echo(
     """The action part of each echoed prompt's log-probs (``shapes``: length, action start)."""
     try:
         choices = sorted(answer["choices"], key=lambda ch: ch.get("index", 0))
-    except (KeyError, TypeError) as exc:
-        raise EndpointError(f"malformed completion: {str(answer)[:300]}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EndpointError(f"malformed completion: {_short(answer)}") from exc
     if len(choices) != len(shapes):
         raise EndpointError(f"scored {len(shapes)} prompts, the server returned {len(choices)}")
     scores = []
@@ -269,24 +389,111 @@ def _scores_from_echo(
     return scores
 
 
-def _error_message(exc: urllib.error.HTTPError) -> str:
+# ---------------------------------------------------------------- deadline and errors
+class _Watchdog:
+    """Shuts the sockets of one request when its time is up, so that no read (a server
+    that trickles its answer a byte at a time) outlives the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self.fired
+        if fired:
+            _shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+def _watched(connection_class: type[http.client.HTTPConnection], watchdog: _Watchdog) -> Any:
+    def make(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+        connection = connection_class(host, **kwargs)
+        connect = connection.connect
+
+        def watched_connect() -> None:
+            connect()
+            watchdog.watch(connection.sock)
+
+        connection.connect = watched_connect  # type: ignore[method-assign]
+        return connection
+
+    return make
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_watched(http.client.HTTPConnection, self._watchdog), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            _watched(http.client.HTTPSConnection, self._watchdog), req, context=self._context
+        )
+
+
+def _error_message(exc: urllib.error.HTTPError) -> tuple[str, str]:
+    """The server's message and error code (``""`` when it gives none)."""
     try:
         raw = exc.read()
-    except OSError:
-        return exc.reason or ""
+    except (OSError, http.client.HTTPException):
+        return exc.reason or "", ""
     try:
         data = json.loads(raw)
         error = data.get("error", data) if isinstance(data, dict) else data
         if isinstance(error, dict):
-            return str(error.get("message") or error)
-        return str(error)
-    except (json.JSONDecodeError, AttributeError):
-        return raw[:300].decode(errors="replace")
+            return str(error.get("message") or error), str(error.get("code") or "")
+        return str(error), ""
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return raw[:300].decode(errors="replace"), ""
 
 
-def _retry_after(exc: urllib.error.HTTPError, default: float) -> float:
+def _context_exceeded(message: str, code: str) -> bool:
+    """Whether a 400 says the prompt (with ``max_tokens``) does not fit the model's context:
+    OpenAI's code, and the wording of vLLM's and this project's servers."""
+    text = message.lower()
+    return code == "context_length_exceeded" or any(
+        phrase in text for phrase in ("maximum context length", "maximum model length")
+    )
+
+
+def _retry_after(exc: urllib.error.HTTPError) -> float | None:
     value = exc.headers.get("Retry-After") if exc.headers else None
     try:
-        return min(max(float(value), 0.0), 30.0) if value is not None else default
+        return float(value) if value is not None else None
     except ValueError:
-        return default
+        return None
+
+
+def _short(value: Any) -> str:
+    return str(value)[:300]

@@ -13,6 +13,11 @@ shared between processes) over real HTTP:
   ``add_special_tokens=False``.
 - ``GET /v1/models``.
 
+Errors answer as OpenAI's API does: a bad request 400 (a prompt longer than the model's
+context with the code ``context_length_exceeded``, which ``OpenAICompatPolicy`` raises as
+``PromptTooLongError``), a ``Fault`` of the model (memory ran out, a CUDA error) 503, any
+other failure of the model 500; the client retries the last two.
+
 Requests run one at a time (one lock around the model). Not hardened for untrusted
 clients: bind it to localhost.
 """
@@ -26,7 +31,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentenvs.core.errors import Fault
 from agentenvs.policy.base import Conversation
+from agentenvs.policy.chat import PromptTooLongError
 
 
 class _BadRequest(Exception):
@@ -220,8 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "code": status}})
+    def _error(self, status: int, message: str, kind: str, code: str | int | None = None) -> None:
+        error = {"message": message, "type": kind, "code": status if code is None else code}
+        self._send(status, {"error": error})
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         if self.path.rstrip("/") == "/v1/models":
@@ -246,6 +254,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise _BadRequest("the request body must be a JSON object")
             self._send(200, route(body))
+        except PromptTooLongError as exc:
+            self._error(400, str(exc), "invalid_request_error", "context_length_exceeded")
+        except Fault as exc:
+            self._error(503, f"the model failed: {exc}", "server_error")
         except (_BadRequest, json.JSONDecodeError, ValueError, TypeError) as exc:
             self._error(400, str(exc), "invalid_request_error")
         except Exception as exc:  # a model failure must answer, not hang the client

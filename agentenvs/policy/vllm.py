@@ -17,6 +17,13 @@
   values are summed. (``max_tokens=0`` is not allowed by vLLM; the one generated token
   is ignored.)
 
+Failures: a prompt (or scored sequence) that does not fit the engine's ``max_model_len``
+with room for one token is refused before the engine sees it, as a
+``PromptTooLongError`` (the agent's history: the trajectory ends, unsuccessful). A dead
+engine (vLLM's ``EngineDeadError``: its process crashed or was killed), a request the
+engine failed (``EngineGenerateError``), memory that ran out and CUDA errors are the
+deployment's: ``Fault(kind="model")``, which the runner retries.
+
 The conversion from vLLM's output objects (``RequestOutput.outputs[i].text``,
 ``.prompt_logprobs[t][token_id].logprob``) is in two functions that take any objects
 with those attributes, so they are tested without vLLM installed.
@@ -29,10 +36,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentenvs.core.errors import require
+from agentenvs.core.errors import Fault, require
 from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, ScoredSequence, apply_stop
-from agentenvs.policy.hf import derive_seed
+from agentenvs.policy.chat import ChatFormatter, PromptTooLongError, ScoredSequence, apply_stop
+from agentenvs.policy.hf import derive_seed, is_deployment_failure
+
+#: vLLM's exceptions for an engine that died or failed a request (matched by name within
+#: the ``vllm`` package, whose module paths move between versions)
+ENGINE_FAILURES = frozenset({"EngineDeadError", "EngineGenerateError"})
 
 #: sampling options set explicitly to "off", so that only temperature and top-p shape the
 #: distribution: what ``score``'s prompt log-probs (raw logits) describe
@@ -108,6 +119,7 @@ class VLLMPolicy:
         if int(n) < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         prompts = [{"prompt_token_ids": self.formatter.prompt_ids(c)} for c in conversations]
+        self._check_lengths([p["prompt_token_ids"] for p in prompts])
         params = [
             self._vllm.SamplingParams(
                 n=int(n),
@@ -120,7 +132,7 @@ class VLLMPolicy:
             )
             for c in range(len(prompts))
         ]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        outputs = self._generate(prompts, params)
         return texts_from_outputs(outputs, self.stop)
 
     def score(
@@ -134,14 +146,42 @@ class VLLMPolicy:
             self.formatter.scored_sequence(conv, action)
             for conv, action in zip(conversations, actions, strict=True)
         ]
+        self._check_lengths([s.ids for s in sequences])
         params = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
-        outputs = self.llm.generate(
-            [{"prompt_token_ids": s.ids} for s in sequences], params, use_tqdm=False
-        )
+        outputs = self._generate([{"prompt_token_ids": s.ids} for s in sequences], params)
         return [
             score_from_prompt_logprobs(out, seq, self.tokenizer)
             for out, seq in zip(outputs, sequences, strict=True)
         ]
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The engine's context window in tokens (None where the engine does not say)."""
+        engine = getattr(self.llm, "llm_engine", None)
+        value = getattr(getattr(engine, "model_config", None), "max_model_len", None)
+        return int(value) if value else None
+
+    def _check_lengths(self, sequences: Sequence[Sequence[int]]) -> None:
+        limit = self.max_model_len
+        for i, ids in enumerate(sequences):
+            if limit is not None and len(ids) >= limit:
+                raise PromptTooLongError(
+                    f"prompt {i} has {len(ids)} tokens: the engine's maximum model length is "
+                    f"{limit} tokens, leaving no room for an answer"
+                )
+
+    def _generate(self, prompts: list[dict[str, Any]], params: Any) -> Any:
+        try:
+            return self.llm.generate(prompts, params, use_tqdm=False)
+        except Exception as exc:
+            name, module = type(exc).__name__, type(exc).__module__
+            engine_failed = name in ENGINE_FAILURES and module.split(".")[0] == "vllm"
+            if not engine_failed and not is_deployment_failure(exc):
+                raise
+            evidence = f"{module}.{name}: {str(exc)[:300]}"
+            raise Fault(
+                f"the vLLM engine failed: {evidence}", kind="model", evidence=evidence
+            ) from exc
 
 
 def texts_from_outputs(outputs: Sequence[Any], stop: Sequence[str] = ()) -> list[list[str]]:

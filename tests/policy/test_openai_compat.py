@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentenvs.core.errors import Fault
 from agentenvs.policy.base import Conversation, ScoringPolicy
 from agentenvs.policy.openai_compat import (
     EndpointError,
@@ -181,18 +182,19 @@ def test_retries_transient_errors_then_succeeds(scripted: Any) -> None:
     assert isinstance(body["seed"], int)
 
 
-def test_gives_up_after_the_retries(scripted: Any) -> None:
+def test_gives_up_after_the_retries_with_a_fault(scripted: Any) -> None:
     server = scripted([(503, {"error": {"message": "busy"}}, 0)] * 3)
     policy = OpenAICompatPolicy(server.url, "m", max_retries=1, backoff=0.01)
-    with pytest.raises(EndpointError, match=r"HTTP 503: busy \(after 2 attempts\)"):
+    with pytest.raises(Fault, match=r"failed: 2 tries .*HTTP 503: busy") as info:
         policy.sample(conversations()[:1])
-    assert len(server.requests) == 2
+    assert (info.value.kind, info.value.attribution) == ("model", "infrastructure")
+    assert len(server.requests) == 2 and policy.transient_failures == 2
 
 
 def test_timeouts_are_retried_and_reported(scripted: Any) -> None:
     server = scripted([(200, chat_answer("late"), 1.0), (200, chat_answer("late"), 1.0)])
     policy = OpenAICompatPolicy(server.url, "m", timeout=0.2, max_retries=1, backoff=0.01)
-    with pytest.raises(EndpointError, match="timed out"):
+    with pytest.raises(Fault, match="timed out"):
         policy.sample(conversations()[:1])
 
 

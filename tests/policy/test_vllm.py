@@ -175,3 +175,58 @@ def test_engines_ignore_the_models_generation_config_and_share_the_gpu(
     assert len(built) == 1 and built[0]["gpu_memory_utilization"] == 0.9
     assert same["a"].llm is same["b"].llm and same["b"].temperature == 0.5
     assert same["b"].name == "vllm:model=/m/x,temperature=0.5"
+
+
+def engine_error(name: str) -> type[Exception]:
+    """An exception class as vLLM defines it (its module inside the ``vllm`` package)."""
+    return type(name, (RuntimeError,), {"__module__": "vllm.v1.engine.exceptions"})
+
+
+class FailingLLM(FakeLLM):
+    """A stand-in engine whose ``generate`` raises ``error``, with vLLM's ``max_model_len``."""
+
+    def __init__(self, hf_policy: Any, error: Exception | None, max_model_len: int = 4096) -> None:
+        super().__init__(hf_policy)
+        self.error = error
+        config = types.SimpleNamespace(max_model_len=max_model_len)
+        self.llm_engine = types.SimpleNamespace(model_config=config)
+
+    def generate(self, prompts: list[dict[str, Any]], params: Any, use_tqdm: bool = True) -> list[RequestOutput]:
+        if self.error is not None:
+            raise self.error
+        return super().generate(prompts, params, use_tqdm)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [engine_error("EngineDeadError")("engine core process died"),
+     engine_error("EngineGenerateError")("request failed"),
+     MemoryError()],
+)
+def test_a_dead_engine_is_a_model_fault(fake_vllm: Any, hf_policy: Any, error: Exception) -> None:
+    from agentenvs.core.errors import Fault
+
+    policy = VLLMPolicy(llm=FailingLLM(hf_policy, error))
+    conv = Conversation.start("Map:\nP_\n_G", {})
+    with pytest.raises(Fault) as info:
+        policy.sample([conv], 2)
+    assert info.value.kind == "model" and type(error).__name__ in info.value.evidence
+    with pytest.raises(Fault):
+        policy.score([conv], ["Up"])
+
+
+def test_other_engine_errors_and_long_prompts_are_not_faults(fake_vllm: Any, hf_policy: Any) -> None:
+    from agentenvs.core.errors import Fault
+    from agentenvs.policy.chat import PromptTooLongError
+
+    conv = Conversation.start("Map:\nP_\n_G", {})
+    policy = VLLMPolicy(llm=FailingLLM(hf_policy, ValueError("a bad sampling parameter")))
+    with pytest.raises(ValueError, match="bad sampling") as info:
+        policy.sample([conv])
+    assert not isinstance(info.value, Fault)
+    length = len(hf_policy.formatter.prompt_ids(conv))
+    llm = FailingLLM(hf_policy, None, max_model_len=length)
+    with pytest.raises(PromptTooLongError, match="maximum model length"):
+        VLLMPolicy(llm=llm).sample([conv])
+    assert not llm.calls  # refused before the engine saw it
+    assert VLLMPolicy(llm=FailingLLM(hf_policy, None, max_model_len=length + 1)).sample([conv])
