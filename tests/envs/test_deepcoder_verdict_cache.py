@@ -190,3 +190,24 @@ def test_outcomes_of_a_task_with_an_id_the_env_knows(tmp_path: Path) -> None:
         assert not any(o.passed for o in env.unwrapped.outcomes_of(code))
     finally:
         env.close()
+
+
+def test_digests_are_equal_for_equal_loads_and_differ_for_any_difference(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from agentenvs.envs.deepcoder.cache import task_digest
+    from agentenvs.envs.deepcoder.data import load_tasks
+
+    # two loads of one file share verdicts (eval workers, contract checks make many envs)
+    first, second = load_tasks().tasks, load_tasks().tasks
+    assert [task_digest(t) for t in first.values()] == [task_digest(t) for t in second.values()]
+    paths = write_rows(tmp_path, "even-digest")
+    digests = {fmt: task_digest(*load_tasks(paths[fmt]).tasks.values()) for fmt in FORMATS}
+    assert len(set(digests.values())) == len(FORMATS)
+    task = next(iter(first.values()))
+    test = task.tests[0]
+    variants = [task] + [
+        replace(task, tests=(replace(test, raw_output=value), *task.tests[1:]))
+        for value in (1, 1.0, True, "1", [1], (1,), {"1": 1}, {1: 1}, -0.0, 0.0)
+    ]
+    assert len({task_digest(t) for t in variants}) == len(variants)

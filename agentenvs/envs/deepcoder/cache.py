@@ -11,11 +11,10 @@ graded once each.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
+import pickle
+import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any
 
 from agentenvs.envs.deepcoder.data import CodeTask
@@ -41,33 +40,13 @@ class LRU:
             self.data.popitem(last=False)
 
 
-def canonical(value: Any) -> Any:
-    """``value`` as JSON that tells apart what ``==`` or a type check could tell apart:
-    each value tagged with its type (``1``, ``1.0``, ``True`` and ``"1"`` differ, as do a
-    list and a tuple, ``-0.0`` and ``0.0``, ``{"1": x}`` and ``{1: x}``); dataclasses by
-    their fields. Unequal values never give equal results."""
-    kind = type(value)
-    name = f"{kind.__module__}.{kind.__qualname__}"
-    if value is None or kind in (bool, int, str):
-        return [name, value]
-    if kind is float:
-        return [name, repr(value)]  # repr keeps -0.0, nan and inf apart
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [
-            name,
-            [[f.name, canonical(getattr(value, f.name))] for f in dataclasses.fields(value)],
-        ]
-    if isinstance(value, list | tuple):
-        return [name, [canonical(v) for v in value]]
-    if isinstance(value, Mapping):
-        return [name, [[canonical(k), canonical(v)] for k, v in value.items()]]
-    if isinstance(value, set | frozenset):
-        return [name, sorted(json.dumps(canonical(v)) for v in value)]
-    return [name, repr(value)]
-
-
 def task_digest(task: CodeTask) -> str:
     """A hash of the whole task: every field, its tests with their raw values and its
-    source format."""
-    raw = json.dumps(canonical(task), ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    source format, as pickle writes them (types kept: ``1``, ``1.0``, ``True`` and ``"1"``
+    differ, as do a list and a tuple, ``{"1": x}`` and ``{1: x}``). Unequal tasks never
+    hash alike; a task pickle cannot write gets a digest of its own, shared by nothing."""
+    try:
+        data = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an unpicklable value in a hand-made task
+        return f"unshared-{secrets.token_hex(16)}"
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
