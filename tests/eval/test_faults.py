@@ -404,3 +404,37 @@ def test_likelihood_retries_a_model_server_that_drops_calls(
         without_fault_fields(tmp_path / "clean" / "results.jsonl", "id")
     )
     assert resumed.summary["faults"]["faulted"] == 1
+
+
+def test_faults_injected_at_the_env_boundary_leave_frozenlake_runs_unchanged(
+    tmp_path: Path,
+) -> None:
+    from agentenvs.wrappers.inject_faults import INJECT_FAULTS_SPEC
+
+    common = dict(
+        policy="frozenlake/noisy:error_rate=0.25,recover=0.5", task_ids=["4x4", "8x8"], n=6,
+        budgets=[4, 12], mode="rerun", seed=2,
+    )
+    lake = {"success_rate": 0.8}
+    clean = EvalConfig(env_id="agentenvs/FrozenLake-v0", env_kwargs=lake, **common)
+    faulty = EvalConfig(
+        env_id=INJECT_FAULTS_SPEC,
+        env_kwargs={"env_id": "agentenvs/FrozenLake-v0", "rate": 0.3, "env_kwargs": lake},
+        **common,
+    )
+    run_pass_at_k_t(clean, tmp_path / "clean", workers=0, progress=False)
+    summary = run_pass_at_k_t(
+        faulty, tmp_path / "faulty", workers=2, progress=False, fault_backoff=0,
+        max_fault_retries=20,
+    )
+
+    def trajectories(run_dir: Path) -> list[str]:
+        records = read_records(run_dir / TRAJECTORIES_NAME)
+        for record in records:
+            for name in ("run", "env_id", "faults"):
+                record.pop(name, None)
+        return sorted(json.dumps(r, sort_keys=True) for r in records)
+
+    assert trajectories(tmp_path / "faulty") == trajectories(tmp_path / "clean")
+    assert summary.faults["faults"] == len(fault_records(tmp_path / "faulty")) > 0
+    assert all(f["message"].startswith("injected fault at") for f in fault_records(tmp_path / "faulty"))
