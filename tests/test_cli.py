@@ -131,6 +131,10 @@ def test_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         for name in ("passk.md", "passk.png", "comparison.md", "comparison.csv",
                      "comparison.json", "comparison.png"):
             assert (root / "report" / name).exists(), (suite.name, name)
+        # the reports show the fault rate, 0 here, of both runs
+        comparison = (root / "report" / "comparison.md").read_text()
+        assert comparison.count("no faults (fault rate 0%") == 2, suite.name
+        assert "no faults (fault rate 0%" in (root / "report" / "passk.md").read_text()
         assert (root / "base" / "manifest.json").exists()
         assert (root / "rl" / "manifest.json").exists()
 

@@ -283,3 +283,29 @@ def test_import_agentenvs_does_not_import_ray() -> None:
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ray_rides_out_faults_as_the_local_pool_does(ray_cluster: dict, tmp_path: Path) -> None:
+    import shutil
+    import tempfile
+
+    from fault_service import Service
+    from test_faults import fault_records, remote_config, without_faults
+
+    folder = tempfile.mkdtemp(prefix="agentenvs-fs-")  # a Unix socket's path is short
+    try:
+        service = os.path.join(folder, "s")
+        config = remote_config(service)
+        with Service(service):
+            run_pass_at_k_t(config, tmp_path / "reference", workers=0, progress=False)
+        drops = [4, 50, 51, 120]  # calls the service drops: the env's or the policy's
+        with Service(service, drop=drops):
+            summary = run_pass_at_k_t(
+                config, tmp_path / "ray", workers=2, backend="ray", chunk_size=4,
+                progress=False, fault_backoff=0,
+            )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert summary.ran == 36
+    assert without_faults(tmp_path / "ray") == without_faults(tmp_path / "reference")
+    assert len(fault_records(tmp_path / "ray")) == summary.faults["faults"] == len(drops)
