@@ -7,19 +7,33 @@
   seed) and must still diverge through the env's own randomness, as in ``GroupEnv``.
 - The env's actions as tools: one small table per env id (FrozenLake's ``move``,
   InterCode-SQL's ``execute_sql``/``submit``, ...), and BFCL's functions as tools per task.
+- Faults (``agentenvs.core.errors.Fault``: an episode's infrastructure failed, not the
+  agent): ``reset_with_retries`` tries a reset again on a fresh env (nothing the agent
+  did is lost before its first action), ``log_fault`` puts each fault in the trainer's
+  log (logger ``agentenvs.integrations``, a warning with the fault's record). What a
+  faulted rollout becomes is each framework's own: see its module.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 
+from agentenvs.core.errors import Fault
 from agentenvs.core.rng import stream_rng
+
+logger = logging.getLogger("agentenvs.integrations")
+
+#: tries of a reset that raises a retryable ``Fault`` before it is given up
+RESET_TRIES = 3
+
+T = TypeVar("T")
 
 #: mixed into the seeds of per-rollout streams, so they never equal an env's own draws
 ROLLOUT_STREAM = 0x54524C52  # "TRLR"
@@ -35,6 +49,32 @@ def split_prompt(observation: str, info: Mapping[str, Any]) -> tuple[str, str]:
     if system and observation.startswith(system):
         return system, observation[len(system) :].lstrip("\n")
     return system, observation
+
+
+def log_fault(fault: Fault, where: str) -> None:
+    """Report ``fault`` in the trainer's log: a warning naming ``where`` it happened, with
+    the fault's record (kind, attribution, message, evidence, retryable) as JSON."""
+    logger.warning("agentenvs fault in %s: %s", where, json.dumps(fault.record()))
+
+
+def reset_with_retries(
+    attempt: Callable[[], T], discard: Callable[[], None], *, where: str, tries: int = RESET_TRIES
+) -> T:
+    """``attempt()`` (make the env if need be and reset it), tried up to ``tries`` times
+    while it raises a retryable ``Fault``: each fault is logged and ``discard()`` closes
+    the failed env first, so the next try starts on a fresh one. A reset precedes every
+    action, so a retry loses nothing; the last fault is raised."""
+    if tries < 1:
+        raise ValueError(f"tries must be >= 1, got {tries}")
+    for number in range(1, tries + 1):
+        try:
+            return attempt()
+        except Fault as fault:
+            log_fault(fault, f"{where} (reset, try {number} of {tries})")
+            discard()
+            if not fault.retryable or number == tries:
+                raise
+    raise AssertionError("unreachable")
 
 
 def reseed_rollout(env: gym.Env, seed: int | None, rollout: int) -> None:
@@ -166,6 +206,8 @@ __all__ = [
     "env_family",
     "is_bfcl_single_turn",
     "json_safe",
+    "log_fault",
     "reseed_rollout",
+    "reset_with_retries",
     "split_prompt",
 ]

@@ -13,10 +13,20 @@ env's; ``metadata`` carries the env's info (JSON-safe). The samples of one promp
 its row (its seed): each env object therefore draws the env's randomness from a stream
 of its own after the common reset, as ``GroupEnv`` does. ``close()`` closes the env
 (shell, sandbox, container, database); a finalizer does it too if SkyRL never calls it.
+
+Faults (``agentenvs.core.errors.Fault``: the env's infrastructure failed, not the
+agent): ``init`` tries a faulting reset again on a fresh env (``RESET_TRIES`` times); a
+reset that still faults, and a step that faults, close the env and raise the ``Fault``
+out of ``init``/``step``, logged first (``agentenvs.integrations``). SkyRL-gym's step
+output has no "no reward" (its ``reward`` is a float, and a 0 would teach the policy
+that the fault was its failure), so the trajectory ends as an exception: SkyRL's
+generator lets it out of the training step (which fails loudly, scoring nothing) unless
+the trainer contains failed rollouts itself.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from collections.abc import Iterable, Mapping
@@ -25,7 +35,14 @@ from typing import Any
 import gymnasium as gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from agentenvs.integrations.common import json_safe, reseed_rollout, split_prompt
+from agentenvs.core.errors import Fault
+from agentenvs.integrations.common import (
+    json_safe,
+    log_fault,
+    reseed_rollout,
+    reset_with_retries,
+    split_prompt,
+)
 
 _instances = itertools.count()
 
@@ -64,9 +81,10 @@ class AgentEnvsTextEnv(BaseTextEnv):
         self.task_id = info.get("task_id")
         self.seed = info.get("seed")
         self.episode_max_turns = info.get("max_turns")
-        self.env = gym.make(env_id, **_plain(env_config))
+        self._env_kwargs = _plain(env_config)
+        self._holder: list[gym.Env | None] = [gym.make(env_id, **self._env_kwargs)]
         self._index = next(_instances)
-        self._finalizer = weakref.finalize(self, self.env.close)
+        self._finalizer = weakref.finalize(self, _close_held, self._holder)
         self.max_turns = int(self.episode_max_turns or self.env.unwrapped.max_turns)  # type: ignore[attr-defined]
         self.total_reward = 0.0
         self.last_info: dict[str, Any] = {}
@@ -78,7 +96,15 @@ class AgentEnvsTextEnv(BaseTextEnv):
         if self.episode_max_turns is not None:
             options["max_turns"] = int(self.episode_max_turns)
         seed = None if self.seed is None else int(self.seed)
-        observation, info = self.env.reset(seed=seed, options=options or None)
+
+        def attempt() -> tuple[str, dict[str, Any]]:
+            if self._holder[0] is None:
+                self._holder[0] = gym.make(self.env_id, **self._env_kwargs)
+            return self._holder[0].reset(seed=seed, options=options or None)
+
+        observation, info = reset_with_retries(
+            attempt, functools.partial(_close_held, self._holder), where=self._where()
+        )
         reseed_rollout(self.env, seed, self._index)
         self.turns = 0
         self.total_reward = 0.0
@@ -98,8 +124,24 @@ class AgentEnvsTextEnv(BaseTextEnv):
                 messages = [{"role": "user", "content": observation}]
         return messages, {"task_id": info.get("task_id"), "tools": info.get("tools")}
 
+    @property
+    def env(self) -> gym.Env:
+        """The agentenvs env (raises once it was closed)."""
+        env = self._holder[0]
+        if env is None:
+            raise RuntimeError(f"the {self.env_id} env of this trajectory is closed")
+        return env
+
+    def _where(self) -> str:
+        return f"SkyRL trajectory {self._index} of {self.env_id} (seed {self.seed})"
+
     def step(self, action: str) -> BaseTextEnvStepOutput:
-        observation, reward, terminated, truncated, info = self.env.step(action)
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+        except Fault as fault:
+            log_fault(fault, f"{self._where()}, step {self.turns + 1}")
+            self.close()
+            raise
         self.turns += 1
         self.total_reward += float(reward)
         done = bool(terminated or truncated)
@@ -123,6 +165,12 @@ class AgentEnvsTextEnv(BaseTextEnv):
 
     def close(self) -> None:
         self._finalizer()
+
+
+def _close_held(holder: list[gym.Env | None]) -> None:
+    env, holder[0] = holder[0], None
+    if env is not None:
+        env.close()
 
 
 def register_skyrl_envs(ids: Iterable[str] | None = None) -> list[str]:

@@ -29,6 +29,16 @@ What TRL leaves to the env, handled here:
   each episode's env is closed once its reward is read (shell, sandbox, container,
   database released; the next reset makes a new one), and a finalizer closes whatever
   is still open when the object is collected or the process exits.
+- Faults (``agentenvs.core.errors.Fault``: the env's infrastructure failed, not the
+  agent): a reset that faults is tried again on a fresh env (``RESET_TRIES`` times); a
+  rollout whose reset or step still faults is over (its tools answer ``FAULT_NOTICE``),
+  its env is closed and its reward is ``None``, which TRL (1.x: ``GRPOTrainer``'s
+  ``_calculate_rewards``) turns into NaN: the rollout is left out of its group's
+  baseline and gets no advantage, where a 0 would have taught the policy that the fault
+  was its failure. Each fault is a warning in the log (``agentenvs.integrations``), and
+  the reward functions log ``agentenvs/faulted_rollouts`` (the batch's count) through
+  TRL's ``log_metric`` and the fault's kind as the ``agentenvs_fault`` column of the
+  completions table through ``log_extra``.
 - Tool-call parsing is TRL's: it works with chat templates TRL recognises (Qwen, Llama
   3.1+, GLM, gpt-oss, ...), see ``trl.chat_template_utils.add_response_schema``.
 
@@ -36,11 +46,13 @@ Free-text actions without tools: ``make_rollout_func`` plays G rollouts of a row
 ``GroupEnv`` with the trainer's model, multi-turn, and returns what
 ``GRPOTrainer(rollout_func=...)`` expects (prompt and completion ids, sampling
 log-probabilities, an ``env_mask`` that excludes observation tokens from the loss, and
-the episode rewards for ``reward_from_rollout``).
+the episode rewards for ``reward_from_rollout``: ``None`` for a rollout whose group
+faulted).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import json
@@ -53,16 +65,24 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
+from agentenvs.core.errors import Fault
 from agentenvs.integrations.common import (
     ActionTool,
     action_tools,
     calls_action,
     is_bfcl_single_turn,
+    log_fault,
     reseed_rollout,
+    reset_with_retries,
     split_prompt,
 )
 
 EPISODE_OVER = "The episode is over: no further actions are taken."
+#: what the model is told once its rollout's env has faulted (the rollout is not scored)
+FAULT_NOTICE = (
+    "The environment failed (an infrastructure fault, not your doing): this episode is "
+    "over and is not scored."
+)
 
 
 # ------------------------------------------------------------------ tools from schemas
@@ -212,22 +232,32 @@ class AgentEnvsTRLEnv:
         self._return = 0.0
         self._done = False
         self._scored = False
+        self._fault: Fault | None = None
         self._calls: list[tuple[str, dict[str, Any]]] = []
         self._steps: list[tuple[str, str, float, bool, bool, dict[str, Any]]] = []
 
     # TRL: reset(**row) returns text appended to the prompt's last user message
     def reset(self, **row: Any) -> str:
-        env = self._env()
         seed = row.get("seed")
         options = {k: row[k] for k in ("task_id", "max_turns") if row.get(k) is not None}
-        observation, info = env.reset(seed=None if seed is None else int(seed), options=options or None)
-        reseed_rollout(env, None if seed is None else int(seed), self._index)
         self._row_seed = seed
         self._return = 0.0
         self._done = False
         self._scored = False
+        self._fault = None
         self._calls = []
         self._steps = []
+
+        def attempt() -> tuple[str, dict[str, Any]]:
+            return self._env().reset(seed=None if seed is None else int(seed), options=options or None)
+
+        try:
+            observation, info = reset_with_retries(attempt, self._close, where=self._where())
+        except Fault as fault:
+            self._fault, self._done = fault, True
+            self._close()
+            return FAULT_NOTICE
+        reseed_rollout(self._env(), None if seed is None else int(seed), self._index)
         self._info = info
         prompt = row.get("prompt")
         system, user = split_prompt(observation, info)
@@ -243,11 +273,22 @@ class AgentEnvsTRLEnv:
             self._holder[0] = env
         return env
 
+    def _where(self) -> str:
+        return f"TRL rollout {self._index} of {self._env_id} (row seed {self._row_seed})"
+
     def _act(self, action: str) -> str:
+        if self._fault is not None:
+            return FAULT_NOTICE
         if self._done:
             return EPISODE_OVER
         env = self._env()
-        observation, reward, terminated, truncated, info = env.step(action)
+        try:
+            observation, reward, terminated, truncated, info = env.step(action)
+        except Fault as fault:
+            log_fault(fault, f"{self._where()}, step {len(self._steps) + 1}")
+            self._fault, self._done = fault, True
+            self._close()
+            return FAULT_NOTICE
         self._return += float(reward)
         self._done = bool(terminated or truncated)
         self._steps.append((action, observation, float(reward), bool(terminated), bool(truncated), info))
@@ -257,19 +298,21 @@ class AgentEnvsTRLEnv:
         return observation
 
     def _record_call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._fault is not None:
+            return FAULT_NOTICE
         if self._done:
             return EPISODE_OVER
         self._calls.append((name, arguments))
         return f"Call {len(self._calls)} recorded: {name}({json.dumps(arguments)})."
 
-    def _episode_return(self) -> float:
-        """The episode's summed reward (grading recorded calls first); then, by default,
-        the env is closed."""
+    def _episode_return(self) -> float | None:
+        """The episode's summed reward (grading recorded calls first), or ``None`` when its
+        env faulted; then, by default, the env is closed."""
         if not self._scored:
             self._scored = True
             if self._holder[0] is not None and self._calls_graded_at_end() and not self._done:
                 self._act(calls_action(self._calls))
-        reward = self._return
+        reward = None if self._fault is not None else self._return
         if self._close_after_episode:
             self._close()
         return reward
@@ -363,11 +406,27 @@ def bfcl_task_class(
 
 
 # ------------------------------------------------------------------ rewards and datasets
-def agentenvs_reward(prompts: Any = None, completions: Any = None, environments: Any = None, **kwargs: Any) -> list[float]:
-    """TRL reward function: each rollout's episode reward, read from its env object."""
+def agentenvs_reward(
+    prompts: Any = None, completions: Any = None, environments: Any = None, **kwargs: Any
+) -> list[float | None]:
+    """TRL reward function: each rollout's episode reward, read from its env object;
+    ``None`` (no reward: TRL leaves the rollout out) where the rollout's env faulted."""
     if environments is None:
         raise ValueError("agentenvs_reward reads the rollouts' envs: use it with environment_factory")
-    return [env._episode_return() for env in environments]
+    rewards = [env._episode_return() for env in environments]
+    faults = [env._fault.kind if env._fault is not None else None for env in environments]
+    _log_faults(faults, kwargs)
+    return rewards
+
+
+def _log_faults(kinds: Sequence[str | None], kwargs: dict[str, Any]) -> None:
+    """The batch's faulted rollouts in TRL's metrics (``log_metric``) and completions
+    table (``log_extra``), where the trainer passes them."""
+    log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
+    if callable(log_metric):
+        log_metric("agentenvs/faulted_rollouts", float(sum(k is not None for k in kinds)))
+    if callable(log_extra):
+        log_extra("agentenvs_fault", list(kinds))
 
 
 @dataclass
@@ -390,17 +449,29 @@ def task_rows(
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """One row per (task, seed), with the system prompt, the task's tools where it has
-    some, and the reset's ``task_id``/``seed`` (``max_turns`` if given)."""
-    env = gym.make(env_id, **env_kwargs)
+    some, and the reset's ``task_id``/``seed`` (``max_turns`` if given). A reset that
+    faults is logged and tried again on a fresh env (``reset_with_retries``); one that
+    still faults is raised: a dataset is never built without its rows."""
+    holder: list[gym.Env | None] = [gym.make(env_id, **env_kwargs)]
     rows = []
+
+    def env() -> gym.Env:
+        if holder[0] is None:
+            holder[0] = gym.make(env_id, **env_kwargs)
+        return holder[0]
+
     try:
-        ids = list(task_ids) if task_ids is not None else list(env.unwrapped.task_ids)  # type: ignore[attr-defined]
+        ids = list(task_ids) if task_ids is not None else list(env().unwrapped.task_ids)  # type: ignore[attr-defined]
         for task_id in ids:
             for seed in seeds:
                 options: dict[str, Any] = {"task_id": task_id}
                 if max_turns is not None:
                     options["max_turns"] = max_turns
-                observation, info = env.reset(seed=int(seed), options=options)
+                observation, info = reset_with_retries(
+                    functools.partial(lambda s, o: env().reset(seed=s, options=o), int(seed), options),
+                    functools.partial(_close_held, holder),
+                    where=f"the dataset of {env_id} (task {task_id}, seed {seed})",
+                )
                 system, _ = split_prompt(observation, info)
                 row: dict[str, Any] = {
                     "prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
@@ -413,7 +484,7 @@ def task_rows(
                     row["_tools"] = info["tools"]
                 rows.append(row)
     finally:
-        env.close()
+        _close_held(holder)
     return rows
 
 
@@ -451,17 +522,45 @@ def for_trl(
 
 
 # ------------------------------------------------------------------ rollout_func over GroupEnv
-def reward_from_rollout(prompts: Any = None, completions: Any = None, env_reward: Any = None, **kwargs: Any) -> list[float]:
-    """TRL reward function for ``make_rollout_func``: the episode rewards it returned."""
+def reward_from_rollout(
+    prompts: Any = None, completions: Any = None, env_reward: Any = None, **kwargs: Any
+) -> list[float | None]:
+    """TRL reward function for ``make_rollout_func``: the episode rewards it returned
+    (``None`` for a faulted rollout's)."""
     if env_reward is None:
         raise ValueError("reward_from_rollout reads 'env_reward' from make_rollout_func's output")
-    return [float(r) for r in env_reward]
+    faults = kwargs.get("env_fault") or [None] * len(env_reward)
+    _log_faults(list(faults), kwargs)
+    return [None if r is None else float(r) for r in env_reward]
 
 
 def _prompt_key(prompt: Any) -> str:
     if isinstance(prompt, list):
         return json.dumps([[m.get("role"), m.get("content")] for m in prompt])
     return json.dumps(prompt)
+
+
+class _GroupSlot:
+    """The ``GroupEnv`` of one rollout group, made and reset anew on each try."""
+
+    def __init__(
+        self, env_id: str, size: int, env_kwargs: dict[str, Any], seed: int, options: dict[str, Any]
+    ) -> None:
+        self.args = (env_id, size, env_kwargs, seed, options)
+        self.group: Any = None
+
+    def open(self) -> Any:
+        from agentenvs.wrappers import GroupEnv
+
+        env_id, size, env_kwargs, seed, options = self.args
+        self.group = GroupEnv(env_id, group_size=size, **env_kwargs)
+        self.group.reset(seed=seed, options=options)
+        return self.group
+
+    def close(self) -> None:
+        group, self.group = self.group, None
+        if group is not None:
+            group.close()
 
 
 def make_rollout_func(
@@ -485,13 +584,17 @@ def make_rollout_func(
     next user message in the chat template. Returned: ``prompt_ids``, ``completion_ids``
     (the model's turns and the observations between them, up to the trainer's
     ``max_completion_length``), ``logprobs`` (sampling log-probabilities; 0 for
-    observation tokens), ``env_mask`` (1 for model tokens, 0 for observation tokens) and
-    ``env_reward`` (each episode's summed reward).
+    observation tokens), ``env_mask`` (1 for model tokens, 0 for observation tokens),
+    ``env_reward`` (each episode's summed reward) and ``env_fault`` (``None``, or the kind of
+    the fault that ended the rollout).
+
+    A group whose reset faults is tried again on a fresh group (``RESET_TRIES`` times); a
+    reset that still faults, or a step that faults, ends the group's live rollouts with
+    ``env_reward`` ``None`` (rollouts that had already ended keep theirs), logged.
     """
     import torch
     from datasets import Dataset
 
-    from agentenvs.wrappers import GroupEnv
 
     rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs)
     probe = gym.make(env_id, **env_kwargs)
@@ -517,7 +620,9 @@ def make_rollout_func(
         model = trainer.accelerator.unwrap_model(trainer.model)
         limit = int(getattr(trainer.args, "max_completion_length", None) or 256)
         device = next(model.parameters()).device
-        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward")}
+        out: dict[str, list[Any]] = {
+            k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "env_fault")
+        }
         i = 0
         while i < len(prompts):
             key = _prompt_key(prompts[i])
@@ -527,12 +632,24 @@ def make_rollout_func(
             row = by_key.get(key)
             if row is None:
                 raise ValueError("a prompt that make_rollout_func's dataset does not hold")
-            group = GroupEnv(env_id, group_size=j - i, **env_kwargs)
+            options = {"task_id": row["task_id"]}
+            if row.get("max_turns") is not None:
+                options["max_turns"] = row["max_turns"]
+            where = f"TRL rollout group of {env_id} (task {row['task_id']}, seed {row['seed']})"
+            slot = _GroupSlot(env_id, j - i, env_kwargs, row["seed"], options)
             try:
-                options = {"task_id": row["task_id"]}
-                if row.get("max_turns") is not None:
-                    options["max_turns"] = row["max_turns"]
-                group.reset(seed=row["seed"], options=options)
+                try:
+                    group = reset_with_retries(slot.open, slot.close, where=where)
+                except Fault as fault:
+                    for _ in range(j - i):
+                        out["prompt_ids"].append(render(tokenizer, row["prompt"]))
+                        out["completion_ids"].append([tokenizer.eos_token_id])
+                        out["logprobs"].append([0.0])
+                        out["env_mask"].append([1])
+                        out["env_reward"].append(None)
+                        out["env_fault"].append(fault.kind)
+                    i = j
+                    continue
                 agents = list(group.possible_agents)
                 messages = {a: [dict(m) for m in row["prompt"]] for a in agents}
                 prompt_ids = {a: render(tokenizer, messages[a]) for a in agents}
@@ -540,6 +657,7 @@ def make_rollout_func(
                 logps = {a: [] for a in agents}
                 mask = {a: [] for a in agents}
                 total = dict.fromkeys(agents, 0.0)
+                faulted: dict[str, str] = {}
                 while group.agents:
                     live = [a for a in group.agents if len(ids[a]) < limit]
                     if not live:
@@ -564,7 +682,12 @@ def make_rollout_func(
                         ids[a] += new
                         mask[a] += [1] * len(new)
                         actions[a] = tokenizer.decode(new, skip_special_tokens=True).strip()
-                    observations, rewards, terms, truncs, _ = group.step(actions)
+                    try:
+                        observations, rewards, terms, truncs, _ = group.step(actions)
+                    except Fault as fault:
+                        log_fault(fault, f"{where}, a step")
+                        faulted.update(dict.fromkeys(group.agents, fault.kind))
+                        break
                     for a, text in actions.items():
                         total[a] += rewards[a]
                         if terms[a] or truncs[a]:
@@ -586,9 +709,10 @@ def make_rollout_func(
                     out["completion_ids"].append(ids[a] or [tokenizer.eos_token_id])
                     out["logprobs"].append(logps[a] or [0.0])
                     out["env_mask"].append(mask[a] or [1])
-                    out["env_reward"].append(total[a])
+                    out["env_reward"].append(None if a in faulted else total[a])
+                    out["env_fault"].append(faulted.get(a))
             finally:
-                group.close()
+                slot.close()
             i = j
         return out
 

@@ -16,6 +16,14 @@ runs it.
   recorded as ``agentenvs_reward``; success, score and turns go to the trace's info.
   The env is closed when the episode ends, failed or not.
 
+Faults (``agentenvs.core.errors.Fault``: the env's infrastructure failed, not the
+agent): a reset that faults is tried again on a fresh env (``RESET_TRIES`` times); a
+reset that still faults, or a step that faults, ends the episode with ``EnvFault``, a
+verifiers ``EnvError``: verifiers records it on the episode (``errors``, ``ok=False``,
+resumed runs redo it) and no ``agentenvs_reward`` is recorded, so nothing scores it. A
+retry rule retries such episodes: ``--env.retries.rules '[{"type": "EnvFault",
+"max_retries": 3}]'``. Each fault is logged (``agentenvs.integrations``).
+
 Each env's blocking calls run on a thread of its own (``AsyncEnv``), so many episodes
 share verifiers' event loop. ``play_episode`` is the loop itself, with the model's turn
 as a coroutine argument; ``run`` hands it verifiers' interaction.
@@ -30,6 +38,7 @@ its directory on ``PATH`` when no ``uv`` is there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -38,11 +47,13 @@ from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import Field
+from verifiers.v1.errors import EnvError
 from verifiers.v1.harnesses.null import NullHarnessConfig
 from verifiers.v1.runtimes import SubprocessConfig
 
 from agentenvs.core.aio import AsyncEnv
-from agentenvs.integrations.common import split_prompt
+from agentenvs.core.errors import Fault
+from agentenvs.integrations.common import RESET_TRIES, log_fault, reset_with_retries, split_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -80,24 +91,49 @@ class AgentEnvsEnvConfig(vf.EnvConfig):
 Turn = Callable[[str | None], Awaitable[str | None]]
 
 
+class EnvFault(EnvError):
+    """An agentenvs ``Fault`` ended the episode: its env's infrastructure failed, not the
+    agent. ``record`` is the fault's record (kind, attribution, message, evidence)."""
+
+    def __init__(self, fault: Fault, where: str) -> None:
+        super().__init__(f"agentenvs fault ({fault.kind}, {fault.attribution}) in {where}: {fault}")
+        self.record = fault.record()
+
+
 async def play_episode(info: dict[str, Any], turn: Turn) -> dict[str, Any]:
     """One episode: ``turn(text)`` sends a user turn (``None``: the task prompt is already
     the model's) and returns the model's reply, or ``None`` when the model stopped."""
-    import functools
-
     import gymnasium as gym
 
-    env = await AsyncEnv.create(functools.partial(gym.make, info["env"], **info.get("env_kwargs", {})))
+    make = functools.partial(gym.make, info["env"], **info.get("env_kwargs", {}))
+    options = {k: info[k] for k in ("task_id", "max_turns") if info.get(k) is not None}
+    where = f"a verifiers episode of {info['env']} (task {info.get('task_id')}, seed {info.get('seed')})"
+    env: AsyncEnv | None = None
+    for number in range(1, RESET_TRIES + 1):
+        try:
+            env = await AsyncEnv.create(make)
+            await env.areset(seed=info.get("seed"), options=options or None)
+            break
+        except Fault as fault:
+            log_fault(fault, f"{where} (reset, try {number} of {RESET_TRIES})")
+            if env is not None:
+                await env.aclose()
+                env = None
+            if not fault.retryable or number == RESET_TRIES:
+                raise EnvFault(fault, where) from fault
+    assert env is not None
     outcome: dict[str, Any] = {"reward": 0.0, "success": False, "score": 0.0, "turns": 0, "stopped": None}
     try:
-        options = {k: info[k] for k in ("task_id", "max_turns") if info.get(k) is not None}
-        await env.areset(seed=info.get("seed"), options=options or None)
         reply = await turn(None)
         while True:
             if reply is None:
                 outcome["stopped"] = "model"
                 break
-            observation, reward, terminated, truncated, step_info = await env.astep(reply)
+            try:
+                observation, reward, terminated, truncated, step_info = await env.astep(reply)
+            except Fault as fault:
+                log_fault(fault, f"{where}, step {outcome['turns'] + 1}")
+                raise EnvFault(fault, where) from fault
             outcome["reward"] += float(reward)
             outcome["turns"] += 1
             outcome["success"] = bool(step_info.get("success"))
@@ -160,13 +196,28 @@ class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
                          max_turns=config.max_turns, **config.env_kwargs)
         import gymnasium as gym
 
-        env = gym.make(config.env, **config.env_kwargs)
+        holder: list[Any] = [gym.make(config.env, **config.env_kwargs)]
+
+        def reset(seed: int, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            if holder[0] is None:
+                holder[0] = gym.make(config.env, **config.env_kwargs)
+            return holder[0].reset(seed=seed, options=options)
+
+        def discard() -> None:
+            env, holder[0] = holder[0], None
+            if env is not None:
+                env.close()
+
         try:
             for row in rows:
                 options = {"task_id": row["task_id"]}
                 if config.max_turns is not None:
                     options["max_turns"] = config.max_turns
-                observation, info = env.reset(seed=row["seed"], options=options)
+                observation, info = reset_with_retries(
+                    functools.partial(reset, row["seed"], options),
+                    discard,
+                    where=f"the taskset of {config.env} (task {row['task_id']})",
+                )
                 system, prompt = split_prompt(observation, info)
                 yield AgentEnvsTask(
                     AgentEnvsData(
@@ -181,7 +232,7 @@ class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
                     config.task,
                 )
         finally:
-            env.close()
+            discard()
 
 
 __all__ = [
@@ -191,6 +242,7 @@ __all__ = [
     "AgentEnvsEnvConfig",
     "AgentEnvsTask",
     "AgentEnvsTaskset",
+    "EnvFault",
     "ensure_uv_on_path",
     "play_episode",
 ]
