@@ -330,3 +330,30 @@ def test_a_player_turn_limit_ends_the_episode_through_verifiers_and_closes_the_e
     assert len(model.requests) == 2
     played = [r for r in made_envs if r["id"] == "agentenvs/FrozenLake-v0"]
     assert played and all(r["closed"] for r in played)
+
+
+def test_a_faulted_episode_is_recorded_failed_and_unscored_by_verifiers(
+    tmp_path: Path, uv_on_path: None
+) -> None:
+    from test_faults import FAULTY_ID, PLANS, Plan
+
+    PLANS["verifiers-eval"] = plan = Plan(steps=[2] * 8)  # every env faults at its second step
+    try:
+        lake = AgentEnvsConfig(id=TASKSET_ID, env=FAULTY_ID, task_ids=["4x4"], seeds=[0],
+                               env_kwargs={"plan": "verifiers-eval", "is_slippery": False})
+        [task] = list(load_taskset(lake))
+        script = ["<answer>Right</answer>"] * 4
+        with ScriptedModel({task.data.prompt: script}) as model:
+            config = EvalConfig(env=AgentEnvsEnvConfig(taskset=lake), model="scripted", push=False,
+                                rich=None, output_dir=tmp_path,
+                                client=vf.EvalClientConfig(base_url=model.base_url,
+                                                           api_key_var="AGENTENVS_TEST_KEY"))
+            [episode] = asyncio.run(run_eval(config))
+        assert not episode.ok
+        assert [e.type for e in episode.errors] == ["EnvFault"]
+        assert "agentenvs fault (container, infrastructure)" in episode.errors[0].message
+        assert all("agentenvs_reward" not in trace.rewards for trace in episode.traces)
+        assert len(model.requests) == 2  # the fault came at the second step: no third turn
+        assert plan.faults == 1 and plan.closed == plan.made
+    finally:
+        PLANS.pop("verifiers-eval", None)
