@@ -14,7 +14,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
-from agentenvs.core.errors import SnapshotError, TaskError
+from agentenvs.core.errors import Fault, SnapshotError, TaskError
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -220,6 +220,17 @@ class InterCodeSQLEnv(TextEnv):
     ``terminated`` on ``submit`` (and, with ``try_again``, on the first statement whose
     reward is 1); ``truncated`` when the turn budget runs out first.
 
+    On MySQL, a failure of the infrastructure (a lost or refused connection, the server
+    shut down or restarted, a session or statement killed from outside, the gold
+    connection lost, the episode's database dropped by someone else) ends no episode with a
+    score: ``reset``, ``step``, ``score_action``, ``snapshot`` and ``restore`` raise
+    :class:`~agentenvs.core.errors.Fault` (``kind="database"``), decided from evidence the
+    agent cannot forge (``backends.mysql_faults``). The episode's database is then dropped
+    (once the server answers again, if it is away) and only a ``reset`` can follow, which
+    connects anew. What the agent causes stays its outcome: a statement refused (syntax,
+    privileges, the guard) or stopped at its time limit by the env's watchdog is an
+    observation. SQLite runs in the process: no infrastructure fault can happen there.
+
     ## Information
     The standard keys; ``success`` is reward = 1 (with ``try_again``: best so far = 1);
     ``gold_error`` (when graded) holds the engine's message when the gold query itself
@@ -277,7 +288,9 @@ class InterCodeSQLEnv(TextEnv):
       runs as written under ``rules="official"`` and ``"iou"`` (it was rewritten from
       SQLite's dialect when the server refused it, which scored ``FROM `show` `` 1 where
       InterCode scores it 0); the rewrite, now only in ``rules="normalized"``, keeps
-      double-quoted strings strings (it made ``"Asia"`` a column).
+      double-quoted strings strings (it made ``"Asia"`` a column). On MySQL a lost
+      connection raises ``Fault`` (it was an ``Error executing query: lost the database
+      connection`` observation, and a gold connection or database gone an exception).
     """
 
     default_max_turns = 10
@@ -547,13 +560,7 @@ class InterCodeSQLEnv(TextEnv):
             return result
         return dataclasses.replace(result, rows=normalize_rows(result.rows))
 
-    def score_action(self, action: str) -> float:
-        """The reward ``action`` would earn from here, without advancing.
-
-        A statement is scored as if submitted right after it (run on a copy when it
-        writes); ``submit`` and an invalid action score the current last result. The
-        value is InterCode's reward, in [-1, 1].
-        """
+    def _score_action(self, action: str) -> float:
         kind, payload = parse_action(action) if isinstance(action, str) else ("invalid", "")
         if kind != "sql" or len(action) > self.max_action_chars:
             return self.reward_of(self._last)
@@ -581,8 +588,55 @@ class InterCodeSQLEnv(TextEnv):
         )
         return sql
 
+    # ---------------------------------------------------------------- faults
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        try:
+            return super().step(action)
+        except Fault:
+            self._abandon()
+            raise
+
+    def score_action(self, action: str) -> float:
+        """The reward ``action`` would earn from here, without advancing.
+
+        A statement is scored as if submitted right after it (run on a copy when it
+        writes); ``submit`` and an invalid action score the current last result. The
+        value is InterCode's reward, in [-1, 1]. A fault raises ``Fault`` (see Episode End).
+        """
+        try:
+            return self._score_action(action)
+        except Fault:
+            self._abandon()
+            raise
+
+    def snapshot(self) -> Any:
+        try:
+            return super().snapshot()
+        except Fault:
+            self._abandon()
+            raise
+
+    def restore(self, snapshot: Any) -> None:
+        try:
+            super().restore(snapshot)
+        except Fault:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """After a fault: the episode's database is dropped, never served again, and only
+        a reset can follow."""
+        if self._episode is not None:
+            self._episode.discard()
+            self._episode = None
+            self._episode_db = None
+        self._episode_gold = None
+        self._done = True
+
     # ---------------------------------------------------------------- state
     def _state_key(self) -> str:
+        if self._episode is None:  # abandoned after a fault
+            return "no-episode"
         last = self._last.rows if self._last is not None and self._last.ok else None
         key = f"{self.episode.fingerprint()}|{_rows_digest(last)}"
         if self.try_again:

@@ -153,6 +153,11 @@ class Episode(ABC):
     def close(self) -> None:
         """Free the database (idempotent)."""
 
+    def discard(self) -> None:
+        """Free the database after a fault: whatever state it was left in, it is never
+        served to another episode (by default: ``close``)."""
+        self.close()
+
 
 class Backend(ABC):
     """Builds templates once and opens per-episode copies of them."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -51,12 +52,13 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from agentenvs.core.errors import ServiceUnavailable, TaskError, require
+from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError, require
 from agentenvs.core.procs import pid_alive
+from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -99,6 +101,12 @@ META_DB = "ae_meta"
 POOL_THREADS = 3
 #: rows read from the server at a time (the byte limit is checked after each batch)
 _FETCH_CHUNK = 256
+#: an admin connection idle this long is pinged before use (a server restarted meanwhile
+#: then costs a new connection, not a fault)
+PING_IDLE_S = 1.0
+#: errors after which the server may have closed the agent's session (a packet too large,
+#: a failed read or write of its statement): the session is opened anew
+_SESSION_ENDING_CODES = frozenset(range(1153, 1162))
 
 _AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
@@ -248,6 +256,7 @@ class _Server:
             {"ssl_disabled": True} if local and "unix_socket" in self.args else {}
         )
         self.admin = self.connect()
+        self.admin_used = time.monotonic()
         if not self.tls:
             import ssl
 
@@ -267,6 +276,14 @@ class _Server:
         self.gold_conn: Any = None
         self.gold_settings: tuple[str, ...] = ()
         self.lock_key: str | None = None
+        #: when the server started (this host's clock, to a second), and the first
+        #: connection id seen in that run: a probe that finds a later start, or a new
+        #: connection with a lower id, tells a restart
+        self.boot: float | None = None
+        self.boot_connection: int | None = None
+        # episode databases whose drop failed (the server was away): dropped once it answers
+        self.lost: set[str] = set()
+        self._note_boot(faults.probe(self))
 
     def template_lock_name(self, template: str) -> str:
         """The named lock under which ``template`` is built: every process with the admin's
@@ -305,10 +322,70 @@ class _Server:
             where = args.get("unix_socket") or f"{args.get('host')}:{args.get('port')}"
             raise ServiceUnavailable(f"cannot connect to MySQL/MariaDB at {where}: {exc}") from exc
 
+    def live_admin(self) -> Any:
+        """The admin connection, made anew when it is closed or does not answer a ping
+        after being idle (call under ``self.lock``): a statement is never sent on a
+        connection known to be gone."""
+        now = time.monotonic()
+        if self.admin.open and now - self.admin_used > PING_IDLE_S:
+            try:
+                self.admin.ping(reconnect=False)
+            except self.pymysql.err.MySQLError:
+                self._close_quietly(self.admin)
+        if not self.admin.open:
+            self.admin = self.connect()
+        self.admin_used = now
+        return self.admin
+
+    @contextlib.contextmanager
+    def guard(self, connection: str) -> Iterator[None]:
+        """Raise a connection-level failure of the env's own ``connection`` (the admin's,
+        the gold's) as ``Fault(kind="database")``, decided by a health probe: these
+        connections run none of the agent's statements."""
+        try:
+            yield
+        except Fault:
+            raise
+        except (ServiceUnavailable, self.pymysql.err.MySQLError) as exc:
+            if not faults.is_connection_error(exc, self.pymysql):
+                raise
+            raise faults.database_fault(connection, exc, self.health()) from exc
+
+    def health(self, **asked: Any) -> faults.Health:
+        """A health probe (``mysql_faults.probe``); a restart it finds is noted: what the
+        process knew of the server's templates and spares is checked again."""
+        health = faults.probe(self, **asked)
+        if health.restarted_since(self.boot, self.boot_connection):
+            self._note_boot(health)
+            self.templates.clear()
+            self.source_templates.clear()
+            self.pool.forget()
+        return health
+
+    def _note_boot(self, health: faults.Health) -> None:
+        if health.answered:
+            self.boot, self.boot_connection = health.boot, health.connection_id
+
     def run(self, sql: str, args: Any = None) -> list[tuple]:
-        with self.lock, self.admin.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall()) if cur.description else []
+        with self.lock, self.guard("admin connection"):
+            for attempt in (0, 1):
+                try:
+                    with self.live_admin().cursor() as cur:
+                        cur.execute(sql, args)
+                        return list(cur.fetchall()) if cur.description else []
+                except self.pymysql.err.MySQLError as exc:
+                    # never sent (the connection was gone): safe to send once more
+                    if attempt or not faults.never_sent(exc, self.pymysql):
+                        raise
+                    self._close_quietly(self.admin)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _close_quietly(conn: Any) -> None:
+        try:
+            conn.close()
+        except Exception:
+            pass
 
     def scalar(self, sql: str, args: Any = None) -> Any:
         rows = self.run(sql, args)
@@ -471,6 +548,17 @@ class _Pool:
             self._trim()
         self.settle()
 
+    def forget(self) -> None:
+        """The server restarted: the spares made before are dropped (a server started
+        afresh may not have them) and made again when wanted."""
+        with self.lock:
+            if self.pid != os.getpid():
+                return
+            for template in list(self.ready):
+                for entry in self.ready.pop(template):
+                    self._put(PRIORITY_DROP, "drop", entry[0])
+            self.changed.notify_all()
+
     def settle(self, timeout: float = 60.0) -> None:
         """Wait until every job queued so far (spares, copies back, drops) is done."""
         with self.lock:
@@ -552,7 +640,10 @@ class _Pool:
                 _run_on(conn, "SET SESSION innodb_lock_wait_timeout = 10")
             try:
                 return _run_on(conn, sql, args)
-            except self.server.pymysql.err.OperationalError:
+            except (
+                self.server.pymysql.err.OperationalError,
+                self.server.pymysql.err.InterfaceError,
+            ):
                 self.local.conn = None  # the connection broke: once more on a new one
                 if attempt:
                     raise
@@ -572,27 +663,35 @@ class _Pool:
 
     def _job(self, kind: str, arg: Any) -> None:
         user_host = self.server.user_host
+        lost = self.server.lost
         if kind == "drop":
             try:
                 _drop(self._run, arg, user_host)
-            except Exception:  # the server went away: the sweep drops what is left
-                pass
+            except Exception:  # the server went away: dropped once it answers again
+                lost.add(arg)
             return
         template, backend = arg[0], arg[-1]
         made = None
         try:
             if kind == "recycle":
                 name, password = arg[1], arg[2]
-                if self._restore(template, name):
+                try:
+                    restored = self._restore(template, name)
+                except Exception:
+                    lost.add(name)
+                    raise
+                if restored:
                     made = (name, password)
                 else:
                     _drop(self._run, name, user_host)
             if made is None:
-                made = _prepare(self._run, template, user_host)
+                made = _prepare(self._run, template, user_host, lost)
                 if template not in self.shapes:  # what a fresh copy looks like
                     self.shapes[template] = self._shape(made[0])
-        except Exception:  # the server went away: the sweep drops what is left
-            pass
+        except Exception:  # the server went away: what is left is dropped once it answers
+            if made is not None:
+                lost.add(made[0])
+                made = None
         with self.lock:
             self.wanted[template] -= 1
             if self.wanted[template] <= 0:
@@ -607,7 +706,7 @@ class _Pool:
             try:
                 _drop(self._run, made[0], user_host)
             except Exception:
-                pass
+                lost.add(made[0])
 
     def _shape(self, db: str) -> dict[str, str]:
         """Every table and view of ``db``: a table's full definition (auto-increment
@@ -682,20 +781,30 @@ class MySQLEpisode(Episode):
         self._running = 0
         self._statements = 0
         self._watch = threading.Lock()
+        # the statement the watchdog stopped (0: none): 1317 on any other is a kill from outside
+        self._killed = 0
         self._case: dict[str, str] | None = None
         self._password = ""
+        # the server's start when the session was opened (for a health probe's verdict)
+        self._boot: float | None = None
         try:
             # a pristine database and user made ahead (or now, when none is ready)
             self.name, self._password, self._case = backend.take_prepared(template)
             self.connect()
-        except Exception:
-            self.close()
+        except Exception as exc:
+            # a database whose session could not be opened is dropped, not served again
+            self.discard()
+            if isinstance(exc, ServiceUnavailable):
+                raise faults.database_fault(
+                    "connection of a new episode", exc, self.server.health()
+                ) from exc
             raise
         backend.episodes.add(self)
 
     def connect(self) -> None:
         """A new session as the episode's user: nothing of an earlier session survives."""
         server = self.server
+        self._boot = server.boot
         self.conn = server.connect(
             user=self.name,
             password=self._password,
@@ -703,7 +812,7 @@ class MySQLEpisode(Episode):
             read_timeout=self.limits.statement_timeout_s + 30,  # backstop for the server's limit
             write_timeout=30,
         )
-        with self.conn.cursor() as cur:
+        with server.guard("connection of a new episode"), self.conn.cursor() as cur:
             for statement in server.session_settings(
                 self.limits.statement_timeout_s,
                 self.limits.max_result_rows,
@@ -711,6 +820,20 @@ class MySQLEpisode(Episode):
             ):
                 cur.execute(statement)
         self.thread_id = self.conn.thread_id()
+
+    def reconnect(self) -> None:
+        """The agent's statement ended its session (it outlived every limit, or sent a
+        packet the server refused): stop what is left of it and open a new one."""
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            self.server._close_quietly(conn)
+        self.backend.kill_connection(self.thread_id)
+        try:
+            self.connect()
+        except ServiceUnavailable as exc:
+            raise faults.database_fault(
+                "connection of the episode", exc, self.server.health()
+            ) from exc
 
     def _spelt(self, sql: str) -> str:
         """``sql`` with tables spelt as stored (whatever the server's lower_case_table_names)."""
@@ -734,6 +857,12 @@ class MySQLEpisode(Episode):
 
     def _run(self, sql: str) -> QueryResult:
         pymysql = self.server.pymysql
+        if self.conn is None:
+            raise Fault(
+                "the episode has no database session (an earlier fault ended it)",
+                kind="database",
+                evidence="the episode's session was closed after a fault; reset the env",
+            )
         # the server's own limit is a session setting; this one lives outside the session,
         # so no statement can lift it: past the limit (and a grace) the query is killed
         with self._watch:
@@ -743,8 +872,10 @@ class MySQLEpisode(Episode):
             self.limits.statement_timeout_s + KILL_GRACE_S, self._kill, (statement,)
         )
         watchdog.daemon = True
+        sent_at = time.time()
         watchdog.start()
         wide = False
+        failure: Exception | None = None
         try:
             # rows as they arrive (not the whole result buffered first), so a result of
             # wide values stops at the byte limit instead of filling memory
@@ -764,25 +895,16 @@ class MySQLEpisode(Episode):
                         wide = True
                         self._kill(statement)  # the rest is not sent, only its end read
                         break
-        except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else None
-            if wide and code == 1317:
-                return QueryResult(error=too_wide(self.limits))
-            if code in (1317, 1969, 3024):  # killed / MariaDB / MySQL statement time limit
-                return QueryResult(
-                    error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
-                )
-            if code in (2006, 2013, 2014):  # the connection is gone: the episode cannot go on
-                return QueryResult(error=f"lost the database connection: {_error_text(exc)}")
-            return QueryResult(error=self._hide(_error_text(exc)))
         except pymysql.err.MySQLError as exc:
-            return QueryResult(error=self._hide(_error_text(exc)))
+            failure = exc
         except (ValueError, TypeError, UnicodeError) as exc:
             return QueryResult(error=str(exc) or type(exc).__name__)
         finally:
             watchdog.cancel()
             with self._watch:
                 self._running = 0
+        if failure is not None:  # decided once no watchdog can fire any more
+            return self._failed(failure, statement, wide, sent_at)
         if wide:
             return QueryResult(error=too_wide(self.limits))
         if len(rows) > self.limits.max_result_rows:
@@ -795,9 +917,53 @@ class MySQLEpisode(Episode):
             rows=rows, columns=tuple(self._hide(c) for c in columns), rowcount=len(rows)
         )
 
+    def _failed(self, exc: Exception, statement: int, wide: bool, sent_at: float) -> QueryResult:
+        """The outcome of a statement the server did not complete: the agent's (an error it
+        sees) or a ``Fault`` (``mysql_faults``' rules)."""
+        pymysql = self.server.pymysql
+        code = faults.error_code(exc)
+        time_limit = QueryResult(
+            error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
+        )
+        if code == 1317:  # interrupted: by the watchdog (time or byte limit), or from outside
+            if wide:
+                return QueryResult(error=too_wide(self.limits))
+            if self._killed == statement:
+                return time_limit
+            raise Fault(
+                f"the agent's statement was interrupted from outside: {_error_text(exc)}",
+                kind="database",
+                evidence="error 1317 on a statement the env's watchdog did not stop (the agent "
+                "cannot KILL): a KILL QUERY by another session, or the server stopping it",
+            ) from exc
+        if code in (1969, 3024):  # MariaDB's / MySQL's statement time limit
+            return time_limit
+        if faults.is_connection_error(exc, pymysql):
+            self._close_session()
+            session = faults.Session(self.name or "", self.thread_id, self._boot, sent_at)
+            health = self.server.health(session=self.thread_id, name=self.name)
+            fault = faults.episode_fault(exc, pymysql, health, session)
+            if fault is not None:
+                raise fault from exc
+            self.reconnect()  # its statement outlived its limit: the agent's, as a time limit
+            return time_limit
+        if code in faults.MISSING_CODES:  # a misspelt or dropped table, or a database gone
+            fault = faults.missing_fault(exc, self.server.health(name=self.name))
+            if fault is not None:
+                raise fault from exc
+        elif code in _SESSION_ENDING_CODES:  # the server may have closed the session for it
+            self.reconnect()
+        return QueryResult(error=self._hide(_error_text(exc)))
+
+    def _close_session(self) -> None:
+        conn = self.conn
+        if conn is not None:
+            self.server._close_quietly(conn)
+
     def _kill(self, statement: int) -> None:
         with self._watch:  # the statement cannot finish and another start meanwhile
             if self._running == statement:
+                self._killed = statement
                 self.backend.kill_query(self.thread_id)
 
     def _hide(self, value: Any) -> Any:
@@ -844,6 +1010,18 @@ class MySQLEpisode(Episode):
         if self._digest is None:
             self._digest = self.backend.digest(self.name)
         return self._digest
+
+    def discard(self) -> None:
+        """Close after a fault: the session ends and the database and user are dropped
+        (now, or once the server answers again), never served to another episode."""
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            self.server._close_quietly(conn)
+        if self.name is None:
+            return
+        name, self.name = self.name, None
+        self.backend.episodes.discard(self)
+        self.backend.drop_episode(name)
 
     def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -970,7 +1148,7 @@ class MySQLBackend(Backend):
             tables = mysql_schema(conn)
         finally:
             conn.close()
-        with server.lock, server.admin.cursor() as cur:
+        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
             cur.execute("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'")
             for table, create, columns, rows in tables:
                 cur.execute(create.replace("CREATE TABLE ", f"CREATE TABLE {_q(name)}.", 1))
@@ -986,7 +1164,7 @@ class MySQLBackend(Backend):
         server = self.server
         server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
         server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
-        with server.lock, server.admin.cursor() as cur:
+        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
             cur.execute("SELECT @@SESSION.sql_mode")
             (mode,) = cur.fetchone()
             cur.execute(f"USE {_q(name)}")
@@ -1052,7 +1230,7 @@ class MySQLBackend(Backend):
         """A new episode database cloned from ``template`` and its own user, granted only
         on it: (name, password). Runs on ``conn`` (the pool's own), else the admin's."""
         run = self.server.run if conn is None else functools.partial(_run_on, conn)
-        return _prepare(run, template, self.server.user_host)
+        return _prepare(run, template, self.server.user_host, self.server.lost)
 
     def template_case(self, template: str) -> dict[str, str]:
         """Lower-cased name → stored name of the template's tables (its clones spell them
@@ -1075,7 +1253,18 @@ class MySQLBackend(Backend):
             taken = self.prepare(template)
         if self.spares != 0:
             self.pool.want(template, self)
+        self._drop_lost()
         return (*taken, self.template_case(template))
+
+    def _drop_lost(self) -> None:
+        """The server answers again: drop the episode databases it was away for."""
+        lost = self.server.lost
+        while lost:
+            try:
+                name = lost.pop()
+            except KeyError:
+                break
+            self.drop_episode(name)
 
     def give_back(
         self, template: str, name: str, password: str, case: dict[str, str] | None
@@ -1110,7 +1299,7 @@ class MySQLBackend(Backend):
         if not isinstance(state, list):
             raise TypeError(f"a MySQL episode loads a table dump, not {type(state).__name__}")
         server = self.server
-        with server.lock, server.admin.cursor() as cur:
+        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
             cur.execute("SET SESSION foreign_key_checks = 0")  # tables come back in any order
             for table in self._tables(db):
                 cur.execute(f"DROP TABLE {_q(db)}.{_q(table)}")
@@ -1133,7 +1322,8 @@ class MySQLBackend(Backend):
     def digest(self, db: str) -> str:
         tables = []
         for table in self._tables(db):
-            with self.server.lock, self.server.admin.cursor() as cur:
+            server = self.server
+            with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
                 cur.execute(f"SELECT * FROM {_q(db)}.{_q(table)}")
                 columns = [d[0] for d in cur.description]
                 tables.append((table, columns, normalize_rows(cur.fetchall())))
@@ -1143,6 +1333,13 @@ class MySQLBackend(Backend):
     def open_episode(self, source: DatabaseSource) -> MySQLEpisode:
         template, digest = self.template(source)
         return MySQLEpisode(self, source, template, digest)
+
+    def kill_connection(self, thread_id: int) -> None:
+        """End session ``thread_id`` and the statement it runs."""
+        try:
+            self.server.run(f"KILL CONNECTION {int(thread_id)}")
+        except Exception:  # it ended meanwhile, or the server went away
+            pass
 
     def kill_query(self, thread_id: int) -> None:
         """Stop the statement running on connection ``thread_id`` (the connection stays)."""
@@ -1157,8 +1354,8 @@ class MySQLBackend(Backend):
         if self._closed or self.spares == 0 or not self.pool.drop(name):
             try:
                 _drop(self.server.run, name, self.server.user_host)
-            except Exception:  # the server went away: the sweep removes it later
-                pass
+            except Exception:  # the server went away: dropped once it answers again
+                self.server.lost.add(name)
 
     def _run_gold(self, template: str, sql: str, case: dict[str, str] | None = None) -> QueryResult:
         """``sql`` on a template (or on an episode's database, its tables' spelling in
@@ -1178,15 +1375,32 @@ class MySQLBackend(Backend):
                 comparable=self.comparable,
             )
         )
-        with server.gold_lock:
-            if server.gold_conn is None or not server.gold_conn.open:
+        with server.gold_lock, server.guard("gold connection"):
+            conn = server.gold_conn
+            if conn is not None and conn.open:
+                try:  # one that went away while idle (a server restarted) is made anew
+                    conn.ping(reconnect=False)
+                except pymysql.err.MySQLError:
+                    server._close_quietly(conn)
+            if conn is None or not conn.open:
                 server.gold_conn, server.gold_settings = server.connect(), ()
             with server.gold_conn.cursor() as cur:
                 if server.gold_settings != settings:
                     for statement in settings:
                         cur.execute(statement)
                     server.gold_settings = settings
-                cur.execute(f"USE {_q(template)}")
+                try:
+                    cur.execute(f"USE {_q(template)}")
+                except pymysql.err.MySQLError as exc:
+                    if faults.is_connection_error(exc, pymysql):
+                        raise
+                    # the template or the episode's database is gone: no agent can drop it
+                    raise Fault(
+                        f"the database the gold query runs on is gone: {_error_text(exc)}",
+                        kind="database",
+                        evidence=f"USE {template} failed on the gold connection, which runs "
+                        f"no statement of the agent: {_error_text(exc)}",
+                    ) from exc
                 try:
                     cur.execute(sql)
                     if cur.description is None:
@@ -1195,6 +1409,8 @@ class MySQLBackend(Backend):
                         rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
                     )
                 except pymysql.err.MySQLError as exc:
+                    if faults.is_connection_error(exc, pymysql):
+                        raise
                     return QueryResult(error=_error_text(exc))
 
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
@@ -1294,9 +1510,11 @@ def _clone(run: Any, template: str, target: str) -> None:
         run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
 
 
-def _prepare(run: Any, template: str, user_host: str) -> tuple[str, str]:
+def _prepare(
+    run: Any, template: str, user_host: str, lost: set[str] | None = None
+) -> tuple[str, str]:
     """A new episode database cloned from ``template`` and its own user, granted only on
-    it: (name, password)."""
+    it: (name, password). A half-made one that cannot be dropped goes into ``lost``."""
     name = episode_name()
     password = secrets.token_urlsafe(18)
     try:
@@ -1309,7 +1527,11 @@ def _prepare(run: Any, template: str, user_host: str) -> tuple[str, str]:
             (name, user_host),
         )
     except Exception:
-        _drop(run, name, user_host)
+        try:
+            _drop(run, name, user_host)
+        except Exception:
+            if lost is not None:
+                lost.add(name)
         raise
     return name, password
 
