@@ -2,7 +2,8 @@
 
 ``agentenvs serve --env agentenvs/InterCodeSQL-v0 --port 8000`` serves one env per
 WebSocket session (see ``agentenvs.server.app`` for the protocol); ``RemoteEnv`` is a
-small client with the env's own methods. Needs the ``server`` extra
+small client with the env's own methods, which raises ``RemoteFault`` (a ``Fault``) for
+an env's infrastructure fault and for a server or connection that failed. Needs the ``server`` extra
 (``pip install 'agentenvs[server]'``: FastAPI, uvicorn, websockets); ``import agentenvs``
 never loads it.
 """
@@ -19,6 +20,7 @@ _EXPORTS = {
     "serve": "agentenvs.server.app",
     "RemoteEnv": "agentenvs.server.client",
     "RemoteError": "agentenvs.server.client",
+    "RemoteFault": "agentenvs.server.client",
     "TextAction": "agentenvs.server.models",
     "TextObservation": "agentenvs.server.models",
     "EnvState": "agentenvs.server.models",

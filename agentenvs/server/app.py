@@ -6,7 +6,7 @@ Endpoints (as an OpenEnv server has them):
   "data": {"text": ...}}``, ``{"type": "state"}``, ``{"type": "close"}``; answers
   ``{"type": "observation", "data": {"observation": {...}, "reward": r, "done": d}}``,
   ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``
-  (the session stays open after an error). Two more types reach the env's snapshots:
+  (the session stays open after an error; see Faults for ``INFRASTRUCTURE_FAULT``). Two more types reach the env's snapshots:
   ``{"type": "snapshot"}`` answers ``{"type": "snapshot", "data": {"snapshot": TOKEN}}``
   and ``{"type": "restore", "data": {"snapshot": TOKEN}}`` answers an observation;
   ``reset`` also takes ``{"snapshot": TOKEN}``, for clients that know only reset.
@@ -41,6 +41,15 @@ Bounds against any client:
   next, so a client that never reads its replies holds at most one reply and one
   message on the server, besides the sockets' buffers.
 
+Faults: an env that raises :class:`~agentenvs.core.errors.Fault` (its database lost, its
+container killed from outside) is answered ``{"type": "error", "data": {"message", "code":
+"INFRASTRUCTURE_FAULT", "fault": Fault.record()}}``, never an observation with a reward;
+this is so from ``reset``, ``step``, ``snapshot``, ``restore`` and ``state`` alike, and
+from making the env (then the session is closed, code 1013). The session stays open: the
+env has dropped what the fault left (only a reset can follow) and a new ``reset`` starts
+afresh. ``POST /reset`` answers a fault with HTTP 503 and the same ``code`` and
+``fault``. ``RemoteEnv`` re-raises it as a ``Fault`` (``agentenvs.server.client``).
+
 Snapshots stay on the server (``agentenvs.server.snapshots``): a token is a random id,
 opaque to the client; it restores only into the session that took it unless the server
 shares snapshots (``share_snapshots``, ``--share-snapshots``: branching from many
@@ -65,6 +74,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from agentenvs.core.aio import AsyncEnv, calls_wait
+from agentenvs.core.errors import Fault
 from agentenvs.core.snapshot import restore_snapshot
 from agentenvs.server.models import (
     EnvState,
@@ -81,6 +91,8 @@ from agentenvs.server.transport import BoundedBodies
 #: a message up to this many times ``max_message_bytes`` is read and refused; a larger
 #: one closes the connection unread
 OVERSIZE_FACTOR = 4
+#: the error code of an env's infrastructure fault (the reply carries ``Fault.record()``)
+FAULT_CODE = "INFRASTRUCTURE_FAULT"
 
 
 @dataclass
@@ -217,6 +229,8 @@ class Session:
     async def snapshot(self) -> str:
         try:
             snap = await self.env.asnapshot()
+        except Fault:
+            raise
         except Exception as exc:  # SnapshotError before any reset, or an env without snapshots
             raise SessionError(f"snapshot failed: {_short(exc)}") from None
         return self.store.put(self.id, snap)
@@ -232,6 +246,8 @@ class Session:
 
         try:
             obs, info, done = await self.env.call(restore)
+        except Fault:
+            raise
         except Exception as exc:
             raise SessionError(f"restore failed: {_short(exc)}") from None
         self.step_count = int(info.get("turn", 0))
@@ -304,6 +320,8 @@ class SessionManager:
     async def make_env(self) -> AsyncEnv:
         try:
             return await AsyncEnv.create(self.config.make_env, inline=self.config.inline)
+        except Fault as exc:
+            raise _fault_error(exc) from None
         except Exception as exc:
             raise SessionError(
                 f"could not make {self.config.env_id}: {_short(exc)}", "FACTORY_ERROR"
@@ -378,11 +396,23 @@ def _describe(env_id: str) -> str:
     return doc.split("\n\n")[0].strip()
 
 
-def _http_error(exc: SessionError) -> JSONResponse:
-    status = {"CAPACITY_REACHED": 503, "MESSAGE_TOO_LARGE": 413, "FACTORY_ERROR": 500}
-    return JSONResponse(
-        {"detail": str(exc), "code": exc.code}, status_code=status.get(exc.code, 422)
+def _fault_error(exc: Fault) -> SessionError:
+    return SessionError(
+        f"infrastructure fault ({exc.kind}): {_short(exc)}", FAULT_CODE, exc.record()
     )
+
+
+def _http_error(exc: SessionError) -> JSONResponse:
+    status = {
+        "CAPACITY_REACHED": 503,
+        "MESSAGE_TOO_LARGE": 413,
+        "FACTORY_ERROR": 500,
+        FAULT_CODE: 503,
+    }
+    body: dict[str, Any] = {"detail": str(exc), "code": exc.code}
+    if exc.fault is not None:
+        body["fault"] = exc.fault
+    return JSONResponse(body, status_code=status.get(exc.code, 422))
 
 
 def create_app(config: ServerConfig) -> FastAPI:
@@ -456,6 +486,8 @@ def create_app(config: ServerConfig) -> FastAPI:
                 session = Session(f"http-{uuid.uuid4()}", env, config, manager.store)
                 try:
                     obs = await session.reset(body or {})
+                except Fault as exc:
+                    raise _fault_error(exc) from None
                 finally:
                     await session.aclose()
         except SessionError as exc:
@@ -487,7 +519,7 @@ def create_app(config: ServerConfig) -> FastAPI:
                     await asyncio.shield(manager.close(session))
         except SessionError as exc:  # at capacity, or the env could not be made
             with contextlib.suppress(Exception):
-                await websocket.send_json(_error(str(exc), exc.code))
+                await websocket.send_json(_error(str(exc), exc.code, exc.fault))
                 await websocket.close(code=1013)
             return
         with contextlib.suppress(Exception):
@@ -540,7 +572,9 @@ async def _answer(
         if kind == "close":
             return None, True
     except SessionError as exc:
-        return _error(str(exc), exc.code), False
+        return _error(str(exc), exc.code, exc.fault), False
+    except Fault as exc:  # never an observation: the env dropped what it left, a reset follows
+        return _error(str(_fault_error(exc)), FAULT_CODE, exc.record()), False
     except Exception as exc:  # an env bug: report it, keep the session
         return _error(f"{type(exc).__name__}: {_short(exc)}", "EXECUTION_ERROR"), False
     return _error(
@@ -549,8 +583,11 @@ async def _answer(
     ), False
 
 
-def _error(message: str, code: str) -> dict[str, Any]:
-    return {"type": "error", "data": {"message": message, "code": code}}
+def _error(message: str, code: str, fault: dict[str, Any] | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {"message": message, "code": code}
+    if fault is not None:
+        data["fault"] = fault
+    return {"type": "error", "data": data}
 
 
 def serve(

@@ -3,6 +3,26 @@
 Any OpenEnv client (``openenv``'s ``GenericEnvClient``, TRL's and verifiers' OpenEnv
 adapters) talks to the server as well; this client adds what those do not know: the
 Gymnasium 5-tuple, reset options, and snapshots (as tokens naming snapshots the server keeps).
+
+Faults are not failures: no call returns an observation or a reward that the
+infrastructure made. Each raises :class:`RemoteFault`, a
+:class:`~agentenvs.core.errors.Fault`, when
+
+- the env failed on the server for a reason not the agent's (a database lost, a container
+  killed): the server's ``INFRASTRUCTURE_FAULT`` reply, re-raised with the kind,
+  attribution, evidence and retryable flag the env gave it (``code`` names the reply);
+- the server cannot be reached, its connection is lost (a server killed or restarted
+  drops it; one stuck stops answering the WebSocket's pings, which the client sends every
+  20 s), or it is at capacity (``CAPACITY_REACHED``): ``kind="env-server"``,
+  attribution ``"infrastructure"``;
+- no reply came within ``timeout`` s: ``kind="env-server"``, ``"infrastructure"`` when
+  the server then answers no ping, else ``"unknown"`` (a step the agent made long cannot
+  be told from a stuck env). The session is closed, since its late reply would be read
+  as the next one's.
+
+After a lost connection the next call opens a new session (a reset starts afresh; a step
+is answered that a reset is needed). Every other error reply raises :class:`RemoteError`,
+the caller's or the agent's doing (a bad request, a message over the server's limit).
 """
 
 from __future__ import annotations
@@ -12,7 +32,12 @@ import json
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from agentenvs.core.errors import FAULT_KINDS, INFRASTRUCTURE, UNKNOWN, Fault
+
+#: how long a client waits for the pong that tells whether a silent server is alive
+PING_TIMEOUT_S = 10.0
 
 
 class RemoteError(RuntimeError):
@@ -21,6 +46,42 @@ class RemoteError(RuntimeError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(f"{message} (code: {code})")
         self.code = code
+
+
+class RemoteFault(Fault):
+    """A fault met through the env server: the env's own (``code``
+    ``"INFRASTRUCTURE_FAULT"``, its kind and evidence kept) or the server's and its
+    connection's (``kind="env-server"``; ``code`` ``"CAPACITY_REACHED"``,
+    ``"CONNECTION_LOST"``, ``"UNREACHABLE"`` or ``"TIMEOUT"``)."""
+
+    def __init__(self, message: str, *, code: str, **fault: Any) -> None:
+        super().__init__(message, **fault)
+        self.code = code
+
+    @classmethod
+    def from_record(cls, message: str, record: Any) -> RemoteFault:
+        """The fault a server's ``INFRASTRUCTURE_FAULT`` reply carries (``Fault.record()``)."""
+        record = record if isinstance(record, dict) else {}
+        kind = record.get("kind")
+        attribution = record.get("attribution")
+        return cls(
+            str(record.get("message") or message),
+            code="INFRASTRUCTURE_FAULT",
+            kind=kind if kind in FAULT_KINDS else "env-server",
+            # a server cannot make a fault the agent's (a Fault never is)
+            attribution=attribution if attribution in (INFRASTRUCTURE, UNKNOWN) else UNKNOWN,
+            evidence=str(record.get("evidence") or ""),
+            retryable=record.get("retryable") is not False,
+        )
+
+
+def _closed(exc: ConnectionClosed) -> str:
+    frame = exc.rcvd
+    if frame is None:
+        return (
+            "the connection dropped without a close frame (the server died or the network failed)"
+        )
+    return f"the server closed the connection (code {frame.code}{', ' + frame.reason if frame.reason else ''})"
 
 
 class RemoteEnv:
@@ -43,24 +104,91 @@ class RemoteEnv:
 
     async def connect(self) -> RemoteEnv:
         if self._ws is None:
-            self._ws = await connect(self.url, max_size=64 << 20, open_timeout=self.timeout)
+            try:
+                self._ws = await connect(self.url, max_size=64 << 20, open_timeout=self.timeout)
+            except (OSError, TimeoutError, InvalidHandshake) as exc:
+                raise RemoteFault(
+                    f"cannot reach the env server at {self.url}: {type(exc).__name__}: {exc}",
+                    code="UNREACHABLE",
+                    kind="env-server",
+                    evidence=f"opening the WebSocket failed: {type(exc).__name__}: {exc}"[:500],
+                ) from exc
         return self
 
     async def _call(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
         await self.connect()
-        assert self._ws is not None
+        ws = self._ws
+        assert ws is not None
         message: dict[str, Any] = {"type": kind}
         if data is not None:
             message["data"] = data
         try:
-            await self._ws.send(json.dumps(message))
+            await ws.send(json.dumps(message))
         except ConnectionClosed:
             pass  # a server refusing the session (at capacity) says why, then closes: read it
-        reply = json.loads(await asyncio.wait_for(self._ws.recv(), timeout=self.timeout))
+        try:
+            raw = await asyncio.wait_for(ws.recv(), timeout=self.timeout)
+        except ConnectionClosed as exc:
+            self._ws = None
+            if exc.rcvd is not None and exc.rcvd.code == 1009:  # the caller's message
+                raise RemoteError(
+                    f"the server closed the session: {exc.rcvd.reason or 'message too big'}",
+                    "MESSAGE_TOO_LARGE",
+                ) from None
+            raise RemoteFault(
+                f"lost the env server during {kind!r}: {_closed(exc)}",
+                code="CONNECTION_LOST",
+                kind="env-server",
+                evidence=_closed(exc),
+            ) from exc
+        except TimeoutError:
+            raise await self._timed_out(ws, kind) from None
+        reply = json.loads(raw)
         if reply.get("type") == "error":
             err = reply.get("data") or {}
-            raise RemoteError(str(err.get("message")), str(err.get("code")))
+            code, text = str(err.get("code")), str(err.get("message"))
+            if code == "INFRASTRUCTURE_FAULT":
+                raise RemoteFault.from_record(text, err.get("fault"))
+            if code == "CAPACITY_REACHED":
+                self._ws = None  # the server closes a session it refused
+                raise RemoteFault(
+                    text,
+                    code=code,
+                    kind="env-server",
+                    evidence="the server answered CAPACITY_REACHED",
+                )
+            raise RemoteError(text, code)
         return reply.get("data") or {}
+
+    async def _timed_out(self, ws: ClientConnection, kind: str) -> RemoteFault:
+        """The fault of a reply that did not come in time; the session is closed."""
+        self._ws = None
+        try:
+            pong = await ws.ping()
+            await asyncio.wait_for(pong, timeout=PING_TIMEOUT_S)
+            alive = True
+        except (ConnectionClosed, TimeoutError, RuntimeError):
+            alive = False
+        try:
+            await asyncio.wait_for(ws.close(), timeout=PING_TIMEOUT_S)
+        except Exception:
+            pass
+        if alive:
+            return RemoteFault(
+                f"no reply to {kind!r} within {self.timeout:g} s",
+                code="TIMEOUT",
+                kind="env-server",
+                attribution=UNKNOWN,
+                evidence=f"no reply within {self.timeout:g} s; the server still answered a ping, "
+                "so the env itself took that long (a long step cannot be told from a stuck env)",
+            )
+        return RemoteFault(
+            f"no reply to {kind!r} within {self.timeout:g} s, and no answer to a ping",
+            code="TIMEOUT",
+            kind="env-server",
+            attribution=INFRASTRUCTURE,
+            evidence=f"no reply within {self.timeout:g} s, and no pong within {PING_TIMEOUT_S:g} s",
+        )
 
     async def areset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -79,7 +207,13 @@ class RemoteEnv:
     async def astep(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         payload = await self._call("step", {"text": action})
         obs = payload["observation"]
-        return obs["text"], float(payload["reward"] or 0.0), obs["terminated"], obs["truncated"], obs["info"]
+        return (
+            obs["text"],
+            float(payload["reward"] or 0.0),
+            obs["terminated"],
+            obs["truncated"],
+            obs["info"],
+        )
 
     async def asnapshot(self) -> str:
         return (await self._call("snapshot"))["snapshot"]
@@ -109,4 +243,4 @@ class RemoteEnv:
         await self.aclose()
 
 
-__all__ = ["RemoteEnv", "RemoteError"]
+__all__ = ["RemoteEnv", "RemoteError", "RemoteFault"]

@@ -35,11 +35,15 @@ _INT_MIN, _INT_END = -(2**63), 2**64
 
 class SessionError(Exception):
     """A request a session cannot serve; ``code`` is OpenEnv's error code (or one of ours:
-    ``MESSAGE_TOO_LARGE``)."""
+    ``MESSAGE_TOO_LARGE``, ``INFRASTRUCTURE_FAULT``); ``fault`` is the ``Fault.record()``
+    of an infrastructure fault."""
 
-    def __init__(self, message: str, code: str = "EXECUTION_ERROR") -> None:
+    def __init__(
+        self, message: str, code: str = "EXECUTION_ERROR", fault: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.fault = fault
 
 
 def max_action_chars(env_id: str, env_kwargs: dict[str, Any]) -> int:

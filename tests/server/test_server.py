@@ -16,7 +16,7 @@ import gymnasium as gym
 import pytest
 
 import agentenvs  # noqa: F401 - registers the ids
-from agentenvs.server.client import RemoteEnv, RemoteError
+from agentenvs.server.client import RemoteEnv, RemoteError, RemoteFault
 from agentenvs.server.models import json_safe
 
 openenv_client = pytest.importorskip(
@@ -131,13 +131,14 @@ def test_reset_options_snapshots_and_errors(start_server) -> None:
                 forged = token[:10] + ("A" if token[10] != "A" else "B") + token[11:]
                 with pytest.raises(RuntimeError, match="not issued by this server"):
                     await client.reset(snapshot=forged)
-            # the third session fills the server; a fourth is refused with OpenEnv's code
+            # the third session fills the server; a fourth is refused with OpenEnv's code,
+            # which the client raises as a fault of the env server (retried, never scored)
             assert server.wait_sessions(2) == 2  # the openenv client's session has ended
             async with RemoteEnv(server.url) as third:
                 await third.areset(seed=0)
-                with pytest.raises(RemoteError) as err:
+                with pytest.raises(RemoteFault) as refused:
                     await RemoteEnv(server.url).areset(seed=0)
-                assert err.value.code == "CAPACITY_REACHED"
+                assert (refused.value.code, refused.value.kind) == ("CAPACITY_REACHED", "env-server")
             for bad, code in ((["not an object"], "INVALID_JSON"), ({"type": "fly"}, "UNKNOWN_TYPE")):
                 assert env._ws is not None
                 await env._ws.send(json.dumps(bad))
