@@ -32,6 +32,13 @@
   when it closes. ``spares=0`` builds each episode's database at reset and drops it at
   close.
 - **Snapshots** dump every table (definition and rows) into a picklable value.
+- **Faults**: a connection-level failure (a lost or refused connection, a session or
+  statement killed from outside, the server shut down or restarted, the episode's
+  database dropped) raises ``Fault(kind="database")``, decided by ``mysql_faults`` from
+  which connection failed, what the watchdog did and a health probe; the agent's own
+  errors stay results. Idle admin and gold connections are pinged and made anew, a
+  statement that never reached the server is sent again on the admin connection only, and
+  the databases of faulted episodes are dropped once the server answers again.
 """
 
 from __future__ import annotations

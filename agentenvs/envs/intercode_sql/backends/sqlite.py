@@ -10,6 +10,11 @@ objects, pragmas other than schema reads, and the functions ``fts3_tokenizer`` (
 pointers: a forged one crashes the process) and ``load_extension``;
 ``SQLITE_LIMIT_ATTACHED`` is 0, string/blob and SQL sizes are capped, and a result is
 fetched in chunks and refused past ``Limits.max_result_bytes``.
+
+Faults: none. The database lives in the env's own process, with no connection, server
+or file to lose, so every failed statement is the agent's outcome and this backend never
+raises :class:`~agentenvs.core.errors.Fault` (the MySQL backend's faults are in
+``mysql_faults``).
 """
 
 from __future__ import annotations
