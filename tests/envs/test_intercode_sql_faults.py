@@ -432,3 +432,70 @@ def test_the_agent_cannot_turn_its_failures_into_faults(mysql_url) -> None:
     finally:
         env.close()
     assert own_leftovers(mysql_url) == set()
+
+
+# ------------------------------------------------------------ the runner rides it out
+class RestartingGold:
+    """The gold policy, which on its ``at``-th action overall restarts the private server
+    first (from outside the env: the episode's session dies with the old server)."""
+
+    server: PrivateServer | None = None
+    at = 0
+    calls = 0
+
+    def __new__(cls, **kwargs):  # noqa: ANN204 - the registry calls this with the spec's kwargs
+        from agentenvs.envs.intercode_sql.policies import GoldPolicy
+
+        class Restarting(GoldPolicy):
+            def act(self, conversation, rng):  # noqa: ANN001, ANN202
+                RestartingGold.calls += 1
+                if RestartingGold.calls == RestartingGold.at and RestartingGold.server:
+                    RestartingGold.server.shutdown()
+                    RestartingGold.server.start()
+                return super().act(conversation, rng)
+
+        return Restarting(**kwargs)
+
+
+def test_a_restart_mid_run_is_retried_and_the_run_equals_a_fault_free_one(
+    server, tmp_path: Path
+) -> None:
+    from agentenvs.eval.records import TRAJECTORIES_NAME, read_records
+    from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
+    from agentenvs.policy.registry import register_policy
+
+    register_policy("test/intercode-restarting-gold", f"{__name__}:RestartingGold")
+    config = EvalConfig(
+        env_id="agentenvs/InterCodeSQL-v0",
+        policy="test/intercode-restarting-gold",
+        task_ids=["concert-001", "concert-002", "pets-001"],
+        n=2,
+        budgets=[3],
+        seed=1,
+        env_kwargs={"tasks_path": str(FIXTURES), "backend": "mysql", "mysql_url": server.url},
+    )
+
+    def records(run_dir: Path) -> list[dict]:
+        out = read_records(run_dir / TRAJECTORIES_NAME)
+        return sorted(out, key=lambda r: (r["task_id"], r["sample"], r["budget"]))
+
+    RestartingGold.server, RestartingGold.at, RestartingGold.calls = server, 0, 0
+    reference = run_pass_at_k_t(config, tmp_path / "reference", workers=0, progress=False)
+    assert reference.faults["faults"] == 0
+    RestartingGold.at, RestartingGold.calls = 5, 0  # the third trajectory's first action
+    try:
+        faulty = run_pass_at_k_t(
+            config, tmp_path / "faulty", workers=0, progress=False, fault_backoff=0
+        )
+    finally:
+        RestartingGold.server = None
+    assert faulty.total == faulty.ran == 6
+    got, expected = records(tmp_path / "faulty"), records(tmp_path / "reference")
+    faults = [f for r in got for f in r.pop("faults", [])]
+    for r in expected:
+        r.pop("faults", None)
+    assert got == expected
+    assert faulty.faults["faults"] == len(faults) == 1
+    assert (faults[0]["kind"], faults[0]["attribution"]) == ("database", "infrastructure")
+    assert all(r["success"] for r in got)
+    assert own_leftovers(server.url) == set()

@@ -1450,6 +1450,7 @@ class MySQLBackend(Backend):
         for episode in list(self.episodes):
             episode.close()
         if not self._closed:
+            self._drop_lost()  # queued before the pool is left, which waits for its drops
             self._closed = True
             # its spares go, and every drop queued so far is done before close returns
             self.pool.leave(self)
@@ -1489,6 +1490,12 @@ def _release_server(server: _Server) -> None:
                 del _SERVERS[key]
                 break
     server.pool.close()
+    for name in list(server.lost):  # the pool's last drops that found the server away
+        try:
+            _drop(server.run, name, server.user_host)
+            server.lost.discard(name)
+        except Exception:  # still away: the sweep of a later process drops it
+            pass
     for conn in (server.gold_conn, server.admin):
         try:
             if conn is not None and conn.open:
