@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import info as keys
-from agentenvs.core.errors import SnapshotError, UnknownTaskError
+from agentenvs.core.errors import Fault, SnapshotError, UnknownTaskError
 from agentenvs.core.rng import BIT_GENERATORS, rng_from_state
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
@@ -313,7 +313,8 @@ class TextEnv(gym.Env[str, str]):
 
         All or nothing: a snapshot that is not one of this env (class, version), is
         malformed or inconsistent, or that the env cannot load raises ``SnapshotError``,
-        and the env is then exactly as it was before the call.
+        and the env is then exactly as it was before the call. A ``Fault`` (the
+        infrastructure failed while loading it) is raised as it is.
         """
         base = self._checked_base(snapshot)
         try:
@@ -345,7 +346,8 @@ class TextEnv(gym.Env[str, str]):
                         f"cannot restore the snapshot ({_describe(exc)}) nor put the env back "
                         f"({_describe(again)}): reset() it"
                     ) from exc
-            if isinstance(exc, SnapshotError) or not isinstance(exc, Exception):
+            # a Fault (the infrastructure failed, not the snapshot) stays one
+            if isinstance(exc, SnapshotError | Fault) or not isinstance(exc, Exception):
                 raise
             raise SnapshotError(f"cannot restore the snapshot: {_describe(exc)}") from exc
 

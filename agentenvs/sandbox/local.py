@@ -691,8 +691,14 @@ class LocalSandbox(Sandbox):
         if not argv:
             raise ValueError("empty command")
         # as in run(): a shell as pid 1 under the rlimits, the process its child; killing
-        # that pid 1 ends the namespace with every process started in it
-        shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *argv]
+        # that pid 1 ends the namespace with every process started in it. pid 1 never
+        # exits above 128 of itself (a child killed by a signal gives 128), so bwrap's 129
+        # and up says pid 1 was killed by a signal, which nothing inside can send it
+        shell = [
+            self._ulimit_prelude() + '"$@"\ns=$?; [ "$s" -le 128 ] || s=128; exit "$s"',
+            "sh",
+            *argv,
+        ]
         proc = self._popen(
             ["/bin/sh", "-c", *shell], cwd=cwd, env=env, scratch=scratch, merge_stderr=True
         )

@@ -14,7 +14,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
-from agentenvs.core.errors import SandboxError, TaskError
+from agentenvs.core.errors import Fault, SandboxError, TaskError
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
@@ -23,6 +23,9 @@ from agentenvs.envs.terminal.shell import CommandResult, ShellSession
 from agentenvs.sandbox.base import Limits
 
 RUNTIMES = ("local", "docker")
+#: what a sandbox failure raises: the runtime's own errors, and failed engine requests and
+#: connections (the Docker SDK's errors are OSErrors); each is judged by ``faults``
+SANDBOX_FAILURES = (SandboxError, OSError)
 #: where the offline stand-ins note what they could not provide (see offline.LOG)
 OFFLINE_LOG = "/logs/agentenvs-offline.log"
 SYSTEM_PROMPT = (
@@ -54,8 +57,15 @@ class TerminalBenchEnv(TextEnv):
     ``apt-get install curl``) are served by stand-ins from what the image has (see
     ``agentenvs.envs.terminal.offline``); what they could not provide is reported in
     ``info["offline_unmet"]`` and the observation, so a failure for that reason is never
-    silent. If the agent wrecked its sandbox (``rm -rf /``, a fork bomb) the episode ends
-    and the tests run in a fresh sandbox of the task's image, which the observation says.
+    silent. If the agent wrecked its sandbox (``rm -rf /``, a fork bomb, its container's
+    init killed from inside) the episode ends and the tests run in a fresh sandbox of the
+    task's image, which the observation says. A sandbox that fails for a reason not the
+    agent's (its container killed or removed from outside, the engine restarted, down or
+    refusing a request, the local sandbox SIGKILLed from the host) is decided so from
+    evidence the agent cannot forge (``agentenvs.envs.terminal.faults``): ``reset``,
+    ``step``, ``snapshot``, ``restore`` and ``score_action`` raise
+    :class:`~agentenvs.core.errors.Fault`, never a reward; the env is then left with
+    nothing running and the next ``reset`` starts afresh.
 
     ## Action Space
     ``FreeText``: a ```bash block (several run in order), bare commands, or Terminus JSON
@@ -293,7 +303,7 @@ class TerminalBenchEnv(TextEnv):
         self._shell = self.runtime().session(task, init, self.limits.max_output_bytes)
         return self._shell
 
-    def reset(
+    def _reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         if (options or {}).get("task_id") is None and not self._task_ids:
@@ -351,12 +361,23 @@ class TerminalBenchEnv(TextEnv):
             except UnprovidableError as exc:
                 raise self._refuse(task, str(exc)) from exc
             except SandboxError as exc:
+                # the task's Dockerfile (an engine or registry that failed is a Fault)
                 if "cannot build the image" not in str(exc):
                     raise
                 raise self._refuse(task, str(exc)) from exc
+            except OSError as exc:  # an engine request that failed
+                raise self.runtime().engine_fault(exc) or exc from exc
         self._reset_episode_state()
-        shell = self._new_session(task)
-        self.runtime().starting_state(task, shell)
+        try:
+            shell = self._new_session(task)
+            self.runtime().starting_state(task, shell)
+        except SANDBOX_FAILURES as exc:
+            fault = self.runtime().diagnose(exc)
+            if fault is not None:
+                raise fault from exc
+            # nothing of the agent's ran yet: the task's image or setup is the reason
+            why = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+            raise self._refuse(task, f"its starting state cannot be set up: {why}") from exc
         # the suite's convention: system prompt, a blank line, then the task
         return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
 
@@ -396,7 +417,9 @@ class TerminalBenchEnv(TextEnv):
         if self._lost is None and parsed.script.strip():
             try:
                 result = self.shell.run(parsed.script, self.command_timeout)
-            except SandboxError as exc:
+            except SANDBOX_FAILURES as exc:
+                # a container killed from outside, a dead engine: a Fault, raised here
+                self._check_fault(exc)
                 # a fork bomb that left no process slot, `rm -rf /`: the agent's doing;
                 # the episode ends and the tests run in a fresh sandbox
                 self._lose(str(exc))
@@ -416,6 +439,40 @@ class TerminalBenchEnv(TextEnv):
             score=self._score_now(),
         )
 
+    def _check_fault(self, exc: BaseException) -> None:
+        """Raise the Fault that ``exc`` is when it is not the agent's doing (asked of the
+        runtime before the sandbox is touched again: closing a local shell kills it)."""
+        fault = self.runtime().diagnose(exc)
+        if fault is not None:
+            self._abandon()
+            raise fault from exc
+
+    def _abandon(self) -> None:
+        """After a fault: nothing of the episode left running, and only a reset can follow."""
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
+        if self._runtime is not None:
+            self._runtime.abandon()
+        self._lost = "an infrastructure fault"
+        self._done = True
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        try:
+            return self._reset(seed=seed, options=options)
+        except Fault:
+            self._abandon()
+            raise
+
+    def restore(self, snapshot: Any) -> None:
+        try:
+            super().restore(snapshot)
+        except Fault:
+            self._abandon()
+            raise
+
     def _lose(self, why: str) -> None:
         self._lost = (why.splitlines() or ["unknown"])[0][:200]
         if self._shell is not None:
@@ -423,6 +480,13 @@ class TerminalBenchEnv(TextEnv):
             self._shell = None
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        try:
+            return self._step(action)
+        except Fault:
+            self._abandon()
+            raise
+
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = super().step(action)
         if truncated and not self._tested:
             # as Terminal-Bench on an agent timeout: the tests still run
@@ -470,15 +534,18 @@ class TerminalBenchEnv(TextEnv):
         """
         task = self.task
         self._findings, self._stopped = [], 0
-        try:
-            if self._shell is None:
-                raise SandboxError(self._lost or "no shell")
-            if self.grading == "safe":
-                return self._grade_safe(self._shell)
-            return self._run_tests_in(self._shell, "")
-        except SandboxError as exc:
-            self._lose(str(exc))
-            self._findings = []
+        if self._shell is not None:
+            try:
+                if self.grading == "safe":
+                    return self._grade_safe(self._shell)
+                return self._run_tests_in(self._shell, "")
+            except SANDBOX_FAILURES as exc:
+                # the freeze, the grader's session, the engine's diff, the copies in and
+                # out: a fault of any is never a 0; the agent's own doing (its programs,
+                # run by the tests, ending their sandbox) is lost as in a step
+                self._check_fault(exc)
+                self._lose(str(exc))
+                self._findings = []
         note = (
             f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
             "sandbox of the task's image, without the agent's changes]\n"
@@ -487,8 +554,12 @@ class TerminalBenchEnv(TextEnv):
         try:
             self.runtime().starting_state(task, shell)
             return self._run_tests_in(shell, note)
+        except SANDBOX_FAILURES as exc:
+            self._check_fault(exc)
+            raise
         finally:
-            shell.close()
+            if self._shell is not None:
+                shell.close()
             self._shell = None
 
     def _test_pairs(self) -> list[tuple[Path, str]]:
@@ -672,15 +743,22 @@ class TerminalBenchEnv(TextEnv):
         return sum(self._results.values()) / len(self._results)
 
     def score_action(self, action: str) -> float:
-        """Test pass fraction after ``action`` (tests run even without ``submit``)."""
+        """Test pass fraction after ``action`` (tests run even without ``submit``); a
+        fault raises :class:`Fault` (the env is then left for a reset, not restored)."""
         snap = self.snapshot()
         try:
             self.step(action)
             if not self._tested:
                 self._run_tests()
-            return self._score_now()
-        finally:
+            score = self._score_now()
+        except Fault:
+            self._abandon()
+            raise
+        except BaseException:
             self.restore(snap)
+            raise
+        self.restore(snap)
+        return score
 
     def oracle_action(self) -> str:
         """The task's solution as one action, run as the official oracle runs it: TB1's
@@ -792,7 +870,8 @@ class TerminalBenchEnv(TextEnv):
                     raise SandboxError(f"the sandbox cannot run commands (status {rc})")
                 cwd, exports = self.shell.shell_state()
                 files = self._files_tar()
-            except SandboxError as exc:
+            except SANDBOX_FAILURES as exc:
+                self._check_fault(exc)
                 # wrecked by the agent, not yet noticed by a step: the snapshot says so
                 state["lost"] = (str(exc).splitlines() or ["unknown"])[0][:200]
             else:
@@ -874,22 +953,26 @@ class TerminalBenchEnv(TextEnv):
             # the same state: -p keeps modes exactly (no umask), mtimes, symlinks and empty
             # dirs come with the tar, and as root (docker) owners are kept too
             owners = "--same-owner" if self.runtime_name == "docker" else "--no-same-owner"
-            rc, out = shell.control(
-                f"find {shlex.quote(where)} -mindepth 1 -delete 2>/dev/null; "
-                f"tar -x -p {owners} --delay-directory-restore -C {shlex.quote(parent)}",
-                stdin=state["files"],
-                timeout=120,
-            )
-            if rc != 0:
-                raise SandboxError(f"cannot restore {where}: {out.decode(errors='replace')}")
-            replay = "\n".join(
-                line
-                for line in state["exports"].splitlines()
-                if not line.startswith(
-                    ("declare -x PWD=", "declare -x OLDPWD=", "declare -x SHLVL=")
+            try:
+                rc, out = shell.control(
+                    f"find {shlex.quote(where)} -mindepth 1 -delete 2>/dev/null; "
+                    f"tar -x -p {owners} --delay-directory-restore -C {shlex.quote(parent)}",
+                    stdin=state["files"],
+                    timeout=120,
                 )
-            )
-            shell.run(f"{replay}\ncd -- {shlex.quote(state['cwd'])}", timeout=30)
+                if rc != 0:
+                    raise SandboxError(f"cannot restore {where}: {out.decode(errors='replace')}")
+                replay = "\n".join(
+                    line
+                    for line in state["exports"].splitlines()
+                    if not line.startswith(
+                        ("declare -x PWD=", "declare -x OLDPWD=", "declare -x SHLVL=")
+                    )
+                )
+                shell.run(f"{replay}\ncd -- {shlex.quote(state['cwd'])}", timeout=30)
+            except SANDBOX_FAILURES as exc:
+                self._check_fault(exc)
+                raise
         elif self._shell is not None:
             self._shell.close()
             self._shell = None

@@ -25,12 +25,18 @@ capabilities file-administration tasks need (:data:`CAPABILITIES`), no new privi
 memory/pids/CPU limits, and Docker's init to reap orphaned jobs. They carry the labels
 of the docker sandbox backend, so :func:`agentenvs.sandbox.docker.sweep_orphans` removes
 those of dead processes. The agent's shell is a :class:`ShellSession` over one exec.
+
+Faults: the runtime holds the engine's event stream for its containers open
+(:class:`~agentenvs.envs.terminal.faults.EngineWatch`), and :meth:`DockerRuntime.diagnose`
+tells a failure of the agent's (its container ended from inside) from the infrastructure's
+(a container killed or removed through the API, an engine that restarted, does not answer
+or refused a request), as ``faults`` says; an image that cannot be pulled because the
+registry does not answer is a ``registry`` fault, never the task's.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import io
 import os
 import posixpath
@@ -41,13 +47,15 @@ import subprocess
 import tarfile
 import tempfile
 import threading
+import time
+import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentenvs.core.errors import SandboxError, ServiceUnavailable
-from agentenvs.envs.terminal import images, offline
+from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
+from agentenvs.envs.terminal import faults, images, offline
 from agentenvs.envs.terminal.data import BASE_IMAGE, DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.sandbox.base import Limits
@@ -64,6 +72,27 @@ from agentenvs.sandbox.docker import (
 )
 
 TASK_LABEL = "agentenvs.terminal-task"
+#: each runtime's containers carry its own token: its event stream selects them by it
+RUNTIME_LABEL = "agentenvs.terminal-runtime"
+#: what a build or pull error says when the registry could not be reached (the engine's
+#: resolver, dialer or TLS, or the registry's own "try later"), as opposed to its answer
+#: about the image (``manifest unknown``, ``pull access denied``)
+REGISTRY_UNREACHABLE = (
+    "dial tcp",
+    "no such host",
+    "i/o timeout",
+    "tls handshake timeout",
+    "connection refused",
+    "connection reset",
+    "client.timeout exceeded",
+    "network is unreachable",
+    "temporary failure in name resolution",
+    "toomanyrequests",
+    "503 service unavailable",
+    "502 bad gateway",
+)
+#: what an engine's refusal to start a container says when the image lacks its command
+IMAGE_LACKS = ("executable file not found", "no such file or directory")
 #: root keeps what managing files and its own processes needs (chown, chmod of any
 #: file, reading 000 files, killing jobs, su/setpriv); no raw sockets, mknod, chroot,
 #: or privileged ports
@@ -126,6 +155,7 @@ class _TaskContainer(_Container):
         *,
         cpus: float = 1.0,
         network: str = "none",
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client
         self.limits = limits
@@ -156,7 +186,11 @@ class _TaskContainer(_Container):
             POOL_LABEL: str(os.getpid()),
             HOST_LABEL: socket.gethostname(),
             TASK_LABEL: task_id,
+            **dict(labels or {}),
         }
+        #: when it was made (wall clock), and how many kill events this env caused on it
+        self.created = time.time()
+        self.own_kills = 0
         try:
             self.id: str = api.create_container(
                 image=image,
@@ -225,6 +259,10 @@ class DockerRuntime:
         self.wheelhouse = Path(wheelhouse) if wheelhouse is not None else None
         self.client = _client(timeout=BUILD_TIMEOUT_S)
         sweep_orphans(self.client)
+        self.token = uuid.uuid4().hex[:16]
+        #: the engine's events for this runtime's containers, from now on (see ``faults``)
+        self.watch = faults.EngineWatch(f"{RUNTIME_LABEL}={self.token}")
+        self._started = time.time()
         self._offline: bool | None = offline if offline is not None else offline_default()
         self._images: dict[str, str] = {}
         self._image_info: dict[str, dict[str, Any]] = {}
@@ -323,7 +361,30 @@ class DockerRuntime:
         try:
             self.client.api.pull(image)
         except Exception as exc:
+            fault = self._build_fault(exc, str(exc), online=True)
+            if fault is not None:
+                raise fault from exc
             raise SandboxError(f"cannot build the image: cannot pull {image!r}: {exc}") from exc
+
+    def _build_fault(self, exc: BaseException, error: str, *, online: bool) -> Fault | None:
+        """The Fault a failed build or pull is (None: the task's): an engine that does not
+        answer, or online, a registry the engine could not reach."""
+        why = self.watch.ping()
+        if why is not None:
+            return Fault(
+                f"the Docker engine does not answer while building an image ({error[:200]})",
+                kind="engine",
+                evidence=f"ping: {why}",
+            )
+        text = error.lower()
+        # a RUN step's own failure ("returned a non-zero code") is the Dockerfile's
+        if online and "non-zero code" not in text and any(m in text for m in REGISTRY_UNREACHABLE):
+            return Fault(
+                f"cannot pull an image: the registry does not answer ({error[:200]})",
+                kind="registry",
+                evidence=f"the engine's pull error: {error[:300]}",
+            )
+        return None
 
     def image_config(self, task: TerminalTask) -> dict[str, Any]:
         """The task image's ``Env`` (as a dict) and ``WorkingDir``."""
@@ -366,6 +427,9 @@ class DockerRuntime:
                 if "error" in chunk:
                     raise SandboxError(chunk["error"])
         except Exception as exc:
+            fault = self._build_fault(exc, str(exc), online=not offline_build)
+            if fault is not None:
+                raise fault from exc
             text = "".join(log)
             marker = "agentenvs offline: cannot provide "
             unmet = sorted(
@@ -382,9 +446,26 @@ class DockerRuntime:
 
     # ------------------------------------------------------------------ containers
     def _start(self, image: str, task_id: str, network: str) -> _TaskContainer:
-        box = _TaskContainer(
-            self.client, self.limits, image, task_id, cpus=self.cpus, network=network
-        )
+        try:
+            box = _TaskContainer(
+                self.client,
+                self.limits,
+                image,
+                task_id,
+                cpus=self.cpus,
+                network=network,
+                labels={RUNTIME_LABEL: self.token},
+            )
+        except SandboxError as exc:
+            text = str(exc)
+            if any(m in text.lower() for m in IMAGE_LACKS):
+                raise  # the image has no `sleep` to run: the task's
+            why = self.watch.ping()
+            raise Fault(
+                f"the Docker engine cannot start a container of {image!r}: {text[:200]}",
+                kind="engine" if why is not None else "container",
+                evidence=f"ping: {why}" if why is not None else "the engine answers a ping",
+            ) from exc
         with self._lock:
             self._owned[box.id] = box
             closed = self._closed
@@ -405,6 +486,13 @@ class DockerRuntime:
             return box, ShellSession(
                 spawn, init=init, max_output_bytes=max_output_bytes, workdir=workdir
             )
+        except Exception as exc:
+            # no agent ever ran in it: a failure with no outside cause is the image's
+            fault = self.diagnose(exc, box)
+            self._discard(box)
+            if fault is not None:
+                raise fault from exc
+            raise
         except BaseException:
             self._discard(box)
             raise
@@ -450,15 +538,27 @@ class DockerRuntime:
             spare[1].join(timeout=60)
         with self._lock:
             spare = self._spare
-            if spare is not None and spare[0] == key and isinstance(spare[1], tuple):
+            taken = spare is not None and spare[0] == key and isinstance(spare[1], tuple)
+            if taken:
                 self._spare = None
+        if taken and spare is not None and isinstance(spare[1], tuple):
+            if self._usable(spare[1][0]):
                 return spare[1]
+            self._drop_spare(spare)
         return self._open(key)
+
+    def _usable(self, box: _TaskContainer) -> bool:
+        """Whether a spare is still whole as far as the engine's events tell (no container
+        event since its start, an unbroken stream)."""
+        if self.watch.broken_since(box.created) is not None:
+            return False
+        return all(a in ("create", "start") for a, _ in self.watch.events(box.id))
 
     def _discard(self, box: _TaskContainer) -> None:
         box.remove()
         with self._lock:
             self._owned.pop(box.id, None)
+        self.watch.forget(box.id)
 
     def _discard_later(self, box: _TaskContainer) -> None:
         def work() -> None:
@@ -470,6 +570,30 @@ class DockerRuntime:
         with self._lock:
             self._threads.add(thread)
         thread.start()
+
+    def diagnose(self, exc: BaseException, box: _TaskContainer | None = None) -> Fault | None:
+        """The Fault that a failure of the episode's container (or ``box``) is; None: the
+        agent's (see ``faults``)."""
+        box = box or self._current
+        if box is None:
+            return faults.docker_verdict(self.watch, None, exc, since=self._started)
+        return faults.docker_verdict(
+            self.watch, box.id, exc, own_kills=box.own_kills, since=box.created
+        )
+
+    def engine_fault(self, exc: BaseException) -> Fault | None:
+        """The Fault that a failed engine request outside any container is (None: not one)."""
+        return faults.docker_verdict(self.watch, None, exc, since=self._started)
+
+    def abandon(self) -> None:
+        """Let go of the episode's container and the spare after a fault (they are removed
+        in the background); the next session starts afresh."""
+        with self._lock:
+            box, self._current = self._current, None
+            spare, self._spare = self._spare, None
+        if box is not None:
+            self._discard_later(box)
+        self._drop_spare(spare)
 
     @property
     def container_ids(self) -> list[str]:
@@ -573,8 +697,12 @@ class DockerRuntime:
         it again: nothing inside can outlive or refuse this."""
         api = self.client.api
         try:
-            with contextlib.suppress(Exception):  # already stopped
+            try:
                 api.kill(box.id)
+            except Exception:  # noqa: BLE001 - already stopped
+                pass
+            else:
+                box.own_kills += 1
             api.wait(box.id, timeout=60)
             if start:
                 api.start(box.id)
@@ -648,6 +776,7 @@ class DockerRuntime:
             spare[1][1].close()
         for box in boxes:
             self._discard(box)
+        self.watch.close()
         try:
             self.client.close()
         except Exception:

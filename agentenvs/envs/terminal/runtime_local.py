@@ -9,6 +9,11 @@ environment. The system is the host's, read-only; pytest comes from this interpr
 packages, copied with their bytecode once per process (at the first sandbox) to a
 read-only dir on ``PYTHONPATH``; there is no network, and the offline stand-ins serve the
 tests' standard bootstraps.
+
+Faults: :meth:`LocalRuntime.diagnose` reads how bwrap ended, as the host's ``wait`` saw it
+(see ``faults``): killed by a signal, or its pid 1 killed by one, is the host's doing (a
+``sandbox`` fault), since nothing inside can signal either; a sandbox that cannot start
+is one too.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import tarfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from agentenvs.core.errors import SandboxError
-from agentenvs.envs.terminal import offline
+from agentenvs.core.errors import Fault, SandboxError
+from agentenvs.envs.terminal import faults, offline
 from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask, missing_binaries
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.sandbox._leftovers import owned_mkdtemp
@@ -194,7 +200,17 @@ class LocalRuntime:
         binds = {offline_dir(): offline.MOUNT}
         if lib:
             binds[lib] = PYLIB
-        self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds=binds)
+        try:
+            self.box = LocalSandbox(limits, tmpfs=TMPFS_MB, ro_binds=binds)
+        except SandboxError as exc:
+            raise Fault(
+                f"the local sandbox cannot run here: {exc}",
+                kind="sandbox",
+                evidence="bubblewrap's probe failed before any sandbox started",
+                retryable=False,
+            ) from exc
+        #: the process of the latest session (the agent's, or the grader's after a freeze)
+        self._proc: subprocess.Popen[bytes] | None = None
         self.env = {
             "HOME": "/root",
             "TERM": "dumb",
@@ -205,13 +221,42 @@ class LocalRuntime:
     def session(self, task: TerminalTask, init: str, max_output_bytes: int) -> ShellSession:
         """A new namespace with an empty /app and a shell in it (the old one is ended)."""
         self.box._kill_all()
+        self._proc = None
         env = {**self.env, **dict(task.env)}
-        return ShellSession(
+
+        def spawn(argv: list[str]) -> Any:
             # a fresh /work too: the host dir would outlive the namespace
-            lambda argv: self.box.spawn(argv, env=env, cwd="/app", scratch=True),
-            init=init,
-            max_output_bytes=max_output_bytes,
-        )
+            proc = self.box.spawn(argv, env=env, cwd="/app", scratch=True)
+            self._proc = getattr(proc, "_proc", None)
+            return proc
+
+        try:
+            return ShellSession(spawn, init=init, max_output_bytes=max_output_bytes)
+        except Exception as exc:
+            # nothing of the agent's runs in a sandbox before its shell does
+            proc = self._proc
+            fault = faults.local_verdict(
+                (lambda: proc.poll()) if proc is not None else (lambda: 0),
+                exc,
+                started=False,
+            )
+            self.box._kill_all()
+            self._proc = None
+            assert fault is not None
+            raise fault from exc
+
+    def diagnose(self, exc: BaseException) -> Fault | None:
+        """The Fault that a failure of the latest session's sandbox is; None: the agent's
+        (see ``faults``). Asked before the session is closed: closing it kills pid 1."""
+        proc = self._proc
+        if proc is None or proc not in self.box._procs:
+            return None  # ended by this runtime itself
+        return faults.local_verdict(proc.poll, exc)
+
+    def abandon(self) -> None:
+        """End every process of the sandbox after a fault; the next session starts afresh."""
+        self.box._kill_all()
+        self._proc = None
 
     def workdir(self, task: TerminalTask) -> str:
         return "/app"
