@@ -206,6 +206,29 @@ def test_docker_score_action_raises_the_fault(docker_env: TerminalBenchEnv) -> N
     assert _solve_and_submit(docker_env) == 1.0
 
 
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_docker_registry_that_does_not_answer_is_a_fault_not_a_broken_task(
+    tmp_path: Path,
+) -> None:
+    task = tmp_path / "tb1-unreachable-base"
+    shutil.copytree(FIXTURES / "tb1-greeting", task)
+    # a registry no resolver knows (.invalid never resolves): the pull cannot reach it
+    lines = (task / "Dockerfile").read_text().splitlines()
+    kept = [line for line in lines if not line.startswith(("ARG", "FROM"))]
+    (task / "Dockerfile").write_text("\n".join(["FROM registry.invalid/agentenvs/none:1", *kept]))
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False)
+    try:
+        with pytest.raises(Fault) as caught:
+            env.reset(options={"task_id": "tb1-unreachable-base"})
+        assert caught.value.kind == "registry" and caught.value.attribution == "infrastructure"
+        assert "registry.invalid" in caught.value.evidence
+        # not refused as the task's: the next reset tries again
+        assert "tb1-unreachable-base" not in env.unsupported_tasks
+        assert env.runtime().container_ids == []
+    finally:
+        env.close()
+
+
 #: what the agent does to its own container: an outcome (scored 0), never a Fault
 AGENT_WRECKS = {
     # root signals docker-init, which forwards SIGTERM: the container stops from inside
