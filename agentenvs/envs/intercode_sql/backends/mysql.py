@@ -366,6 +366,7 @@ class _Server:
             self._note_boot(health)
             self.templates.clear()
             self.source_templates.clear()
+            self.lock_key = None  # a server started afresh keeps it again
             self.pool.forget()
         return health
 
@@ -955,7 +956,7 @@ class MySQLEpisode(Episode):
             self.reconnect()  # its statement outlived its limit: the agent's, as a time limit
             return time_limit
         if code in faults.MISSING_CODES:  # a misspelt or dropped table, or a database gone
-            fault = faults.missing_fault(exc, self.server.health(name=self.name))
+            fault = faults.missing_fault(exc, faults.names_exist(self.server, self.name or ""))
             if fault is not None:
                 raise fault from exc
         elif code in _SESSION_ENDING_CODES:  # the server may have closed the session for it

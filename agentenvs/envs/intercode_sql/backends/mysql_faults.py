@@ -175,6 +175,18 @@ def probe(server: Any, *, session: int | None = None, name: str | None = None) -
             pass
 
 
+def names_exist(server: Any, name: str) -> Health:
+    """Whether database and user ``name`` exist, asked on the admin connection (cheaper
+    than a new connection, for the agent's every misspelt table; a failure of the admin
+    connection is a ``Fault`` of its own)."""
+    ((database, user),) = server.run(
+        "SELECT (SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s), "
+        "(SELECT COUNT(*) FROM mysql.user WHERE User = %s)",
+        (name, name),
+    )
+    return Health(True, database_exists=bool(database), user_exists=bool(user))
+
+
 def database_fault(connection: str, exc: BaseException, health: Health) -> Fault:
     """The fault of a failed connection that runs only the env's own statements."""
     return Fault(
@@ -291,6 +303,7 @@ __all__ = [
     "error_code",
     "is_connection_error",
     "missing_fault",
+    "names_exist",
     "never_sent",
     "probe",
 ]
