@@ -390,3 +390,24 @@ def _no_sandbox_left_but_current(env: TerminalBenchEnv) -> None:
     """At most the sandbox of the env's current shell runs."""
     left = [p for p in _children(os.getpid()) if _is_bwrap(p)]
     assert len(left) <= 1, f"sandboxes left running: {left}"
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_docker_an_engine_failure_on_a_container_the_agent_filled_is_the_agents(
+    docker_env: TerminalBenchEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent can fill the host's disk through its container's writable layer, and the
+    engine's calls then fail for lack of space: past the bound, such a failure is the
+    agent's. (The bound is lowered here; the engine measures the layer for real.)"""
+    import docker
+
+    from agentenvs.envs.terminal import faults
+
+    monkeypatch.setattr(faults, "AGENT_DISK_MB", 40)
+    docker_env.reset(options={"task_id": "tb1-greeting"})
+    runtime = docker_env.runtime()
+    box = runtime._current
+    failure = docker.errors.APIError("write /var/lib/docker/...: no space left on device")
+    assert isinstance(runtime.diagnose(failure, box), Fault)  # a small layer: the engine's
+    docker_env.step("```bash\nhead -c 60000000 /dev/zero > /app/fill\n```")
+    assert runtime.diagnose(failure, box) is None  # 60 MB written: the agent's

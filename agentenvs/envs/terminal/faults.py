@@ -31,7 +31,10 @@ Docker (:func:`docker_verdict`), asked in this order once something failed:
      process), and an ``OOMKilled`` container hit the memory limit the agent was given;
    - stopped with no ``die`` event seen: ``container``, ``unknown``.
 4. **Running, nothing from outside:** an engine call that failed (an API error, an exec
-   the engine refused, a connection it closed on a request) is ``engine``; anything else
+   the engine refused, a connection it closed on a request) is ``engine``, unless the
+   container's writable layer holds :data:`AGENT_DISK_MB` or more (the agent can fill the
+   host's disk through it, and the engine's calls then fail for lack of space: the
+   agent's); anything else
    is the agent's: its shell supervisor killed from inside, ``rm -rf /``, a fork bomb at
    the pids limit, an exec that started and found no shell in the files it left.
 
@@ -76,6 +79,10 @@ KEPT_ACTIONS = frozenset(
 EVENT_WAIT_S = 15.0
 #: requests of the watch's own client (pings, inspections) give up after this long
 PROBE_TIMEOUT_S = 30.0
+#: a container's writable layer holding this much is the agent's filling of the host's
+#: disk (overlay2 has no per-container quota without xfs): an engine call that fails on
+#: it then is the agent's doing, not the engine's
+AGENT_DISK_MB = 4096
 
 
 class EngineWatch:
@@ -305,6 +312,9 @@ def docker_verdict(
         )
     if running:
         if engine_call_failed(exc):
+            held = _writable_mb(watch, container)
+            if held is not None and held >= AGENT_DISK_MB:
+                return None  # the agent filled the host's disk through its container
             return Fault(
                 f"the Docker engine failed a request on running container {short}: {_first(exc)}",
                 kind="engine",
@@ -319,6 +329,16 @@ def docker_verdict(
         attribution=UNKNOWN,
         evidence=f"state: {_state_text(state)}; no die event on the engine's stream",
     )
+
+
+def _writable_mb(watch: EngineWatch, container: str) -> float | None:
+    """MB the container's writable layer holds, as the engine measures it (None: unknown)."""
+    try:
+        listed = watch.client.api.containers(all=True, size=True, filters={"id": container})
+    except Exception:  # noqa: BLE001 - no measure: the rule does not apply
+        return None
+    size = listed[0].get("SizeRw") if listed else None
+    return None if size is None else float(size) / (1 << 20)
 
 
 def _state(watch: EngineWatch, container: str) -> tuple[dict[str, Any] | None, str | None]:
