@@ -183,6 +183,13 @@ class _Container:
             raise SandboxError(
                 f"cannot set up container {self.short}: {err.decode(errors='replace')}"
             )
+        #: the container's start as the engine reports it: another one later says it was
+        #: restarted (see ``faults``); its pids limit, which the program can fill
+        try:
+            self.started_at: str | None = api.inspect_container(self.id)["State"]["StartedAt"]
+        except Exception:  # noqa: BLE001 - then a restart is not looked for
+            self.started_at = None
+        self.pids_limit = limits.max_processes + PIDS_SLACK
 
     def exec(
         self,

@@ -6,6 +6,13 @@ and runs a Python program against many test cases through a warm worker that for
 case (``run_python_cases``), so a case does not pay an interpreter start.
 
 Closing is idempotent and also happens at exit; nothing is left behind.
+
+A failure that is not the program's (the sandbox killed, stopped or removed from outside, a
+sandbox that cannot start, an engine that fails) raises
+:class:`~agentenvs.core.errors.Fault` out of ``run``, ``run_python_cases`` and ``spawn``
+(and ``SandboxProcess.fault`` says it), never an outcome; the rules are in
+``agentenvs.sandbox.faults``. What the program does (its timeout, limits, crash, exit) stays
+an outcome.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from agentenvs.core.errors import Fault
 
 #: where the work dir appears inside every sandbox
 WORKDIR = "/work"
@@ -110,6 +120,14 @@ class SandboxProcess(abc.ABC):
     @abc.abstractmethod
     def kill(self) -> None:
         """Kill it and what it started; idempotent."""
+
+    def fault(self) -> Fault | None:
+        """Once its output has ended (or a write failed): the Fault that its end was, when
+        that was not its own doing (its sandbox killed or stopped from outside, a sandbox
+        that never started it, an engine that failed; see ``agentenvs.sandbox.faults``);
+        None when it ended by itself, by what it ran, or by ``kill()``. Ask before
+        ``kill()``, which ends the evidence."""
+        return None
 
     def close(self) -> None:
         self.kill()

@@ -36,7 +36,8 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-from agentenvs.core.errors import SandboxError
+from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
+from agentenvs.sandbox import faults
 from agentenvs.sandbox._docker_container import (
     _CLEAN_UID,
     _KILL_ALL,
@@ -181,12 +182,15 @@ class DockerProcess(SandboxProcess):
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         on_kill: Callable[[], None] | None = None,
+        on_fault: Callable[[BaseException | None], Fault | None] | None = None,
     ) -> None:
         self._box = box
         self._user = user
         self._on_kill = on_kill
+        self._on_fault = on_fault
         self._ex: _Exec | None = _Exec(box, argv, user=user, env=env, workdir=workdir)
         self._eof = False
+        self._error: BaseException | None = None
 
     @property
     def eof(self) -> bool:
@@ -195,7 +199,11 @@ class DockerProcess(SandboxProcess):
     def write(self, data: bytes) -> None:
         if self._ex is None:
             raise SandboxError("the process was killed")
-        self._ex.write_now(data)
+        try:
+            self._ex.write_now(data)
+        except Exception as exc:
+            self._error = exc
+            raise
 
     def read(self, timeout: float) -> bytes:
         if self._ex is None or self._eof:
@@ -204,10 +212,18 @@ class DockerProcess(SandboxProcess):
             frame = self._ex.read(time.monotonic() + max(timeout, 0.0))
         except _Deadline:
             return b""
+        except OSError as exc:  # the engine's connection failed: its end, to be judged
+            self._error = exc
+            frame = None
         if frame is None:
             self._eof = True
             return b""
         return frame[1]
+
+    def fault(self) -> Fault | None:
+        if self._ex is None or self._on_fault is None:
+            return None
+        return self._on_fault(self._error)
 
     def kill(self) -> None:
         ex, self._ex = self._ex, None
@@ -254,17 +270,30 @@ class DockerSandbox(Sandbox):
             raise ValueError(f"pool serves image {pool.image!r}, not {image!r}")
         self._pool: DockerPool | None = pool or None
         self._own_client: Any = None
-        if self._pool is not None:
-            self._box: _Container | None = self._pool.acquire(self.limits)
-        else:
+        self._closed = False
+        self._box: _Container | None = None
+        if self._pool is None:
             self._own_client = _client()
-            try:
-                self._box = _Container(self._own_client, self.limits, image)
-            except BaseException:
+        try:
+            self._adopt(self._new_container())
+        except BaseException:
+            if self._own_client is not None:
                 self._own_client.close()
-                raise
+            raise
+
+    def _new_container(self) -> _Container:
+        if self._pool is not None:
+            return self._pool.acquire(self.limits)
+        return _Container(self._own_client, self.limits, self.image)
+
+    def _adopt(self, box: _Container) -> None:
+        """Make ``box`` the sandbox's container, given back at close or exit."""
+        old = getattr(self, "_finalizer", None)
+        if old is not None:
+            old.detach()
+        self._box = box
         self._finalizer = weakref.finalize(
-            self, DockerSandbox._release, self._pool, self._box, self._own_client
+            self, DockerSandbox._release, self._pool, box, self._own_client
         )
 
     @property
@@ -283,9 +312,73 @@ class DockerSandbox(Sandbox):
         return self._container().id
 
     def _container(self) -> _Container:
-        if self._box is None:
+        if self._closed:
             raise SandboxError("the sandbox is closed")
+        if self._box is None:  # the last one failed from outside: a new one
+            try:
+                box = self._new_container()
+            except (SandboxError, ServiceUnavailable) as exc:
+                # this sandbox had a container: an engine or image gone since is a fault
+                raise faults.no_container(exc, self.image) from exc
+            self._adopt(box)
+        assert self._box is not None
         return self._box
+
+    def _fault(self, box: _Container, what: str, exc: BaseException | None = None) -> Fault | None:
+        """The Fault that a failure in ``box`` is (``faults.container_fault``); None: the
+        program's, or this sandbox's own doing (closed, its container removed)."""
+        if box.removed or self._closed:
+            return None
+
+        def probe() -> BaseException | None:
+            try:
+                rc, _, err, _, _ = box.exec(["true"], timeout=10)
+            except Exception as failed:  # noqa: BLE001 - what failed is the evidence
+                return failed
+            return None if rc == 0 else SandboxError(f"a probe exited {rc}: {_decode(err)}")
+
+        fault = faults.container_fault(
+            box.client.api,
+            box.id,
+            what=what,
+            started_at=box.started_at,
+            pids_limit=box.pids_limit,
+            exc=exc,
+            probe=probe,
+        )
+        if fault is not None:
+            self._drop(box)
+        return fault
+
+    def _drop(self, box: _Container) -> None:
+        """After a fault: ``box`` is never used again (removed); the next use gets a new one."""
+        if self._box is box:
+            self._finalizer.detach()
+            self._box = None
+        if self._pool is not None:
+            self._pool.drop(box)
+        else:
+            box.remove()
+
+    def _exec(
+        self, what: str, argv: Sequence[str], **kwargs: Any
+    ) -> tuple[int | None, bytes, bytes, bool, bool]:
+        """``_Container.exec``, with an engine failure or an exec that ended without an exit
+        status (or by a signal) judged: the Fault it is, raised, or the result as it came."""
+        box = self._container()
+        try:
+            result = box.exec(argv, **kwargs)
+        except Exception as exc:
+            fault = self._fault(box, what, exc)
+            if fault is not None:
+                raise fault from exc
+            raise
+        rc, timed_out = result[0], result[4]
+        if not timed_out and (rc is None or rc > 128):
+            fault = self._fault(box, what)
+            if fault is not None:
+                raise fault
+        return result
 
     # -- running
 
@@ -310,7 +403,8 @@ class DockerSandbox(Sandbox):
         cd = f"cd -- {where} 2>/dev/null || {{ echo 'sandbox: no directory '{where} >&2; exit 126; }}; "
         wrapped = ["/bin/sh", "-c", cd + self._prelude + _RUN_WRAPPER, f"{timeout + 1:.3f}", *argv]
         start = time.monotonic()
-        rc, out, err, truncated, timed_out = self._container().exec(
+        rc, out, err, truncated, timed_out = self._exec(
+            "a command",
             wrapped,
             stdin=stdin,
             env=env,
@@ -345,7 +439,7 @@ class DockerSandbox(Sandbox):
             # the case uid (which cannot read /work) in a fresh dir of its own; killing
             # the process removes everything that uid made, or replaces the container
             wrapped = ["/bin/sh", "-c", _SCRATCH_DIR + self._prelude + 'exec "$@" 2>&1']
-            return DockerProcess(
+            return self._spawned(
                 box,
                 [*wrapped, "sh", *argv],
                 user=box.case_user,
@@ -356,12 +450,25 @@ class DockerSandbox(Sandbox):
         where = shlex.quote(workdir)
         cd = f"cd -- {where} 2>/dev/null || {{ echo 'sandbox: no directory '{where} >&2; exit 126; }}; "
         wrapped = ["/bin/sh", "-c", cd + self._prelude + 'exec "$@" 2>&1', "sh", *argv]
-        return DockerProcess(box, wrapped, user=box.user, env=env)
+        return self._spawned(box, wrapped, user=box.user, env=env)
+
+    def _spawned(self, box: _Container, argv: list[str], **kwargs: Any) -> DockerProcess:
+        def judge(exc: BaseException | None) -> Fault | None:
+            return self._fault(box, "a process", exc)
+
+        try:
+            return DockerProcess(box, argv, on_fault=judge, **kwargs)
+        except Exception as exc:
+            fault = judge(exc)
+            if fault is not None:
+                raise fault from exc
+            raise
 
     def _clean_scratch(self) -> None:
         """Remove what the case uid left; a container where that fails is replaced."""
         if self._box is not None and not self._box.clean_uid(self._box.case_user):
-            self._replace_container()
+            if self._fault(self._box, "a process's clean-up") is None:
+                self._replace_container()
 
     def run_python_cases(
         self,
@@ -386,7 +493,15 @@ class DockerSandbox(Sandbox):
         # the case uid, in a fresh dir of its own; no rlimits on the worker itself: it
         # sets them for each case it forks
         argv = ["/bin/sh", "-c", _CASES_WRAPPER, f"{total:.3f}", *worker]
-        ex = _Exec(box, argv, user=box.case_user)
+        what = "a program's test cases"
+        try:
+            ex = _Exec(box, argv, user=box.case_user)
+        except Exception as exc:
+            fault = self._fault(box, what, exc)
+            if fault is not None:
+                raise fault from exc
+            raise
+        faulted = False
         done = 0
         ready = ended = False
         clean: bool | None = None
@@ -438,6 +553,14 @@ class DockerSandbox(Sandbox):
                     error=msg.get("error"),
                     duration_s=float(msg.get("duration_s", 0.0)),
                 )
+            if done < len(cases):
+                # the worker ended, went silent or never started: its container stopped,
+                # removed or paused from outside, or an engine that failed, is a fault; a
+                # worker a case killed (they share a uid) is the program's
+                fault = self._fault(box, what)
+                if fault is not None:
+                    faulted = True
+                    raise fault
             if done == len(cases):
                 # end of input ends the worker; the wrapper then cleans up after the call
                 ex.end_input()
@@ -446,12 +569,21 @@ class DockerSandbox(Sandbox):
                 rc = ex.exit_code() if ended else None
                 if rc is not None:
                     clean = rc not in _NOT_CLEAN
+        except (Fault, GeneratorExit):
+            raise
+        except Exception as exc:  # the engine's connection or an exec request failed
+            fault = self._fault(box, what, exc)
+            if fault is None:
+                raise
+            faulted = True
+            raise fault from exc
         finally:
             ex.close()
-            if clean is None:
+            # a faulted container is dropped already: nothing in it is used again
+            if not faulted and clean is None:
                 # early stop, worker death or a hung worker: the wrapper did not finish
                 clean = box.clean_uid(box.case_user)
-            if not clean:
+            if not faulted and not clean and self._box is box:
                 # what the call left cannot be removed: the next call gets a new container
                 self._replace_container()
         if not ready:
@@ -466,14 +598,19 @@ class DockerSandbox(Sandbox):
         rel = _work_path(path)
         if isinstance(data, str):
             data = data.encode()
-        rc, _, err, _, _ = self._container().exec(
-            ["sh", "-c", _WRITE, "sh", rel, f"{mode & 0o777:o}"], stdin=data, workdir=WORKDIR
+        rc, _, err, _, _ = self._exec(
+            "a file write",
+            ["sh", "-c", _WRITE, "sh", rel, f"{mode & 0o777:o}"],
+            stdin=data,
+            workdir=WORKDIR,
         )
         self._file_status(rc, err, path)
 
     def read_file(self, path: str) -> bytes:
         rel = _work_path(path)
-        rc, out, err, _, _ = self._container().exec(["sh", "-c", _READ, "sh", rel], workdir=WORKDIR)
+        rc, out, err, _, _ = self._exec(
+            "a file read", ["sh", "-c", _READ, "sh", rel], workdir=WORKDIR
+        )
         self._file_status(rc, err, path)
         return out
 
@@ -492,7 +629,7 @@ class DockerSandbox(Sandbox):
         raise SandboxError(f"file {path!r}: exit {rc}: {_decode(err).strip()}")
 
     def snapshot_files(self) -> FilesSnapshot:
-        rc, out, err, _, _ = self._container().exec(["sh", "-c", _SNAPSHOT], timeout=60)
+        rc, out, err, _, _ = self._exec("a snapshot", ["sh", "-c", _SNAPSHOT], timeout=60)
         if rc != 0:
             raise SandboxError(f"snapshot failed (exit {rc}): {_decode(err).strip()}")
         files: dict[str, tuple[int, bytes]] = {}
@@ -514,8 +651,8 @@ class DockerSandbox(Sandbox):
                 info.mode = mode & 0o777
                 info.mtime = int(time.time())
                 tar.addfile(info, io.BytesIO(data))
-        rc, _, err, _, _ = self._container().exec(
-            ["sh", "-c", _RESTORE], stdin=buf.getvalue(), timeout=60
+        rc, _, err, _, _ = self._exec(
+            "a restore", ["sh", "-c", _RESTORE], stdin=buf.getvalue(), timeout=60
         )
         if rc != 0:
             raise SandboxError(f"restore failed (exit {rc}): {_decode(err).strip()}")
@@ -525,20 +662,20 @@ class DockerSandbox(Sandbox):
     def _replace_container(self) -> None:
         """Give the container back (the pool resets or removes it) and take another."""
         old = self._container()
+        self._finalizer.detach()
+        self._box = None
         if self._pool is not None:
             self._pool.release(old)
-            self._box = self._pool.acquire(self.limits)
         else:
             old.remove()
-            self._box = _Container(self._own_client, self.limits, self.image)
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(
-            self, DockerSandbox._release, self._pool, self._box, self._own_client
-        )
+        self._adopt(self._new_container())
 
     def reset(self) -> None:
         box = self._container()
         if not box.reset():
+            fault = self._fault(box, "a reset")
+            if fault is not None:
+                raise fault
             raise SandboxError(f"cannot reset container {box.short}")
 
     @staticmethod
@@ -553,10 +690,14 @@ class DockerSandbox(Sandbox):
                 client.close()
 
     def close(self) -> None:
-        if self._box is None:
+        if self._closed:
             return
-        self._box = None
-        self._finalizer()
+        self._closed = True
+        box, self._box = self._box, None
+        if box is not None:
+            self._finalizer()
+        elif self._own_client is not None:  # its container was dropped after a fault
+            self._own_client.close()
 
     def __repr__(self) -> str:
         state = self._box.short if self._box else "closed"

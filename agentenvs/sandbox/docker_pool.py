@@ -135,6 +135,15 @@ class DockerPool:
                 self._threads.add(thread)
             thread.start()
 
+    def drop(self, box: _Container) -> None:
+        """Take ``box`` back without reusing it (it failed from outside): it is removed in
+        the background, so an engine that does not answer holds up no caller."""
+        with self._lock:
+            self._resetting = [b for b in self._resetting if b is not box]
+            thread = threading.Thread(target=self._discard, args=(box,), daemon=True)
+            self._threads.add(thread)
+        thread.start()
+
     def _finish_reset(self, box: _Container) -> None:
         ok = box.reset()
         with self._cond:
@@ -165,6 +174,7 @@ class DockerPool:
         box.remove()
         with self._lock:
             self._all.pop(box.id, None)
+            self._threads.discard(threading.current_thread())
 
     @property
     def container_ids(self) -> list[str]:

@@ -47,8 +47,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentenvs.core.errors import SandboxError
-from agentenvs.sandbox import _files, _leftovers, _seccomp, harness, runtime
+from agentenvs.core.errors import Fault, SandboxError
+from agentenvs.sandbox import _files, _leftovers, _seccomp, faults, harness, runtime
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -153,6 +153,18 @@ def _hardening(bwrap: str) -> tuple[str, ...]:
     except (OSError, subprocess.SubprocessError):
         return ()
     return ("--unshare-user", "--disable-userns") if "--disable-userns" in help_text else ()
+
+
+@functools.lru_cache(maxsize=8)
+def _has_json_status(bwrap: str) -> bool:
+    """Whether this bwrap reports its pid 1's exit on ``--json-status-fd`` (0.4 and up)."""
+    try:
+        help_text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=10, env={"PATH": _PATH}
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--json-status-fd" in help_text
 
 
 #: the system dirs a sandbox shows (read-only): whatever lies inside them is visible
@@ -418,6 +430,53 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     # the pipes stay open: whoever reads them sees EOF now; _forget closes them
 
 
+#: a host file system with less free space than this is full
+_FULL_BELOW = 1 << 20
+
+
+def _free_bytes(path: str) -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _pid1(proc: subprocess.Popen[bytes]) -> int | None:
+    """The host pid of the sandbox's pid 1 (bwrap's one child), if it still runs."""
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            kids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    return kids[0] if kids else None
+
+
+class _Status:
+    """The host's end of a pipe that a process inside (or bwrap) reports on: what arrived
+    so far. ``json``: bwrap writes its json status there (else nothing does)."""
+
+    def __init__(self, fd: int, *, json: bool = False) -> None:
+        self.fd = fd
+        self.json = json
+        self.text = bytearray()
+
+    def read(self) -> str:
+        """Everything written so far (the pipe is drained, never waited on)."""
+        if self.fd >= 0:
+            with contextlib.suppress(BlockingIOError, OSError):
+                while chunk := os.read(self.fd, _CHUNK):
+                    self.text += chunk
+                    if len(self.text) > 1 << 16:  # no status is this long
+                        break
+        return self.text.decode(errors="replace")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
     for f in (proc.stdin, proc.stdout, proc.stderr):
         if f is not None:
@@ -444,11 +503,17 @@ class _Capped:
         return self.buf.decode("utf-8", "replace")
 
 
-def _cleanup(procs: set[subprocess.Popen[bytes]], lock: threading.Lock, workdir: str) -> None:
+def _cleanup(
+    procs: set[subprocess.Popen[bytes]],
+    killed: set[subprocess.Popen[bytes]],
+    lock: threading.Lock,
+    workdir: str,
+) -> None:
     """Kill what still runs and remove the work dir; shared by close() and the finalizer."""
     with lock:
         live = list(procs)
         procs.clear()
+        killed.update(live)
     for proc in live:
         _kill_tree(proc)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -514,10 +579,15 @@ class LocalSandbox(Sandbox):
             os.chown(self.workdir, *self._ids)
         os.chmod(self.workdir, 0o700)
         self._procs: set[subprocess.Popen[bytes]] = set()
+        #: each running process's bwrap status pipe, and those this sandbox killed itself
+        self._status: dict[subprocess.Popen[bytes], _Status] = {}
+        self._killed: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._closed = False
         self._close_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _cleanup, self._procs, self._lock, self.workdir)
+        self._finalizer = weakref.finalize(
+            self, _cleanup, self._procs, self._killed, self._lock, self.workdir
+        )
 
     # -- command lines
     def _bwrap_argv(
@@ -607,15 +677,24 @@ class LocalSandbox(Sandbox):
         env: Mapping[str, str] | None = None,
         scratch: bool = False,
         merge_stderr: bool = False,
+        pass_fds: tuple[int, ...] = (),
     ) -> subprocess.Popen[bytes]:
-        """Start ``command`` under bwrap (with the seccomp filter, where there is one)."""
+        """Start ``command`` under bwrap (with the seccomp filter, where there is one);
+        ``pass_fds`` are inherited by the sandbox's pid 1. Fault when bwrap cannot be run."""
         self._check_open()
         kw: dict[str, Any] = {}
         if self._ids is not None:
             kw = {"user": self._ids[0], "group": self._ids[1], "extra_groups": []}
         filt = _seccomp_fd()
+        # bwrap's json status (its pid 1's exit, or nothing when the sandbox never ran it)
+        # on a pipe of the host's alone: bwrap does not pass it to the sandbox
+        status_r, status_w = os.pipe()
+        os.set_blocking(status_r, False)
+        extra = (status_w, *pass_fds) if filt is None else (filt, status_w, *pass_fds)
         try:
             argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch)
+            if _has_json_status(self._bwrap):
+                argv[1:1] = ["--json-status-fd", str(status_w)]
             proc = subprocess.Popen(
                 [*argv, *command],
                 stdin=subprocess.PIPE,
@@ -623,23 +702,69 @@ class LocalSandbox(Sandbox):
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 start_new_session=True,  # our handle on the whole tree: killpg(bwrap's pid)
                 close_fds=True,
-                pass_fds=() if filt is None else (filt,),
+                pass_fds=extra,
                 # bwrap's init is visible inside (/proc/1/environ): it must not carry our env
                 env={"PATH": _PATH},
                 **kw,
             )
+        except OSError as exc:
+            os.close(status_r)
+            # bwrap was there when the sandbox was made: something removed or broke it
+            raise Fault(
+                f"the local sandbox cannot start bwrap: {exc}",
+                kind="sandbox",
+                evidence=f"starting {self._bwrap} failed ({type(exc).__name__}) before "
+                "anything ran in the sandbox",
+            ) from exc
         finally:
+            os.close(status_w)
             if filt is not None:
                 os.close(filt)
         with self._lock:
             self._procs.add(proc)
+            self._status[proc] = _Status(status_r, json=_has_json_status(self._bwrap))
         return proc
+
+    def _end_fault(
+        self,
+        proc: subprocess.Popen[bytes],
+        what: str,
+        *,
+        reported: frozenset[int] | None = None,
+        stderr: str = "",
+        wait_s: float = faults.LOCAL_EXIT_WAIT_S,
+    ) -> Fault | None:
+        """The Fault that ``proc``'s end is (``faults.local_fault``), once bwrap exited
+        (waited for up to ``wait_s``); None: the program's, or this sandbox's own kill."""
+        with self._lock:
+            status = self._status.get(proc)
+            ours = proc in self._killed
+        if status is None or ours:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait_s)
+        with self._lock:
+            if proc in self._killed:  # reset or closed meanwhile
+                return None
+        if proc.returncode is None:
+            return faults.local_stopped(_pid1(proc) or proc.pid, what)
+        return faults.local_fault(
+            proc.returncode,
+            status.read() if status.json else None,
+            what=what,
+            reported=reported,
+            stderr=stderr,
+        )
 
     def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         _kill_tree(proc)
         _close_pipes(proc)
         with self._lock:
             self._procs.discard(proc)
+            self._killed.discard(proc)
+            status = self._status.pop(proc, None)
+        if status is not None:
+            status.close()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -663,14 +788,39 @@ class LocalSandbox(Sandbox):
             raise ValueError("empty command")
         # the shell stays pid 1 (reaping orphans, never exec'd away) so the command itself
         # keeps ordinary signal semantics; when it ends, the namespace ends with it
-        shell = [self._ulimit_prelude() + '"$@"\nexit $?', "sh", *command]
+        # pid 1 reports its command's status on a pipe before it exits with it: a status
+        # above 128 that it did not report is pid 1's own death by a signal (see faults)
+        report_r, report_w = os.pipe()
+        os.set_blocking(report_r, False)
+        if self._ids is not None:  # pid 1 reopens it through /proc as the sandbox's uid
+            os.fchown(report_w, *self._ids)
+        script = f'"$@"\ns=$?; echo "$s" >/proc/self/fd/{report_w}; exit "$s"'
+        shell = [self._ulimit_prelude() + script, "sh", *command]
         start = time.monotonic()
-        proc = self._popen(["/bin/sh", "-c", *shell], cwd=cwd, env=env)
+        free_before = _free_bytes(self.workdir)
+        try:
+            proc = self._popen(["/bin/sh", "-c", *shell], cwd=cwd, env=env, pass_fds=(report_w,))
+        except BaseException:
+            os.close(report_r)
+            raise
+        finally:
+            os.close(report_w)
+        report = _Status(report_r)
         try:
             out, err, timed_out = _pump(proc, stdin, start + timeout, self.limits.max_output_bytes)
             rc = None if timed_out else proc.wait()
+            if not timed_out:
+                said = frozenset(int(w) for w in report.read().split() if w.isdigit())
+                fault = self._end_fault(
+                    proc, "a command", reported=said, stderr=err.text(), wait_s=0.0
+                )
+                if fault is not None:
+                    raise fault
         finally:
+            report.close()
             self._forget(proc)
+        # once every process of the sandbox is gone (no file of it held open any more)
+        self._check_workdir(free_before)
         return RunResult(
             returncode=rc,
             stdout=out.text(),
@@ -732,17 +882,22 @@ class LocalSandbox(Sandbox):
             reader.feed(harness.encode_case(cases[0]))
             ready = reader.next(_WORKER_START_S)
             if ready is None or not ready.get("ready"):
-                _kill_tree(proc)
-                err = reader.err_tail.decode(errors="replace").strip()
-                raise SandboxError(
-                    f"the case worker did not start: {err or f'exit status {proc.returncode}'}"
-                )
+                self._not_started(proc, reader)
             for i in range(len(cases)):
                 if i + 1 < len(cases):
                     reader.feed(harness.encode_case(cases[i + 1]))
                 # the worker enforces each timeout; this only guards against a stuck worker
                 msg = reader.next(timeout + 5.0)
                 if msg is None:
+                    # ended (its output closed) or silent: killed or stopped from outside
+                    # is a fault; anything else, e.g. a case that wrecked it, the program's
+                    err = reader.err_tail.decode(errors="replace")
+                    wait_s = faults.LOCAL_EXIT_WAIT_S if reader.ended else 0.0
+                    fault = self._end_fault(
+                        proc, "a program's test cases", stderr=err, wait_s=wait_s
+                    )
+                    if fault is not None:
+                        raise fault
                     break
                 yield CaseRun(
                     stdout=msg.get("stdout", ""),
@@ -766,6 +921,27 @@ class LocalSandbox(Sandbox):
                 reader.close()
             self._forget(proc)
 
+    def _not_started(self, proc: subprocess.Popen[bytes], reader: _LineReader) -> None:
+        """Raise why the case worker did not say it was ready: nothing of the program has
+        run yet (it is only compiled), so a sandbox that did not start is a Fault."""
+        err = reader.err_tail.decode(errors="replace")
+        if not reader.ended:
+            fault = self._end_fault(proc, "the case worker", stderr=err, wait_s=0.0)
+            _kill_tree(proc)
+            raise fault or Fault(
+                f"the case worker did not start within {_WORKER_START_S:.0f} s",
+                kind="sandbox",
+                evidence="it was silent; nothing of the program runs before it is ready "
+                "(the program is only compiled)",
+            )
+        fault = self._end_fault(proc, "the case worker", stderr=err)
+        if fault is not None:
+            raise fault
+        _kill_tree(proc)
+        raise SandboxError(
+            f"the case worker did not start: {err.strip() or f'exit status {proc.returncode}'}"
+        )
+
     # -- files
     def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
         self._check_open()
@@ -786,15 +962,45 @@ class LocalSandbox(Sandbox):
         for path, (mode, data) in snapshot.files.items():
             _files.write_file(self.workdir, path, data, mode, owner=self._ids)
 
+    def _check_workdir(self, free_before: int | None) -> None:
+        """Fault when the host work dir was removed, or its file system filled by something
+        other than the sandbox: the command's writes failed for a reason not its own."""
+        if not os.path.isdir(self.workdir):
+            raise Fault(
+                "the local sandbox's host work dir was removed from outside",
+                kind="sandbox",
+                evidence=f"{self.workdir} is gone; the sandbox sees it only as its /work "
+                "mount point, which it cannot remove",
+            )
+        free = _free_bytes(self.workdir)
+        if free is None or free_before is None or free > _FULL_BELOW:
+            return
+        # the sandbox writes to that file system through its work dir alone: space gone
+        # beyond all the work dir holds was taken by something else
+        used = _files.tree_bytes(self.workdir)
+        if free_before - free > used + _FULL_BELOW:
+            raise Fault(
+                "the file system of the local sandbox's host work dir was filled from outside",
+                kind="sandbox",
+                evidence=f"{free_before - free} bytes were taken while the command ran; the "
+                f"work dir, the sandbox's only way to that file system, holds {used}",
+            )
+
     def reset(self) -> None:
         self._check_open()
         self._kill_all()
+        if not os.path.isdir(self.workdir):  # removed from outside: made anew
+            os.makedirs(self.workdir, mode=0o700, exist_ok=True)
+            if self._ids is not None:
+                os.chown(self.workdir, *self._ids)
         _files.clear_dir(self.workdir)
 
     def _kill_all(self) -> None:
         with self._lock:
             live = list(self._procs)
             self._procs.clear()
+            # what this kills ends by our own hand: never a fault
+            self._killed.update(live)
         for proc in live:
             _kill_tree(proc)
 
@@ -844,6 +1050,12 @@ class _LocalProcess(SandboxProcess):
         if not chunk:
             self._eof = True
         return chunk
+
+    def fault(self) -> Fault | None:
+        if self._killed:
+            return None
+        # pid 1, the shell that runs the process, never exits above 128 by itself (spawn)
+        return self._box._end_fault(self._proc, "a process", reported=frozenset())
 
     def kill(self) -> None:
         if self._killed:
@@ -975,6 +1187,11 @@ class _LineReader:
     @property
     def all_written(self) -> bool:
         return not self._pending
+
+    @property
+    def ended(self) -> bool:
+        """The worker's stdout has closed (it exited, or was killed)."""
+        return not self._out_open
 
     def close(self) -> None:
         self._sel.close()
