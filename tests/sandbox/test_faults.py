@@ -36,11 +36,19 @@ STDIN2 = [PyCase("stdin")] * 2
 
 # ----------------------------------------------------------------------------- helpers
 def _children(pid: int) -> list[int]:
+    """The children of process ``pid``, whichever of its threads started them."""
+    kids = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    return kids
 
 
 def _descendants(pid: int) -> list[int]:

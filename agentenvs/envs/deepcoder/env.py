@@ -20,7 +20,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
-from agentenvs.core.errors import SnapshotError
+from agentenvs.core.errors import Fault, SnapshotError
 from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.cache import LRU, task_digest
 from agentenvs.envs.deepcoder.checker import (
@@ -234,6 +234,13 @@ class DeepCoderMTEnv(TextEnv):
     without timing out; up to four such mutants are found per task (in a fixed order,
     cached) and ``rng`` picks one. Tasks without a reference or a failing mutant fall
     back to a bundled wrong solution, then to a stub program.
+
+    Faults. A sandbox that fails from outside while a program runs (killed, stopped or
+    removed from outside, unable to start, an engine that fails; see
+    ``agentenvs.sandbox.faults``) raises :class:`~agentenvs.core.errors.Fault` out of
+    ``step``, ``score_action`` and ``score_actions``: never a verdict, nothing cached.
+    After a fault in ``step`` only ``reset`` may follow. What the program does to itself
+    (its timeout, memory, ``kill -9 -1``) stays its verdict.
 
     ``snapshot()`` holds the attempts so far, the last feedback and the per-test results
     (plus the base's turn, budget and RNG). Programs keep no files between turns (each
@@ -633,6 +640,14 @@ class DeepCoderMTEnv(TextEnv):
             info={"code_found": True, "test_results": [o.passed for o in outcomes]},
         )
 
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        try:
+            return super().step(action)
+        except Fault:
+            # the turn was never judged: only a reset may follow (the episode is re-run)
+            self._done = True
+            raise
+
     def score_action(self, action: str) -> float:
         """The pass rate of ``action``'s program on all tests (0 without a program).
 
@@ -704,13 +719,20 @@ class DeepCoderMTEnv(TextEnv):
             if not batch:
                 search.exhausted = True
                 break
-            results = self._run_many(
-                task,
-                batch,
-                timeout=min(self._timeout_for(task), VERIFY_TIMEOUT),
-                stop_on_failure=False,
-                stop_on_timeout=True,
-            )
+            try:
+                results = self._run_many(
+                    task,
+                    batch,
+                    timeout=min(self._timeout_for(task), VERIFY_TIMEOUT),
+                    stop_on_failure=False,
+                    stop_on_timeout=True,
+                )
+            except BaseException:
+                # a Fault (or any error) judged none of them: they are tried again next
+                # time, so the mutants found never depend on a fault
+                search.candidates = itertools.chain(batch, search.candidates)
+                search.tried -= len(batch)
+                raise
             for mutant, outcomes in zip(batch, results, strict=True):
                 if any(o.timed_out for o in outcomes):
                     continue

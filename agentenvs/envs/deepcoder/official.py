@@ -355,7 +355,7 @@ class _Runner:
         try:
             self.proc.write((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
         except Exception:  # noqa: BLE001 - the runner is gone
-            return None
+            return self._gone()
         deadline = time.monotonic() + wait_s
         marker = FRAME_PREFIX.encode()
         while True:
@@ -382,7 +382,16 @@ class _Runner:
                     self.close()
                     return None
             elif self.proc.eof:
-                return None
+                return self._gone()
+
+    def _gone(self) -> None:
+        """The runner ended: the program's doing (None, a verdict), unless its sandbox was
+        killed from outside or never started, which raises the Fault instead."""
+        fault = self.proc.fault()
+        if fault is not None:
+            self.close()
+            raise fault
+        return None
 
     def close(self) -> None:
         self.proc.kill()
