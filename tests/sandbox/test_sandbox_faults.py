@@ -366,3 +366,48 @@ def test_docker_fork_bomb_is_the_programs(docker_box: Callable[[], Sandbox]) -> 
     r = sandbox.run("for i in $(seq 64); do sleep 30 & done; wait", timeout=3)
     assert r.timed_out or r.returncode is not None
     still_works(sandbox)
+
+
+@pytest.fixture
+def small_fs() -> Iterator[Path]:
+    """A 16 MB tmpfs of its own (the host must let this process mount one)."""
+    require_bwrap()
+    where = Path(tempfile.mkdtemp(prefix="agentenvs-test-fs-"))
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        where.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+        where.rmdir()
+
+
+def test_local_work_dir_filled_from_outside_raises_fault(small_fs: Path) -> None:
+    sandbox = LocalSandbox(workdir_parent=small_fs)
+    try:
+        # the program filling its own work dir: its outcome
+        r = sandbox.run("head -c 32M /dev/zero > big; echo $?", timeout=30)
+        assert r.stdout.strip() != "0" and "No space left" in r.stderr
+        sandbox.reset()
+        # something else on the host fills the file system while the command runs
+        hog = small_fs / "hog"
+        filler = threading.Timer(
+            0.5, subprocess.run, (["sh", "-c", f"head -c 32M /dev/zero > {hog}"],)
+        )
+        filler.start()
+        with pytest.raises(Fault, match="filled from outside") as exc:
+            sandbox.run("sleep 1.5; head -c 1M /dev/zero > out", timeout=30)
+        filler.join()
+        assert_sandbox_fault(exc)
+        hog.unlink()
+        sandbox.reset()
+        assert sandbox.run("echo fine > f && cat f").stdout == "fine\n"
+    finally:
+        sandbox.close()
+    assert_nothing_left()
