@@ -126,6 +126,7 @@ def still_works(sandbox: Sandbox) -> None:
 
 
 # ----------------------------------------------------------------------------- local
+@pytest.mark.bwrap
 @pytest.mark.parametrize("target", ["bwrap", "pid1"])
 def test_local_cases_killed_from_the_host_raise_fault(box: LocalSandbox, target: str) -> None:
     killer = when_running(target)
@@ -138,6 +139,7 @@ def test_local_cases_killed_from_the_host_raise_fault(box: LocalSandbox, target:
     still_works(box)
 
 
+@pytest.mark.bwrap
 def test_local_cases_stopped_from_the_host_raise_fault(box: LocalSandbox) -> None:
     # the worker (pid 1) stopped while its case runs: it never answers
     stopper = when_running("pid1", signal.SIGSTOP)
@@ -160,6 +162,7 @@ PROGRAMS_OWN_ENDS = {
 }
 
 
+@pytest.mark.bwrap
 @pytest.mark.parametrize("name", PROGRAMS_OWN_ENDS)
 def test_local_programs_own_ends_are_outcomes(box: LocalSandbox, name: str) -> None:
     source, error = PROGRAMS_OWN_ENDS[name]
@@ -168,6 +171,7 @@ def test_local_programs_own_ends_are_outcomes(box: LocalSandbox, name: str) -> N
     still_works(box)
 
 
+@pytest.mark.bwrap
 def test_local_run_killed_from_the_host_raises_fault(box: LocalSandbox) -> None:
     for target in ("bwrap", "pid1"):
         killer = when_running(target, depth=1)
@@ -184,6 +188,7 @@ def test_local_run_killed_from_the_host_raises_fault(box: LocalSandbox) -> None:
     assert box.run("exit 3").returncode == 3
 
 
+@pytest.mark.bwrap
 def test_local_spawn_killed_from_the_host_says_fault(box: LocalSandbox) -> None:
     proc = box.spawn(["sleep", "60"], scratch=True)
     when_running("pid1", depth=1).join()
@@ -202,6 +207,7 @@ def test_local_spawn_killed_from_the_host_says_fault(box: LocalSandbox) -> None:
     assert_nothing_left()
 
 
+@pytest.mark.bwrap
 def test_local_bwrap_removed_raises_fault() -> None:
     require_bwrap()
     found = find_bwrap()
@@ -236,6 +242,7 @@ def test_local_bwrap_removed_raises_fault() -> None:
     assert_nothing_left()
 
 
+@pytest.mark.bwrap
 def test_local_host_workdir_removed_raises_fault_and_reset_mends(box: LocalSandbox) -> None:
     box.write_file("f", "x")
     shutil.rmtree(box.workdir)
@@ -300,6 +307,7 @@ OUTSIDE = {
 }
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("how", OUTSIDE)
 def test_docker_cases_container_failed_from_outside_raises_fault(
     docker_box: Callable[[], Sandbox], how: str
@@ -320,6 +328,7 @@ def test_docker_cases_container_failed_from_outside_raises_fault(
     assert not _container_exists(cid)
 
 
+@pytest.mark.docker
 def test_docker_run_and_spawn_container_killed_raise_fault(
     docker_box: Callable[[], Sandbox],
 ) -> None:
@@ -349,6 +358,7 @@ DOCKER_PROGRAMS_OWN_ENDS = {
 }
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("name", DOCKER_PROGRAMS_OWN_ENDS)
 def test_docker_programs_own_ends_are_outcomes(
     docker_box: Callable[[], Sandbox], name: str
@@ -360,6 +370,7 @@ def test_docker_programs_own_ends_are_outcomes(
     still_works(sandbox)
 
 
+@pytest.mark.docker
 def test_docker_fork_bomb_is_the_programs(docker_box: Callable[[], Sandbox]) -> None:
     # the pids limit filled by the program: a run that fails to fork is its outcome
     sandbox = docker_box(Limits(max_processes=16))
@@ -411,3 +422,41 @@ def test_local_work_dir_filled_from_outside_raises_fault(small_fs: Path) -> None
     finally:
         sandbox.close()
     assert_nothing_left()
+
+
+@pytest.mark.docker
+def test_docker_rules_on_real_engine_states(tmp_path: Path) -> None:
+    require_docker()
+    import docker
+
+    from agentenvs.sandbox import faults
+
+    # no engine at the address: an engine fault
+    gone = docker.APIClient(base_url=f"unix://{tmp_path}/no-engine.sock", version="1.41")
+    fault = faults.container_fault(gone, "0" * 64, what="a test")
+    assert fault is not None and fault.kind == "engine" and "ping" in fault.evidence
+    api = docker.APIClient(version="auto")
+    image = "agentenvs/python:latest"
+    # a container whose own memory ran out (its main process the OOM killer's victim)
+    oom = _docker(
+        "run", "-d", "--memory", "32m", "--memory-swap", "32m", "--network", "none",
+        "--label", "agentenvs.test=faults", image,
+        "python3", "-c", "b = b'x' * (256 << 20)",
+    ).stdout.strip()  # fmt: skip
+    # a container killed from outside
+    killed = _docker(
+        "run", "-d", "--network", "none", "--label", "agentenvs.test=faults", image,
+        "sleep", "60",
+    ).stdout.strip()  # fmt: skip
+    try:
+        _docker("kill", killed)
+        _docker("wait", oom)
+        assert api.inspect_container(oom)["State"]["OOMKilled"] is True
+        assert faults.container_fault(api, oom, what="a test") is None
+        fault = faults.container_fault(api, killed, what="a test")
+        assert fault is not None and fault.kind == "container"
+        assert "ExitCode=137" in fault.evidence
+    finally:
+        _docker("rm", "-f", oom, killed)
+        api.close()
+    assert not _container_exists(oom) and not _container_exists(killed)
