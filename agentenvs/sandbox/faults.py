@@ -23,7 +23,8 @@ wrote on its ``--json-status-fd`` (a pipe no process inside holds):
   our own (the case worker, or a shell that runs the command as its child); the kernel
   drops every signal sent to a namespace's init from inside it that the init has no
   handler for, SIGKILL and SIGSTOP included, so only the host (or the host's OOM killer)
-  can kill it. The case worker never exits above 128 by itself; the shell exits with its
+  can kill it. Every test case runs with ``oom_score_adj`` 1000, so memory that runs out
+  takes the program's processes before the worker. The case worker never exits above 128 by itself; the shell exits with its
   command's status, which it reports first on a pipe of its own: a status above 128 that
   the shell reported is the command's (killed by a signal), not pid 1's.
 - pid 1 stopped (``T`` in ``/proc``) while the host waited for it: ``sandbox`` (a SIGSTOP

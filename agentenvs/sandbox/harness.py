@@ -265,6 +265,16 @@ def _child(
         # nothing of the worker's (its protocol pipes, the result listener) stays open:
         # while the program runs, its process holds stdin, stdout and stderr only
         os.closerange(3, 1 << 16)
+        # memory that runs out picks the program first, never the worker (pid 1 locally),
+        # whose death by the kernel's signal would read as the host's doing (see faults)
+        # (the file is the process's own only while it is dumpable, which the worker is not)
+        _prctl(_PR_SET_DUMPABLE, 1)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+        _prctl(_PR_SET_DUMPABLE, 0)
         _set_limits(limits, timeout)
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)

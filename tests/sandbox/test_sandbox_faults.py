@@ -460,3 +460,15 @@ def test_docker_rules_on_real_engine_states(tmp_path: Path) -> None:
         _docker("rm", "-f", oom, killed)
         api.close()
     assert not _container_exists(oom) and not _container_exists(killed)
+
+
+def test_cases_are_the_oom_killers_first_choice(backend: Sandbox) -> None:
+    # memory that runs out takes the program before the worker (locally pid 1, whose
+    # death by the kernel's signal would read as the host's doing)
+    source = (
+        "def adj(pid):\n    return open(f'/proc/{pid}/oom_score_adj').read().strip()\n"
+        "print(adj('self'), adj(1))"
+    )
+    got = list(backend.run_python_cases(source, [PyCase("stdin")]))
+    assert got[0].error is None
+    assert got[0].stdout.split() == ["1000", "0"]
