@@ -10,9 +10,9 @@ fall for are also run under ``grading="official"``, as a control that the attack
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -307,8 +307,16 @@ def test_nothing_left_running_after_an_attack() -> None:
         env.step(f"```bash\n{ATTACKS['rewrite-tests']}\n```\nsubmit")
     finally:
         env.close()
-    out = subprocess.run(["pgrep", "-f", "aehack"], capture_output=True, text=True).stdout
-    assert out.strip() == ""
+    # no ps or pgrep on a bare system: the host's /proc
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if entry.name.isdigit() and b"aehack" in cmdline and entry.name != str(os.getpid()):
+            left.append(entry.name)
+    assert left == []
 
 
 @pytest.mark.docker("agentenvs/terminal:latest")
