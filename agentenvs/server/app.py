@@ -277,10 +277,13 @@ class Session:
         )
 
     async def aclose(self) -> None:
+        # its snapshots go first, in the same step of the event loop that took the session
+        # out of the count: no request sees a closed session's snapshots while its env
+        # takes its time to close (a database dropped, a container removed)
         try:
-            await self.env.aclose()
-        finally:
             self.store.drop_owner(self.id)
+        finally:
+            await self.env.aclose()
 
 
 class SessionManager:
