@@ -218,15 +218,28 @@ RUNTIMES = [
 ]
 
 
+#: attacks that do not depend on the layout run on the TB1 task only; a container's disk is
+#: the host's, so the disk is filled only where it is a capped tmpfs (local)
+_LAYOUT_FREE = ("fork-bomb", "fill-disk", "shell-startup")
+CASES = [
+    pytest.param(
+        runtime.values[0],
+        attack,
+        layout,
+        marks=runtime.marks,
+        id=f"{runtime.values[0]}-{attack}-{layout}",
+    )
+    for runtime in RUNTIMES
+    for attack in sorted(ATTACKS)
+    for layout in ("tb1", "harbor")
+    if not (layout == "harbor" and attack in _LAYOUT_FREE)
+    and not (runtime.values[0] == "docker" and attack == "fill-disk")
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["tb1", "harbor"])
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
-@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize(("runtime", "attack", "layout"), CASES)
 def test_attack_scores_zero_under_safe_grading(runtime: str, layout: str, attack: str) -> None:
-    if layout == "harbor" and attack in ("fork-bomb", "fill-disk", "shell-startup"):
-        pytest.skip("layout-independent: run on the TB1 task")
-    if runtime == "docker" and attack == "fill-disk":
-        pytest.skip("a container's disk is the host's: filled only where it is a capped tmpfs")
     reward, info = _attack(runtime, layout, "safe", attack)
     assert reward == 0.0 and not info["success"] and info["score"] == 0.0, info
     assert info["grading"] == "safe"
