@@ -335,7 +335,7 @@ def test_a_player_turn_limit_ends_the_episode_through_verifiers_and_closes_the_e
 def test_a_faulted_episode_is_recorded_failed_and_unscored_by_verifiers(
     tmp_path: Path, uv_on_path: None
 ) -> None:
-    from test_faults import FAULTY_ID, PLANS, Plan
+    from test_integration_faults import FAULTY_ID, PLANS, Plan
 
     PLANS["verifiers-eval"] = plan = Plan(steps=[2] * 8)  # every env faults at its second step
     try:
