@@ -21,6 +21,8 @@
 #                            integrations, which pull torch)
 #   AGENTENVS_BARE_TIMEOUT_S wall limit of the run inside the root (default 2700)
 #   AGENTENVS_BARE_KEEP=1    keep the work dir (root and logs) for a look afterwards
+#   AGENTENVS_BARE_PASSED=FILE  write there the ids of the tests that passed inside (one per
+#                            line, see tests/conftest.py), for a later run to leave out
 set -euo pipefail
 
 # ------------------------------------------------------------------ inside the namespaces
@@ -170,6 +172,8 @@ done
 for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY CI; do
   [ -n "${!v:-}" ] && PASS_ENV+=("$v=${!v}")
 done
+PASSED_OUT=${AGENTENVS_BARE_PASSED:-}
+[ -n "$PASSED_OUT" ] && PASS_ENV+=("AGENTENVS_PASSED_LOG=/src/passed.txt")
 
 # -------------------------------------------------------------------- a clean clone of HEAD
 T0=$(now)
@@ -246,4 +250,8 @@ case $RC in
   124|137) fail "the run inside the bare root passed its limit of ${TIMEOUT_S}s" ;;
   *) fail "the run inside the bare root exited $RC" ;;
 esac
+if [ -n "$PASSED_OUT" ]; then
+  cp "$ROOTFS/src/passed.txt" "$PASSED_OUT" || fail "no list of passed tests at /src/passed.txt"
+  say "$(wc -l <"$PASSED_OUT") passed tests listed in $PASSED_OUT"
+fi
 say "passed (HEAD $HEAD; the skips above are the services' and the torch extras')"

@@ -5,6 +5,12 @@ for its fixture (which marks them), and skip with the reason when it is missing;
 live in ``_services.py``. With ``AGENTENVS_REQUIRE_SERVICES=1`` (set by CI) such a skip is
 reported as a failure, so CI proves them; so is a skip for an optional dependency that
 could not be imported (``pytest.importorskip``), since `make test` installs them all.
+
+Two variables let one run pick up where another left off (CI's service run after its bare
+run): ``AGENTENVS_PASSED_LOG=FILE`` appends the id of every test that passed (setup, call
+and teardown) to FILE; ``AGENTENVS_ALREADY_PASSED=FILE`` deselects the tests listed there,
+so only what did not pass there (skipped for a service or an extra, or left out as long)
+runs.
 """
 
 from __future__ import annotations
@@ -40,7 +46,15 @@ def docker_engine() -> None:
     require_docker()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    already = os.environ.get("AGENTENVS_ALREADY_PASSED", "")
+    if already:
+        with open(already) as fh:
+            passed = {line.strip() for line in fh if line.strip()}
+        done = [item for item in items if item.nodeid in passed]
+        if done:
+            config.hook.pytest_deselected(items=done)
+            items[:] = [item for item in items if item.nodeid not in passed]
     for item in items:
         for fixture, marker in SERVICE_FIXTURES.items():
             needed = fixture in getattr(item, "fixturenames", ())
@@ -73,3 +87,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
             f"an installed extra is required (AGENTENVS_REQUIRE_SERVICES is set) "
             f"but the test was skipped: {reason}"
         )
+
+
+_outcomes: dict[str, bool] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    log = os.environ.get("AGENTENVS_PASSED_LOG", "")
+    if not log:
+        return
+    ok = report.passed and not getattr(report, "wasxfail", None)
+    if report.when == "setup":
+        _outcomes[report.nodeid] = ok
+    elif report.when == "call":
+        _outcomes[report.nodeid] = _outcomes.get(report.nodeid, False) and ok
+    elif report.when == "teardown":
+        if _outcomes.pop(report.nodeid, False) and ok:
+            with open(log, "a") as fh:
+                fh.write(report.nodeid + "\n")

@@ -43,6 +43,15 @@ class Server:
                 return active
             time.sleep(0.05)
 
+    def wait_envs(self, n: int, timeout: float = 60.0) -> int:
+        """Wait until ``n`` envs are held: a closed session's env counts until it has closed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            envs = int(self.get("/sessions")["envs"])
+            if envs == n or time.monotonic() > deadline:
+                return envs
+            time.sleep(0.05)
+
     def children(self) -> set[int]:
         """Every live descendant process of the server."""
         parents: dict[int, int] = {}

@@ -109,6 +109,8 @@ def test_concurrent_http_resets_start_no_sandbox_past_the_limit(start_server) ->
             assert [status for status, _ in replies] == [503] * 10
             assert server.children() - before <= holding  # no sandbox was started for them
         assert server.wait_sessions(0) == 0
+        # the slot is free once the session's env has closed, not when the session left
+        assert server.wait_envs(0) == 0
         # with the slot free, ten at once: each either served or refused, never more than one
         with concurrent.futures.ThreadPoolExecutor(10) as pool:
             replies = list(pool.map(lambda i: post(server, "/reset", b"{}"), range(10)))
