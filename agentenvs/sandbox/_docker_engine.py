@@ -42,7 +42,8 @@ def _client(timeout: float = 60.0) -> Any:
         client.ping()
     except Exception as exc:  # the SDK raises several kinds; all mean "no engine"
         raise ServiceUnavailable(
-            f"cannot reach a Docker engine ({exc}); start one, e.g. `bash .ci/services/docker.sh`"
+            f"cannot reach a Docker engine ({exc}); install and start Docker, then build the "
+            "sandbox images with `bash sandboxes/build_images.sh` (docs/sandboxes.md)"
         ) from exc
     return client
 
