@@ -256,7 +256,8 @@ class DeepCoderMTEnv(TextEnv):
       the bundled ``tasks/deepcoder/problems.jsonl``.
     - ``sandbox``: ``"local"`` (bubblewrap namespaces, default), ``"docker"``, ``"auto"``,
       or a ``Sandbox`` instance (then the caller owns it). The env opens one sandbox on
-      first use and closes it in ``close()``.
+      first use and closes it in ``close()``; with ``"docker"`` it asks the engine when
+      made, and raises ``ServiceUnavailable`` (saying what to install) where none answers.
     - ``public_tests`` (3): how many tests are public: a count, or a fraction (float) of
       each task's tests; at least one.
     - ``rules`` (``"strict"``): ``"official"`` grades as rLLM's checkers at the DeepCoder
@@ -379,6 +380,10 @@ class DeepCoderMTEnv(TextEnv):
         self._owns_sandbox = not isinstance(sandbox, Sandbox)
         if self._owns_sandbox:  # what killed processes left, swept before any code runs
             sweep_leftovers(str(sandbox))
+        if sandbox == "docker":  # no engine: fail here, not at the first action
+            from agentenvs.sandbox.docker_pool import DockerPool
+
+            DockerPool.shared().client  # noqa: B018 - pings the engine (ServiceUnavailable)
         # caches (never part of the state: they only save work)
         # a caller's own sandbox may behave like no other: its results are not shared
         backend = sandbox if isinstance(sandbox, str) else f"own-{next(_OWN_SANDBOXES)}"
