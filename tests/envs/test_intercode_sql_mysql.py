@@ -246,10 +246,11 @@ def test_snapshot_restores_database_into_fresh_env(url) -> None:
 
 def test_sweep_drops_orphans_of_dead_processes(url) -> None:
     from agentenvs.envs.intercode_sql.backends import mysql as backend
+    from agentenvs.envs.intercode_sql.backends.mysql_databases import _b36
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    orphan = backend.episode_name().replace(backend._b36(os.getpid()), backend._b36(dead.pid), 1)
+    orphan = backend.episode_name().replace(_b36(os.getpid()), _b36(dead.pid), 1)
     mine = backend.episode_name()
     conn = admin(url)
     with conn.cursor() as cur:

@@ -54,7 +54,6 @@ import os
 import queue
 import re
 import secrets
-import socket
 import sqlite3
 import threading
 import time
@@ -64,7 +63,6 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError, require
-from agentenvs.core.procs import pid_alive
 from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
@@ -76,6 +74,16 @@ from agentenvs.envs.intercode_sql.backends.base import (
     too_wide,
     value_size,
 )
+from agentenvs.envs.intercode_sql.backends.mysql_databases import (
+    _clone,
+    _drop,
+    _prepare,
+    _q,
+    _run_on,
+    episode_name,
+    parse_episode_name,
+    sweep_orphans,
+)
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
 from agentenvs.envs.intercode_sql.statements import (
@@ -84,10 +92,7 @@ from agentenvs.envs.intercode_sql.statements import (
     sqlite_gold_for_mysql,
 )
 
-EPISODE_PREFIX = "ae_ep_"
 TEMPLATE_PREFIX = "ae_tpl_"
-#: episodes of another host are swept once they are this old (their pid means nothing here)
-FOREIGN_ORPHAN_AGE_S = 24 * 3600
 #: a statement still running this long after its time limit is killed from outside its session
 KILL_GRACE_S = 0.5
 #: pristine episode databases a backend keeps ready (made ahead, or only read and kept):
@@ -115,42 +120,18 @@ PING_IDLE_S = 1.0
 #: a failed read or write of its statement): the session is opened anew
 _SESSION_ENDING_CODES = frozenset(range(1153, 1162))
 
+__all__ = [
+    "MySQLBackend",
+    "MySQLEpisode",
+    "episode_name",
+    "mysql_schema",
+    "parse_episode_name",
+    "parse_mysql_url",
+    "sweep",
+    "sweep_orphans",
+]
+
 _AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
-_HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
-_NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
-
-
-def _b36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-        if n == 0:
-            return out
-
-
-def episode_name() -> str:
-    """``ae_ep_<pid>_<host>_<unix time>_<random>`` in base 36: at most 32 characters."""
-    return f"{EPISODE_PREFIX}{_b36(os.getpid())}_{_HOST_TAG}_{_b36(int(time.time()))}_{secrets.token_hex(3)}"
-
-
-def parse_episode_name(name: str) -> tuple[int, str, int] | None:
-    """(pid, host tag, creation time) of an episode database or user name."""
-    m = _NAME.match(name)
-    if not m:
-        return None
-    return int(m.group(1), 36), m.group(2), int(m.group(3), 36)
-
-
-def is_orphan(name: str, now: float | None = None) -> bool:
-    parsed = parse_episode_name(name)
-    if parsed is None:
-        return False
-    pid, host, created = parsed
-    if host == _HOST_TAG:
-        return not pid_alive(pid)
-    return (now or time.time()) - created > FOREIGN_ORPHAN_AGE_S
 
 
 def parse_mysql_url(url: str) -> dict[str, Any]:
@@ -169,10 +150,6 @@ def parse_mysql_url(url: str) -> dict[str, Any]:
         args["host"] = parts.hostname or "localhost"
         args["port"] = parts.port or 3306
     return args
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _sqlite_affinity(declared: str) -> str:
@@ -1505,57 +1482,6 @@ def _release_server(server: _Server) -> None:
             pass
 
 
-def _run_on(conn: Any, sql: str, args: Any = None) -> list[tuple]:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall()) if cur.description else []
-
-
-def _clone(run: Any, template: str, target: str) -> None:
-    tables = [
-        r[0]
-        for r in run(
-            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
-            "AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME <> '_ae_ready' ORDER BY TABLE_NAME",
-            (template,),
-        )
-    ]
-    for table in tables:
-        run(f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}")
-        run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
-
-
-def _prepare(
-    run: Any, template: str, user_host: str, lost: set[str] | None = None
-) -> tuple[str, str]:
-    """A new episode database cloned from ``template`` and its own user, granted only on
-    it: (name, password). A half-made one that cannot be dropped goes into ``lost``."""
-    name = episode_name()
-    password = secrets.token_urlsafe(18)
-    try:
-        run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-        _clone(run, template, name)
-        run("CREATE USER %s@%s IDENTIFIED BY %s", (name, user_host, password))
-        run(
-            "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW "
-            f"ON {_q(name)}.* TO %s@%s",
-            (name, user_host),
-        )
-    except Exception:
-        try:
-            _drop(run, name, user_host)
-        except Exception:
-            if lost is not None:
-                lost.add(name)
-        raise
-    return name, password
-
-
-def _drop(run: Any, name: str, user_host: str) -> None:
-    run(f"DROP DATABASE IF EXISTS {_q(name)}")
-    run("DROP USER IF EXISTS %s@%s", (name, user_host))
-
-
 def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
     backend = ref()
     if backend is None:
@@ -1566,27 +1492,6 @@ def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
         backend.close()
     except Exception:
         pass
-
-
-def sweep_orphans(server: _Server) -> list[str]:
-    """Drop episode databases and users whose owner process is gone; return their names."""
-    dropped = []
-    dbs = [r[0] for r in server.run("SHOW DATABASES LIKE 'ae\\_ep\\_%'")]
-    users = [
-        (r[0], r[1])
-        for r in server.run("SELECT User, Host FROM mysql.user WHERE User LIKE 'ae\\_ep\\_%'")
-    ]
-    now = time.time()
-    for db in dbs:
-        if is_orphan(db, now):
-            server.run(f"DROP DATABASE IF EXISTS {_q(db)}")
-            dropped.append(db)
-    for user, host in users:
-        if is_orphan(user, now):
-            server.run("DROP USER IF EXISTS %s@%s", (user, host))
-            if user not in dropped:
-                dropped.append(user)
-    return dropped
 
 
 def sweep(url: str) -> list[str]:
