@@ -7,9 +7,10 @@ loaded (``_load_task``), what an action does (``_apply``), its own state for sna
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -21,6 +22,27 @@ from agentenvs.core.errors import Fault, SnapshotError, UnknownTaskError
 from agentenvs.core.rng import BIT_GENERATORS, rng_from_state
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
+
+
+def check_options(options: Any) -> None:
+    """``reset``'s ``options`` must be a mapping or None: anything else is a TypeError
+    that names the argument (not an AttributeError from deep inside an env)."""
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(
+            f"reset(options=...) must be a dict (a mapping) or None, got "
+            f"{type(options).__name__} {options!r:.80}"
+        )
+
+
+def _checking_options(reset: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(reset)
+    def checked_reset(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check_options(kwargs.get("options"))
+        return reset(self, *args, **kwargs)
+
+    checked_reset._checks_options = True  # type: ignore[attr-defined]
+    return checked_reset
+
 
 DEFAULT_MAX_CHARS = 1 << 20
 #: the largest turn budget any env accepts (info's turn counts must fit an int64)
@@ -89,6 +111,14 @@ class TextEnv(gym.Env[str, str]):
     #: ``_set_state`` fails half-way; envs whose ``_set_state`` cannot fail after
     #: ``_check_state`` passed (or whose state is costly to read) set this False
     restore_rollback: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # a subclass that overrides reset (to catch its faults, to read an option first)
+        # still gets the options check before its own code reads them
+        super().__init_subclass__(**kwargs)
+        reset = cls.__dict__.get("reset")
+        if reset is not None and not getattr(reset, "_checks_options", False):
+            cls.reset = _checking_options(reset)  # type: ignore[method-assign]
 
     @classmethod
     def calls_wait(cls, **kwargs: Any) -> bool:
@@ -188,8 +218,7 @@ class TextEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode. Everything is validated first: a reset that raises leaves the
         env exactly as it was (the live episode, its turn, budget and RNG)."""
-        if options is not None and not isinstance(options, Mapping):
-            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        check_options(options)
         options = dict(options or {})
         unknown = set(options) - {"task_id", "max_turns"} - self.extra_options
         if unknown:
