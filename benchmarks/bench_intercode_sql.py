@@ -67,7 +67,9 @@ def bench_sqlite_reset(tasks, n: int) -> None:
 
 
 def bench_mysql_reset(tasks, url: str, n: int) -> None:
-    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend, _q
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.backends.mysql_databases import _q
+    from agentenvs.envs.intercode_sql.backends.mysql_templates import build_template
 
     source = max(tasks.databases.values(), key=lambda s: s.path.stat().st_size)
     backend = MySQLBackend(url, Limits(), spares=0)  # a clone at every reset, no pool
@@ -77,7 +79,8 @@ def bench_mysql_reset(tasks, url: str, n: int) -> None:
         backend.open_episode(source).close()
 
     def rerun() -> None:
-        backend._build_template(name, template_bytes(source))  # the whole script, table by table
+        # the whole script, table by table
+        build_template(backend.server, name, template_bytes(source))
         backend.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
 
     try:

@@ -54,11 +54,10 @@ import os
 import queue
 import re
 import secrets
-import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -83,6 +82,11 @@ from agentenvs.envs.intercode_sql.backends.mysql_databases import (
     episode_name,
     parse_episode_name,
     sweep_orphans,
+)
+from agentenvs.envs.intercode_sql.backends.mysql_templates import (
+    build_template,
+    import_dump,
+    mysql_schema,
 )
 from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
@@ -150,76 +154,6 @@ def parse_mysql_url(url: str) -> dict[str, Any]:
         args["host"] = parts.hostname or "localhost"
         args["port"] = parts.port or 3306
     return args
-
-
-def _sqlite_affinity(declared: str) -> str:
-    t = declared.upper()
-    if "INT" in t:
-        return "int"
-    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
-        return "text"
-    if "BLOB" in t or not t:
-        return "blob"
-    if any(k in t for k in ("REAL", "FLOA", "DOUB")):
-        return "real"
-    return "numeric"
-
-
-def _column_type(declared: str, values: Sequence[Any], keyed: bool) -> str:
-    present = [v for v in values if v is not None]
-    if present:
-        if all(isinstance(v, int) for v in present):
-            return "BIGINT"
-        if all(isinstance(v, int | float) for v in present):
-            return "DOUBLE"
-        if all(isinstance(v, bytes) for v in present):
-            return "LONGBLOB"
-        long = max(len(str(v)) for v in present) > 255
-        return "VARCHAR(255)" if keyed and not long else "LONGTEXT"
-    affinity = _sqlite_affinity(declared)
-    return {
-        "int": "BIGINT",
-        "real": "DOUBLE",
-        "numeric": "DOUBLE",
-        "blob": "LONGTEXT",
-        "text": "VARCHAR(255)" if keyed else "LONGTEXT",
-    }[affinity]
-
-
-def mysql_schema(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[tuple]]]:
-    """(table, CREATE TABLE for MySQL, columns, rows) for every table of an SQLite db."""
-    out = []
-    tables = [
-        r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-        )
-    ]
-    for table in tables:
-        quoted = '"' + table.replace('"', '""') + '"'
-        info = conn.execute(f"PRAGMA table_info({quoted})").fetchall()
-        columns = [r[1] for r in info]
-        rows = conn.execute(f"SELECT * FROM {quoted}").fetchall()
-        pk = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0]
-        pk_values = [tuple(row[columns.index(c)] for c in pk) for row in rows]
-        use_pk = (
-            bool(pk)
-            and len(set(pk_values)) == len(pk_values)
-            and all(None not in v for v in pk_values)
-        )
-        defs = []
-        for i, (_, name, declared, notnull, _, _) in enumerate(info):
-            values = [row[i] for row in rows]
-            kind = _column_type(declared or "", values, use_pk and name in pk)
-            null = (
-                " NOT NULL" if (notnull or (use_pk and name in pk)) and None not in values else ""
-            )
-            defs.append(f"{_q(name.lower())} {kind}{null}")
-        if use_pk:
-            defs.append(f"PRIMARY KEY ({', '.join(_q(c.lower()) for c in pk)})")
-        create = f"CREATE TABLE {_q(table.lower())} (\n  " + ",\n  ".join(defs) + "\n)"
-        out.append((table.lower(), create, [c.lower() for c in columns], rows))
-    return out
 
 
 class _Server:
@@ -1106,7 +1040,7 @@ class MySQLBackend(Backend):
             if not ready:
                 if source.kind == "mysql_dump":
                     try:
-                        self._import_dump(name, source.dump_database().statements())
+                        import_dump(server, name, source.dump_database().statements())
                     except server.pymysql.err.MySQLError as exc:
                         server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
                         raise TaskError(
@@ -1115,56 +1049,13 @@ class MySQLBackend(Backend):
                             f"the server refused the dump's statement: {_error_text(exc)}",
                         ) from exc
                 else:
-                    self._build_template(name, data)
+                    build_template(server, name, data)
         finally:
             server.scalar("SELECT RELEASE_LOCK(%s)", (lock,))
         digest = self.digest(name)
         self._templates[key] = (name, digest)
         self._source_templates[source_key] = (name, digest)
         return name, digest
-
-    def _build_template(self, name: str, data: bytes) -> None:
-        server = self.server
-        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-        server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-        conn = sqlite3.connect(":memory:")
-        try:
-            conn.deserialize(data)
-            tables = mysql_schema(conn)
-        finally:
-            conn.close()
-        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
-            cur.execute("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'")
-            for table, create, columns, rows in tables:
-                cur.execute(create.replace("CREATE TABLE ", f"CREATE TABLE {_q(name)}.", 1))
-                if rows:
-                    marks = ", ".join(["%s"] * len(columns))
-                    cur.executemany(f"INSERT INTO {_q(name)}.{_q(table)} VALUES ({marks})", rows)
-            # written last: a template without it is incomplete and gets rebuilt
-            cur.execute(f"CREATE TABLE {_q(name)}._ae_ready (ok INT)")
-
-    def _import_dump(self, name: str, statements: Sequence[str]) -> None:
-        """A template from a MySQL dump's own CREATE TABLE and INSERT statements, as
-        InterCode's server imports them (its collations, keys and values)."""
-        server = self.server
-        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-        server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
-        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
-            cur.execute("SELECT @@SESSION.sql_mode")
-            (mode,) = cur.fetchone()
-            cur.execute(f"USE {_q(name)}")
-            # as the dump's own header sets them: tables refer to each other in any order
-            cur.execute("SET SESSION foreign_key_checks = 0")
-            cur.execute("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
-            try:
-                for statement in statements:
-                    cur.execute(statement)
-                # written last: a template without it is incomplete and gets rebuilt
-                cur.execute("CREATE TABLE _ae_ready (ok INT)")
-            finally:
-                cur.execute("SET SESSION foreign_key_checks = 1")
-                cur.execute("SET SESSION sql_mode = %s", (mode,))
-                cur.execute("USE information_schema")
 
     def table_case(self, db: str) -> dict[str, str]:
         """Lower-cased name → stored name of every table and view of ``db``."""
