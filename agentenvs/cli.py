@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--address", default=None,
                     help="Ray address with --backend ray ('auto', 'ray://host:10001'); "
                     "default: the RAY_ADDRESS cluster, else a new local one")
+    ev.add_argument("--record-tokens", action="store_true",
+                    help="keep each model step's prompt and sampled token ids and their "
+                    "log-probs in the records (docs/tokens.md)")
     _add_fault_args(ev, "trajectory")
 
     rp = sub.add_parser("report", help="tables and plots of a run, optionally compared with another")
@@ -413,7 +416,7 @@ def _run(
     env_id: str, policy: str, tasks: str, n: int, budgets: Sequence[int], mode: str, seed: int,
     out: Path, env_kwargs: dict[str, Any], workers: int, progress: bool, chunk_size: int | None = None,
     backend: str = "local", address: str | None = None, executor: Any = None,
-    faults: dict[str, Any] | None = None,
+    faults: dict[str, Any] | None = None, record_tokens: bool = False,
 ) -> Any:
     from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
 
@@ -426,6 +429,7 @@ def _run(
         mode=mode,
         seed=seed,
         env_kwargs=env_kwargs,
+        record_tokens=record_tokens,
     )
     from agentenvs.eval.faults import fault_line
 
@@ -440,6 +444,12 @@ def _run(
         + (f", {rate:.0%} successful)" if summary.ran else ")")
     )
     print(f"  {env_id}: {fault_line(summary.faults)}")
+    drift = summary.tokens
+    if drift.get("checked"):
+        print(
+            f"  token-built prompts: {drift['checked']}, the chat template would have "
+            f"rewritten {drift['drifted']} ({drift['rate']:.1%})"
+        )
     by_task = [(t, e) for t, e in summary.faults["by_task"].items() if e["faults"]]
     if by_task:
         shown = ", ".join(
@@ -466,7 +476,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
         args.env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
         args.chunk_size, args.backend,
-        args.address, faults=_fault_kwargs(args),
+        args.address, faults=_fault_kwargs(args), record_tokens=args.record_tokens,
     )
     print(f"report: agentenvs report {args.out}")
     return 0

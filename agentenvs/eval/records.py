@@ -10,14 +10,28 @@ dropped with a ``RunFileWarning``, two different records of one trajectory are r
 single ``write`` on an ``O_APPEND`` descriptor, so a process killed mid-run leaves at
 worst one torn last line without its newline; readers ignore it and writers cut it off
 before appending again.
+
+Token ids (``agentenvs eval --record-tokens``; see docs/tokens.md): a step of a model
+policy may hold ``tokens``, what the model was given and sampled, compactly:
+``{"shared": k, "prompt": P, "completion": C, "logprobs": L, "from": "tokens"}``, where
+the step's prompt ids are the first ``k`` ids of the previous step's context (its prompt
+ids then its completion ids; ``k`` is 0 on the first step) followed by the ids in ``P``;
+``P`` and ``C`` are base64 of little-endian uint32 arrays, ``L`` base64 of little-endian
+float32 log-probs (one per completion id, or null). The record's ``token_space`` names
+the tokenizer (``vocab``) and what the log-probs are (``logprobs``: ``"sampled"``, under
+the distribution sampled from, or ``"raw"``). Whether or not ids are recorded, a step
+whose prompt was built from tokens holds ``drift``: null, or the first prompt position
+where the chat template would render other ids.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +42,8 @@ from agentenvs.core.errors import AgentEnvsError
 MANIFEST_NAME = "manifest.json"
 TRAJECTORIES_NAME = "trajectories.jsonl"
 FORMAT_VERSION = 1
+#: the version of a record's token fields (``token_space["format"]``)
+TOKENS_FORMAT = 1
 
 
 class RunFileError(AgentEnvsError):
@@ -330,3 +346,122 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if manifest.get("format") != FORMAT_VERSION or "config" not in manifest:
         raise RunFileError(f"{path}: not an agentenvs run manifest (format {FORMAT_VERSION})")
     return manifest
+
+
+# ---------------------------------------------------------------- token ids
+def pack_ids(ids: Sequence[int]) -> str:
+    """Token ids as base64 of a little-endian uint32 array."""
+    return base64.b64encode(np.asarray(ids, dtype="<u4").tobytes()).decode("ascii")
+
+
+def unpack_ids(text: str) -> list[int]:
+    return [int(i) for i in np.frombuffer(base64.b64decode(text), dtype="<u4")]
+
+
+def pack_floats(values: Sequence[float]) -> str:
+    """Log-probs as base64 of a little-endian float32 array."""
+    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode("ascii")
+
+
+def unpack_floats(text: str) -> list[float]:
+    return [float(v) for v in np.frombuffer(base64.b64decode(text), dtype="<f4")]
+
+
+@dataclass(frozen=True)
+class StepTokens:
+    """The ids of one recorded step, decoded (see the module docstring)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float] | None
+    prompt_from: str
+
+    @property
+    def context(self) -> list[int]:
+        return [*self.prompt_ids, *self.completion_ids]
+
+
+def step_tokens(sample: Any, previous_context: Sequence[int] = ()) -> dict[str, Any]:
+    """The ``tokens`` field of a step for a ``Sample``, its prompt delta-encoded against
+    the previous step's context (prompts grow by appending, so the delta is the turn's
+    new tokens)."""
+    prompt = list(sample.prompt_ids)
+    shared = 0
+    for a, b in zip(prompt, previous_context, strict=False):
+        if a != b:
+            break
+        shared += 1
+    logprobs = sample.logprobs
+    return {
+        "shared": shared,
+        "prompt": pack_ids(prompt[shared:]),
+        "completion": pack_ids(sample.completion_ids),
+        "logprobs": None if logprobs is None else pack_floats(logprobs),
+        "from": sample.prompt_from,
+    }
+
+
+def read_step_tokens(record: dict[str, Any], where: str = "record") -> list[StepTokens | None]:
+    """Every step's ids of a trajectory record (``None`` for a step without them);
+    ``RunFileError`` names ``where`` and the step when the fields do not fit together."""
+    out: list[StepTokens | None] = []
+    context: list[int] = []
+    for index, step in enumerate(record.get("steps", [])):
+        fields = step.get("tokens") if isinstance(step, dict) else None
+        if fields is None:
+            out.append(None)
+            context = []
+            continue
+        try:
+            shared = int(fields["shared"])
+            if not 0 <= shared <= len(context):
+                raise ValueError(f"shared {shared} outside 0..{len(context)}")
+            prompt = [*context[:shared], *unpack_ids(fields["prompt"])]
+            completion = unpack_ids(fields["completion"])
+            raw = fields.get("logprobs")
+            logprobs = None if raw is None else unpack_floats(raw)
+            if logprobs is not None and len(logprobs) != len(completion):
+                raise ValueError(f"{len(logprobs)} log-probs for {len(completion)} completion ids")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunFileError(f"{where}: step {index + 1}: bad token fields ({exc})") from exc
+        tokens = StepTokens(prompt, completion, logprobs, str(fields.get("from", "template")))
+        out.append(tokens)
+        context = tokens.context
+    return out
+
+
+def token_space(sample: Any) -> dict[str, Any]:
+    """A record's ``token_space`` field for samples like ``sample``."""
+    return {"format": TOKENS_FORMAT, "vocab": sample.vocab, "logprobs": sample.logprob_kind}
+
+
+def token_summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """How often the chat template would have rewritten a token-built prompt, over the
+    steps that checked (``drift`` present): ``checked`` steps, ``drifted`` steps, their
+    ``rate``, the trajectories with any drift and the first drift seen (task, sample,
+    turn and prompt position); ``recorded``: steps that hold their ids."""
+    checked = drifted = recorded = trajectories = 0
+    first: dict[str, Any] | None = None
+    for record in records:
+        any_drift = False
+        for turn, step in enumerate(record.get("steps", []), start=1):
+            if "tokens" in step:
+                recorded += 1
+            if "drift" not in step:
+                continue
+            checked += 1
+            if step["drift"] is not None:
+                drifted += 1
+                any_drift = True
+                if first is None:
+                    first = {"task_id": record.get("task_id"), "sample": record.get("sample"),
+                             "turn": turn, "position": step["drift"]}
+        trajectories += any_drift
+    return {
+        "checked": checked,
+        "drifted": drifted,
+        "rate": drifted / checked if checked else 0.0,
+        "trajectories_with_drift": trajectories,
+        "first_drift": first,
+        "recorded": recorded,
+    }

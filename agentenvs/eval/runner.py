@@ -15,6 +15,12 @@ on an env, in one of two modes:
     (``success_checked_at_budget_end``, e.g. Terminal-Bench runs the tests then), so
     success within T is not "first success at a turn <= T" of a longer episode.
 
+Model policies that return tokens (``sample_tokens``: HF, vLLM, OpenAI-compatible) drive
+the conversation with them (token-in, token-out, see ``agentenvs.policy.tokens``); each
+step of theirs records ``drift`` (where the chat template would have rewritten the
+prompt), and with ``record_tokens`` the ids and log-probs themselves (``tokens``; format
+in ``agentenvs.eval.records``). The manifest's ``tokens`` entry gives the drift rate.
+
 A trajectory whose history the policy cannot format (``ChatTemplateError``) ends there,
 unsuccessful, with the message in its record's ``error`` field; the run goes on.
 
@@ -86,6 +92,9 @@ from agentenvs.eval.records import (
     read_manifest,
     read_trajectories,
     stable_seed,
+    step_tokens,
+    token_space,
+    token_summary,
     write_json_atomic,
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
@@ -124,6 +133,8 @@ class EvalConfig:
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     info_keys: Sequence[str] = DEFAULT_INFO_KEYS
+    #: keep each model step's prompt and sampled token ids and log-probs in its record
+    record_tokens: bool = False
 
     def __post_init__(self) -> None:
         self.task_ids = tuple(str(t) for t in self.task_ids)
@@ -150,6 +161,8 @@ class EvalConfig:
         data["task_ids"] = list(self.task_ids)
         data["budgets"] = list(self.budgets)
         data["info_keys"] = list(self.info_keys)
+        if not self.record_tokens:
+            del data["record_tokens"]  # runs from before the option keep their id and resume
         return data
 
     @classmethod
@@ -203,6 +216,8 @@ class RunSummary:
     seconds: float
     faults: dict[str, Any] = field(default_factory=dict)
     new_faults: int = 0
+    #: token-built prompts and their drift over the run directory (``token_summary``)
+    tokens: dict[str, Any] = field(default_factory=dict)
 
     @property
     def trajectories_path(self) -> Path:
@@ -268,9 +283,14 @@ def _policy_for_checks(spec: str) -> Any:
 
 
 def run_episode(
-    env: gym.Env, policy: Policy, item: WorkItem, info_keys: Sequence[str]
+    env: gym.Env,
+    policy: Policy,
+    item: WorkItem,
+    info_keys: Sequence[str],
+    record_tokens: bool = False,
 ) -> dict[str, Any]:
-    """One trajectory of ``item``: reset with its seed, then one seeded sample per turn."""
+    """One trajectory of ``item``: reset with its seed, then one seeded sample per turn
+    (with its tokens, from a policy that has ``sample_tokens``)."""
     first_observation, info = env.reset(
         seed=item.seed, options={"task_id": item.task_id, "max_turns": item.budget}
     )
@@ -281,10 +301,19 @@ def run_episode(
     terminated = truncated = False
     turn = 0
     error: str | None = None
+    sample_tokens = getattr(policy, "sample_tokens", None)
+    space: dict[str, Any] | None = None
+    context: Sequence[int] = ()
     while not (terminated or truncated):
         turn += 1
+        sample = None
         try:
-            action = policy.sample([conversation], 1, seed=stable_seed(item.seed, "turn", turn))[0][0]
+            seed = stable_seed(item.seed, "turn", turn)
+            if callable(sample_tokens):
+                sample = sample_tokens([conversation], 1, seed=seed)[0][0]
+                action = sample.text
+            else:
+                action = policy.sample([conversation], 1, seed=seed)[0][0]
         except ChatTemplateError as exc:
             # the history cannot be put to the model (e.g. a template that refuses a
             # role order): this trajectory ends here, unsuccessful, and the run goes on
@@ -295,17 +324,23 @@ def run_episode(
         reward_sum += float(reward)
         if first_success is None and info.get(keys.SUCCESS):
             first_success = turn
-        steps.append(
-            {
-                "action": action,
-                "observation": observation,
-                "reward": float(reward),
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "info": {k: info[k] for k in info_keys if k in info},
-            }
-        )
-        conversation.add_turn(action, observation)
+        step = {
+            "action": action,
+            "observation": observation,
+            "reward": float(reward),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": {k: info[k] for k in info_keys if k in info},
+        }
+        if sample is not None:
+            if sample.drift_checked:
+                step["drift"] = sample.drift
+            if record_tokens:
+                step["tokens"] = step_tokens(sample, context)
+                context = (*sample.prompt_ids, *sample.completion_ids)
+                space = space or token_space(sample)
+        steps.append(step)
+        conversation.add_turn(action, observation, sample)
     record = {
         "task_id": item.task_id,
         "sample": item.sample,
@@ -321,6 +356,8 @@ def run_episode(
         "initial_observation": first_observation,
         "steps": steps,
     }
+    if space is not None:
+        record["token_space"] = space
     if error is not None:
         record["error"] = error
     return record
@@ -372,7 +409,9 @@ class EpisodeWorker:
     def _episode(self, item: WorkItem) -> dict[str, Any]:
         if self.env is None:
             self.env = make_env(self.config)
-        return run_episode(self.env, self.policy, item, self.config.info_keys)
+        return run_episode(
+            self.env, self.policy, item, self.config.info_keys, self.config.record_tokens
+        )
 
     def _drop_env(self, fault: Fault) -> None:
         env, self.env = self.env, None
@@ -592,7 +631,7 @@ def run_pass_at_k_t(
                 backoff=fault_backoff, log_loss=log_loss,
             )
     finally:
-        faults = _record_faults(run_dir)
+        faults, tokens = _record_faults(run_dir)
     return RunSummary(
         run_dir=run_dir,
         total=total,
@@ -602,6 +641,7 @@ def run_pass_at_k_t(
         seconds=time.perf_counter() - started,
         faults=faults,
         new_faults=tally.faults,
+        tokens=tokens,
     )
 
 
@@ -621,13 +661,19 @@ def _out_of_retries(
     )
 
 
-def _record_faults(run_dir: Path) -> dict[str, Any]:
-    """Count the run directory's faults and keep the count in its manifest."""
-    summary = read_fault_summary(read_trajectories(run_dir / TRAJECTORIES_NAME), run_dir)
+def _record_faults(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Count the run directory's faults and its token drift (``token_summary``) and keep
+    both in its manifest (``tokens`` only where a step was built from tokens)."""
+    records = read_trajectories(run_dir / TRAJECTORIES_NAME)
+    summary = read_fault_summary(records, run_dir)
+    tokens = token_summary(records)
     manifest = read_manifest(run_dir)
-    if manifest.get("faults") != summary:
-        write_json_atomic(run_dir / MANIFEST_NAME, {**manifest, "faults": summary})
-    return summary
+    updated = {**manifest, "faults": summary}
+    if tokens["checked"] or tokens["recorded"]:
+        updated["tokens"] = tokens
+    if updated != manifest:
+        write_json_atomic(run_dir / MANIFEST_NAME, updated)
+    return summary, tokens
 
 
 def resolve_tasks(env_id: str, spec: str, env_kwargs: dict[str, Any] | None = None) -> list[str]:

@@ -4,8 +4,18 @@ from agentenvs.policy.base import (
     ActionScore,
     Conversation,
     Policy,
+    Sample,
     ScoringPolicy,
     ScriptedPolicy,
+    TokenPolicy,
 )
 
-__all__ = ["ActionScore", "Conversation", "Policy", "ScoringPolicy", "ScriptedPolicy"]
+__all__ = [
+    "ActionScore",
+    "Conversation",
+    "Policy",
+    "Sample",
+    "ScoringPolicy",
+    "ScriptedPolicy",
+    "TokenPolicy",
+]

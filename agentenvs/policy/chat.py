@@ -28,6 +28,8 @@ Rules, in one place so sampling and scoring agree:
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,6 +177,40 @@ class ChatFormatter:
             if text.startswith(token) and len(token) > len(best):
                 best = token
         return best
+
+    @functools.cached_property
+    def vocab_fingerprint(self) -> str:
+        """A short name of the tokenizer's vocabulary (token to id, special tokens
+        included): ids recorded under one fingerprint mean the same tokens under it."""
+        vocab = sorted((str(k), int(v)) for k, v in self.tokenizer.get_vocab().items())
+        raw = json.dumps(vocab, separators=(",", ":"), ensure_ascii=False).encode()
+        return hashlib.blake2b(raw, digest_size=8).hexdigest()
+
+    def observation_suffix(self, observation: str) -> tuple[str, str]:
+        """``(end_of_turn, suffix)``: the special token the template closes an assistant
+        turn with (``""`` when none) and the text it writes after it for the next user
+        message ``observation``, up to and including the next generation prompt.
+
+        Read off a probe (``user``, ``assistant``, ``user: observation``) rendered with a
+        generation prompt; what comes before the assistant's content is not used, so a
+        template that renders the last assistant turn otherwise (Qwen3's empty think
+        block) does not matter here.
+        """
+        messages = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": _SENTINEL},
+            {"role": "user", "content": observation},
+        ]
+        text = self.render(messages, None, add_generation_prompt=True)
+        cut = text.find(_SENTINEL)
+        if cut < 0 or observation not in text[cut:]:
+            raise ChatTemplateError(
+                "the chat template does not render an assistant message followed by a user "
+                "message in a way that shows where one ends and the next begins"
+            )
+        tail = text[cut + len(_SENTINEL) :]
+        end_of_turn = self._leading_special(tail)
+        return end_of_turn, tail[len(end_of_turn) :]
 
     def end_of_turn_token(self, conversation: Conversation | None = None) -> str:
         """The special token that closes an assistant turn ("" when there is none)."""

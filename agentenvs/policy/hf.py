@@ -12,6 +12,14 @@
   (at temperature 1 and top-p 1). No library default (``top_k=50``) and nothing in the
   model's ``generation_config`` (repetition penalty, ``no_repeat_ngram_size``, bad
   words, forced tokens) can change it.
+- ``sample_tokens``: the same, returning ``Sample``s: prompt ids, the sampled ids (the
+  end-of-turn token included when drawn) and their log-probs under the distribution
+  they were drawn from (after temperature and top-p; at temperature 0, greedy, the
+  model's own log-softmax, a point mass saying nothing). ``conversation="tokens"`` (the
+  default) builds each turn's prompt from the previous turn's ids, its sampled ids and
+  the new observation's tokens, and checks it against the template's rendering
+  (``check_drift``); ``"template"`` renders the whole history every turn. See
+  ``agentenvs.policy.tokens``.
 - Stop strings end a sequence early and are cut from the text (not kept), as in the
   OpenAI API; the end-of-turn token of the chat template ends it too, and so does the
   end of the model's context (``max_position_embeddings``): finish reason ``"length"``.
@@ -31,7 +39,8 @@ batch size, its memory, its device): ``Fault(kind="model")``, after the GPU's ca
 memory is released, so the runner retries the episode.
 
 torch and transformers are imported when a policy is built, never by ``import agentenvs``.
-Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature=1.0,...]``.
+Spec: ``hf:model=PATH[,dtype=bfloat16,device=cuda,max_new_tokens=256,temperature=1.0,
+conversation=tokens,check_drift=true,...]``.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentenvs.core.errors import Fault, require
-from agentenvs.policy.base import ActionScore, Conversation
+from agentenvs.policy.base import ActionScore, Conversation, Sample
 from agentenvs.policy.chat import (
     ChatFormatter,
     ChatTemplateError,
@@ -55,6 +64,7 @@ from agentenvs.policy.chat import (
     ScoredSequence,
     apply_stop,
 )
+from agentenvs.policy.tokens import TurnPrompts, tokens_covering
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -106,11 +116,30 @@ def is_deployment_failure(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class Generation:
-    """One sampled continuation: its text (stop string cut), tokens and why it ended."""
+    """One sampled continuation: its text (stop string cut), tokens and why it ended.
+
+    ``token_ids`` are the tokens of the text (no end token); ``logprobs`` theirs, under
+    the distribution sampled from; ``end_id``/``end_logprob``: the end-of-turn or EOS
+    token the model drew to end it (``None`` when a stop string or the budget did).
+    """
 
     text: str
     token_ids: tuple[int, ...]
     finish_reason: str  # "stop" (end of turn, EOS or a stop string) or "length"
+    logprobs: tuple[float, ...] = ()
+    end_id: int | None = None
+    end_logprob: float | None = None
+
+    @property
+    def sampled_ids(self) -> tuple[int, ...]:
+        """Every token the model drew that the text keeps, the end token included."""
+        return self.token_ids if self.end_id is None else (*self.token_ids, self.end_id)
+
+    @property
+    def sampled_logprobs(self) -> tuple[float, ...]:
+        if self.end_id is None or self.end_logprob is None:
+            return self.logprobs
+        return (*self.logprobs, self.end_logprob)
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -147,6 +176,9 @@ class HFPolicy:
     pass (samples when sampling, (history, action) pairs or actions after one shared
     history when scoring). ``threads`` sets torch's CPU threads (default: the share of
     the CPUs a worker pool gives each worker, see ``set_cpu_threads``).
+    ``conversation`` (``"tokens"`` or ``"template"``) and ``check_drift``: how each turn's
+    prompt is built (``agentenvs.policy.tokens``); tokens by default, because those are
+    the ids the model saw and sampled, and the check tells when the template disagrees.
     """
 
     name = "hf"
@@ -169,6 +201,8 @@ class HFPolicy:
         trust_remote_code: bool = False,
         share_prefix: bool = True,
         threads: int | None = None,
+        conversation: str = "tokens",
+        check_drift: bool = True,
     ) -> None:
         torch = require("torch", "hf")
         transformers = require("transformers", "hf")
@@ -208,6 +242,9 @@ class HFPolicy:
         self.batch_size = int(batch_size)
         self.share_prefix = bool(share_prefix)
         self.eos_ids = self._end_ids()
+        self.turns = TurnPrompts(
+            self.formatter, conversation, check_drift=check_drift, end_ids=self.eos_ids
+        )
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else self.eos_ids[0] if self.eos_ids else 0)
         self._torch = torch
@@ -239,8 +276,21 @@ class HFPolicy:
     def sample(
         self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
     ) -> list[list[str]]:
-        prompts = [self.formatter.prompt_ids(c) for c in conversations]
-        return [[g.text for g in gens] for gens in self.generate(prompts, n, seed=seed)]
+        return [[s.text for s in row] for row in self.sample_tokens(conversations, n, seed=seed)]
+
+    def sample_tokens(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[Sample]]:
+        """``n`` samples per conversation with their prompt and sampled ids and log-probs."""
+        prompts = [self.turns.build(c) for c in conversations]
+        generations = self.generate([p.ids for p in prompts], n, seed=seed)
+        return [
+            [
+                self.turns.sample(p, g.text, g.sampled_ids, g.sampled_logprobs, g.finish_reason)
+                for g in gens
+            ]
+            for p, gens in zip(prompts, generations, strict=True)
+        ]
 
     @model_faults
     def generate(
@@ -302,6 +352,8 @@ class HFPolicy:
         torch = self._torch
         rows = ids.shape[0]
         tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        ends: list[tuple[int, float] | None] = [None] * rows
         reasons: list[str | None] = [None] * rows
         cache_arg = self._cache_arg()
         cache = None
@@ -322,14 +374,20 @@ class HFPolicy:
                     inputs[cache_arg] = cache
                 out = self._forward_last(inputs)
                 cache = getattr(out, cache_arg, None)
-                chosen = sample_next_tokens(out.logits[:, -1, :], generators, temperature, top_p)
-                for row, token in enumerate(chosen.tolist()):
+                chosen, chosen_logprobs = sample_next_tokens(
+                    out.logits[:, -1, :], generators, temperature, top_p, with_logprobs=True
+                )
+                for row, (token, logprob) in enumerate(
+                    zip(chosen.tolist(), chosen_logprobs.tolist(), strict=True)
+                ):
                     if reasons[row] is not None:
                         continue
                     if token in self.eos_ids:
                         reasons[row] = "stop"
+                        ends[row] = (token, float(logprob))
                         continue
                     tokens[row].append(token)
+                    logprobs[row].append(float(logprob))
                     if room[row] is not None and len(tokens[row]) >= room[row]:
                         reasons[row] = "length"  # the context is full
                         continue
@@ -348,13 +406,19 @@ class HFPolicy:
                 positions = positions[:, -1:] + 1
         generations = []
         for row in range(rows):
-            row_tokens = tokens[row]
+            row_tokens, row_logprobs, end = tokens[row], logprobs[row], ends[row]
             text = self.tokenizer.decode(row_tokens, skip_special_tokens=True)
             text, stopped = apply_stop(text, stops)
             if stopped:
                 # keep only the tokens of the text that is returned, as far as they go
-                row_tokens = row_tokens[: _tokens_covering(self.tokenizer, row_tokens, text)]
-            generations.append(Generation(text, tuple(row_tokens), reasons[row] or "length"))
+                keep = tokens_covering(self.tokenizer, row_tokens, text)
+                row_tokens, row_logprobs, end = row_tokens[:keep], row_logprobs[:keep], None
+            generations.append(
+                Generation(
+                    text, tuple(row_tokens), reasons[row] or "length", tuple(row_logprobs),
+                    None if end is None else end[0], None if end is None else end[1],
+                )
+            )
         return generations
 
     def _cache_arg(self) -> str:
@@ -578,31 +642,44 @@ def _stop_tuple(stop: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(s for s in stop if s)
 
 
-def _tokens_covering(tokenizer: Any, tokens: list[int], text: str) -> int:
-    """The fewest leading tokens whose decoded text contains ``text``."""
-    for count in range(len(tokens) + 1):
-        if len(tokenizer.decode(tokens[:count], skip_special_tokens=True)) >= len(text):
-            return count
-    return len(tokens)
-
-
 def sample_next_tokens(
-    logits: Any, generators: Sequence[Any], temperature: float, top_p: float
+    logits: Any,
+    generators: Sequence[Any],
+    temperature: float,
+    top_p: float,
+    *,
+    with_logprobs: bool = False,
 ) -> Any:
     """One token per row from ``softmax(logits / temperature)`` (float32), cut to the
     smallest set of most likely tokens whose mass reaches ``top_p`` and renormalized,
     each row drawn with its own generator; ``temperature=0`` takes the argmax. At
-    temperature 1 and top-p 1 this is exactly the distribution ``score`` evaluates."""
+    temperature 1 and top-p 1 this is exactly the distribution ``score`` evaluates.
+
+    ``with_logprobs``: also return each chosen token's log-probability under that
+    distribution (``(tokens, logprobs)``); at temperature 0, the model's log-softmax."""
     torch = require("torch", "hf")
     if temperature == 0:
-        return logits.argmax(-1)
-    probs = (logits.float() / temperature).softmax(-1)
+        chosen = logits.argmax(-1)
+        if not with_logprobs:
+            return chosen
+        raw = logits.float().log_softmax(-1)
+        return chosen, raw.gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+    scaled = logits.float() / temperature
+    probs = scaled.softmax(-1)
     if top_p < 1:
         sorted_probs, index = probs.sort(-1, descending=True)
         # drop a token once the mass before it already reaches top_p
         drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p
         sorted_probs = sorted_probs.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, index, sorted_probs)
-    return torch.stack(
+    chosen = torch.stack(
         [torch.multinomial(probs[i], 1, generator=g).squeeze(0) for i, g in enumerate(generators)]
     )
+    if not with_logprobs:
+        return chosen
+    # log-softmax rather than log(softmax) keeps small probabilities exact; the nucleus
+    # renormalizes by the mass it kept
+    logprobs = scaled.log_softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+    if top_p < 1:
+        logprobs = logprobs - probs.sum(-1).log()
+    return chosen, logprobs

@@ -48,8 +48,10 @@ def test_sampling_that_strays_from_scoring_is_caught(
 
     honest = hf.sample_next_tokens
 
-    def sharpened(logits: Any, generators: Any, temperature: float, top_p: float) -> Any:
-        return honest(logits * 2.0, generators, temperature, top_p)
+    def sharpened(
+        logits: Any, generators: Any, temperature: float, top_p: float, **kwargs: Any
+    ) -> Any:
+        return honest(logits * 2.0, generators, temperature, top_p, **kwargs)
 
     monkeypatch.setattr(hf, "sample_next_tokens", sharpened)
     assert gpu_check.main(small(tiny_model_dir)) == 1

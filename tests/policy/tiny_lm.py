@@ -86,3 +86,75 @@ def build_model(tokenizer: Any, seed: int = 0) -> Any:
         # flat: samples then differ by seed and log-probs differ by action
         torch.nn.init.normal_(model.lm_head.weight, std=0.5)
     return model.eval()
+
+
+#: ChatML that drops the reasoning of earlier assistant turns, as Qwen3's template does:
+#: an assistant message before the last user message keeps only what follows ``</think>``
+THINK_DROPPING_TEMPLATE = (
+    "{% set ns = namespace(last_user=-1) %}"
+    "{% for message in messages %}{% if message['role'] == 'user' %}"
+    "{% set ns.last_user = loop.index0 %}{% endif %}{% endfor %}"
+    "{% for message in messages %}"
+    "{% set content = message['content'] %}"
+    "{% if message['role'] == 'assistant' and loop.index0 < ns.last_user "
+    "and '</think>' in content %}"
+    "{% set content = content.split('</think>')[-1].lstrip('\\n') %}{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{{ content }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_merging_tokenizer() -> Any:
+    """A byte-level BPE with one merge, ``a`` + ``b`` -> ``ab``: sampled ids ``a``, ``b``
+    decode to ``"ab"``, which encodes to the one id of ``ab``, so decoding and encoding
+    again does not give back what was sampled."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+    for char in sorted(pre_tokenizers.ByteLevel.alphabet()):
+        vocab[char] = len(vocab)
+    vocab["ab"] = len(vocab)
+    raw = Tokenizer(models.BPE(vocab=vocab, merges=[("a", "b")]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
+    tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def bias_output(model: Any, bias: dict[int, float], others: float = 0.0) -> Any:
+    """``model`` with an output bias: ``bias[token]`` for the tokens given, ``others`` for
+    the rest, so a random model draws mostly the tokens a test needs."""
+    import torch
+
+    head = model.lm_head
+    biased = torch.nn.Linear(head.in_features, head.out_features, bias=True)
+    with torch.no_grad():
+        biased.weight.copy_(head.weight)
+        biased.bias.fill_(others)
+        for token, value in bias.items():
+            biased.bias[token] = value
+    model.lm_head = biased
+    return model.eval()
+
+
+def think_policy(conversation: str = "tokens", template: str = "think", **kwargs: Any) -> Any:
+    """An HF policy over the tiny model whose vocabulary has ``<think>``/``</think>`` and
+    which draws ``</think>`` often, so that ``THINK_DROPPING_TEMPLATE`` rewrites its
+    history (``template="chatml"``: the plain one); registered as a policy by tests."""
+    from agentenvs.policy.hf import HFPolicy
+
+    tokenizer = build_tokenizer(THINK_DROPPING_TEMPLATE if template == "think" else CHATML_TEMPLATE)
+    tokenizer.add_tokens(["<think>", "</think>"])
+    close = tokenizer.convert_tokens_to_ids("</think>")
+    model = bias_output(build_model(tokenizer), {close: 4.0})
+    options = {"max_new_tokens": 8, "batch_size": 4, **kwargs}
+    return HFPolicy(model, tokenizer, conversation=conversation, **options)
