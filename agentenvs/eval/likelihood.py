@@ -11,7 +11,15 @@ by a second model B when one is given. Per trajectory:
 - with B as well: the same for B and ``llr_cumulative[t] = Σ_{s<=t} (log p_A(a_s | h_s)
   - log p_B(a_s | h_s))``, the cumulative log-likelihood ratio along the trajectory.
 
-The history a model scores is what the policy saw when it ran: with ``history="env"``
+Scored as sampled: where a trajectory's records hold its token ids (``agentenvs eval
+--record-tokens``) under the scoring model's tokenizer (the record's ``token_space``
+names it), each action is scored as the ids the model was given and drew (prompt ids,
+completion ids), through the model's ``score_sequences``; otherwise the history and
+action are rendered with the chat template and tokenized (re-tokenized text, which can
+differ from what was sampled). Each result says which (``scored_on_a``/``_b``:
+``"tokens"`` or ``"text"``) and the summary counts them per model.
+
+Otherwise, the history a model scores is what the policy saw when it ran: with ``history="env"``
 (default) the env is reset with the trajectory's seed, task and budget to recover the
 system prompt and tools (the first observation is checked against the stored one);
 ``history="record"`` uses the stored observations alone, without an env.
@@ -48,6 +56,7 @@ from agentenvs.eval.faults import (
 )
 from agentenvs.eval.records import (
     ensure_manifest,
+    read_step_tokens,
     stable_seed,
     write_json_atomic,
 )
@@ -64,6 +73,7 @@ from agentenvs.eval.states import (
 )
 from agentenvs.eval.step_quality import AnalysisConfigError, bootstrap_mean
 from agentenvs.policy.base import ActionScore, Conversation, ScoringPolicy
+from agentenvs.policy.chat import ScoredSequence
 from agentenvs.policy.registry import make_policies
 
 RESULTS_NAME = "results.jsonl"
@@ -138,6 +148,32 @@ def _score(model: ScoringPolicy, convs: list[Conversation], actions: list[str]) 
     return list(scores)
 
 
+def recorded_sequences(
+    record: dict[str, Any], model: Any
+) -> list[ScoredSequence] | None:
+    """The recorded (prompt + completion) ids of every step, when the record has them
+    for each step under ``model``'s tokenizer and ``model`` scores token sequences
+    (``score_sequences``); else ``None`` (score the text)."""
+    space = record.get("token_space")
+    formatter = getattr(model, "formatter", None)
+    if not isinstance(space, dict) or not callable(getattr(model, "score_sequences", None)):
+        return None
+    try:
+        vocab = formatter.vocab_fingerprint if formatter is not None else None
+    except Exception:  # a policy that cannot load its tokenizer scores text, or fails there
+        return None
+    if vocab is None or space.get("vocab") != vocab:
+        return None
+    steps = read_step_tokens(record, trajectory_id(record))  # RunFileError names the step
+    if not steps or any(s is None or not s.completion_ids for s in steps):
+        return None
+    return [
+        ScoredSequence(ids=[*s.prompt_ids, *s.completion_ids], action_start=len(s.prompt_ids))
+        for s in steps
+        if s is not None
+    ]
+
+
 def trajectory_likelihood(
     record: dict[str, Any],
     model_a: ScoringPolicy,
@@ -145,7 +181,8 @@ def trajectory_likelihood(
     *,
     env: gym.Env | None = None,
 ) -> dict[str, Any]:
-    """Per-step log-probabilities, NLLs and the cumulative LLR of one trajectory."""
+    """Per-step log-probabilities, NLLs and the cumulative LLR of one trajectory (each
+    model on the recorded ids where it can, see ``recorded_sequences``)."""
     convs = histories(record, env=env)
     actions = [str(step["action"]) for step in record["steps"]]
     out: dict[str, Any] = {
@@ -159,7 +196,12 @@ def trajectory_likelihood(
     for slot, model in (("a", model_a), ("b", model_b)):
         if model is None:
             continue
-        scores = _score(model, convs, actions)
+        sequences = recorded_sequences(record, model)
+        if sequences is not None:
+            scores = list(model.score_sequences(sequences))  # type: ignore[attr-defined]
+        else:
+            scores = _score(model, convs, actions)
+        out[f"scored_on_{slot}"] = "text" if sequences is None else "tokens"
         logp = [float(s.total) for s in scores]
         tokens = [len(s.token_logprobs) for s in scores]
         nll = [s.nll_per_token for s in scores]
@@ -337,7 +379,11 @@ def summarize_likelihood(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """Per run label and outcome (``success``/``failure``/``all``): NLL and LLR means."""
-    summary: dict[str, Any] = {"groups": {}}
+    summary: dict[str, Any] = {"groups": {}, "scored_on": {}}
+    for slot in ("a", "b"):
+        ways = [r[f"scored_on_{slot}"] for r in results if f"scored_on_{slot}" in r]
+        if ways:
+            summary["scored_on"][slot] = {w: ways.count(w) for w in ("tokens", "text")}
     if config is not None:
         summary.update(model_a=config.model_a, model_b=config.model_b, config=config.to_dict())
     for label in dict.fromkeys(r["run_label"] for r in results):
@@ -376,6 +422,10 @@ def _group_stats(
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
+    """One row per run and outcome, units in the header; groups too small for their
+    intervals to mean much are named under the table."""
+    from agentenvs.eval.passk import MIN_TASKS_FOR_CI
+
     def cell(m: dict[str, float] | None) -> str:
         if not m:
             return "-"
@@ -386,9 +436,11 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [
         f"A = {summary.get('model_a')}; B = {summary.get('model_b')}",
         "",
-        "| run | trajectories | n | mean NLL under A | mean NLL under B | final cumulative LLR (A - B) |",
+        "| run | trajectories | n | mean NLL under A (nats/token) | mean NLL under B "
+        "(nats/token) | final cumulative LLR (A - B, nats) |",
         "|---|---|---|---|---|---|",
     ]
+    small = []
     for label, entry in summary["groups"].items():
         for outcome in ("success", "failure", "all"):
             g = entry[outcome]
@@ -396,6 +448,21 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"| {label} | {outcome} | {g['n_trajectories']} | {cell(g.get('mean_nll_a'))} | "
                 f"{cell(g.get('mean_nll_b'))} | {cell(g.get('final_llr'))} |"
             )
+            if outcome != "all" and 0 < g["n_trajectories"] < MIN_TASKS_FOR_CI:
+                small.append(f"{label} {outcome} ({g['n_trajectories']})")
+    if small:
+        lines += [
+            "",
+            f"Small groups: {', '.join(small)}. Intervals (a bootstrap over trajectories) "
+            f"from fewer than {MIN_TASKS_FOR_CI} trajectories cover less than their nominal "
+            "level, and a group of one has none; read their means as rough.",
+        ]
+    for slot, ways in summary.get("scored_on", {}).items():
+        lines += [
+            "",
+            f"Scored under {slot.upper()}: {ways.get('tokens', 0)} trajectories on their "
+            f"recorded token ids (as sampled), {ways.get('text', 0)} on re-tokenized text.",
+        ]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]
     return "\n".join(lines) + "\n"
