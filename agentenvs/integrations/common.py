@@ -6,7 +6,10 @@
 - Per-rollout random streams: the K rollouts of a group start from the same row (task and
   seed) and must still diverge through the env's own randomness, as in ``GroupEnv``.
 - The env's actions as tools: one small table per env id (FrozenLake's ``move``,
-  InterCode-SQL's ``execute_sql``/``submit``, ...), and BFCL's functions as tools per task.
+  InterCode-SQL's ``execute_sql``/``submit``, ...), and BFCL's functions as tools per task;
+  in tool mode the env's text speaks of those tools, not of the text format its free-text
+  actions take (``tool_mode_text``: no ``<answer>`` tags, fenced blocks or ``submit``
+  replies).
 - Faults (``agentenvs.core.errors.Fault``: an episode's infrastructure failed, not the
   agent): ``reset_with_retries`` tries a reset again on a fresh env (nothing the agent
   did is lost before its first action), ``log_fault`` puts each fault in the trainer's
@@ -152,6 +155,113 @@ GENERIC_TOOL = ActionTool(
 )
 
 
+@dataclass(frozen=True)
+class ToolText:
+    """How an env's text speaks of its tools in tool mode: the env's own
+    ``action_format()`` line becomes ``format``, then each ``(text mode, tool mode)`` pair of
+    ``phrases`` is replaced (the env's sentences about fenced blocks, ``<answer>`` tags and
+    replies of ``submit``)."""
+
+    format: str
+    phrases: tuple[tuple[str, str], ...] = ()
+
+
+TOOL_TEXTS: dict[str, ToolText] = {
+    "FrozenLake": ToolText(
+        "Call the `move` tool once per turn with one direction: Left, Down, Right or Up.",
+        (
+            ("your answer is too long to be a move", "the direction is too long to be a move"),
+            ("your answer names no move", "the direction is empty"),
+        ),
+    ),
+    "InterCodeSQL": ToolText(
+        "Call `execute_sql` with one SQL statement, or `submit`.",
+        (
+            (
+                "Each turn, send exactly one SQL statement, in a ```sql ... ``` block or as "
+                "plain SQL, and you will see its result.",
+                "Each turn, call the `execute_sql` tool with exactly one SQL statement and you "
+                "will see its result.",
+            ),
+            ("reply `submit` to end the task", "call the `submit` tool to end the task"),
+            ("The ```sql block is empty.", "The query is empty."),
+        ),
+    ),
+    "DeepCoderMT": ToolText(
+        "Call `run_tests` with your complete program (the last one sent is the answer).",
+        (
+            (
+                "write the solution to the problem and enclose your code within delimiters.",
+                "write the solution to the problem and pass your complete program to the "
+                "`run_tests` tool.",
+            ),
+            (
+                "Enclose your code within delimiters as follows.",
+                "Pass your complete program to the `run_tests` tool; it starts as follows.",
+            ),
+            (
+                "### Answer: (use the provided format with backticks)",
+                "### Answer: (call the `run_tests` tool with your program)",
+            ),
+            ("(Your answer has no ```python code block.)", "(No program was sent.)"),
+            ("(Your last ```python block is empty.)", "(The program is empty.)"),
+            ("(Your code block is not closed with ```.)", "(The program holds a ``` fence.)"),
+            ("No code found in model response", "No program was sent to `run_tests`"),
+            ("output your final code", "call `run_tests` with your final code"),
+            ("outputting your final solution", "sending your final solution to `run_tests`"),
+        ),
+    ),
+    "TerminalBench": ToolText(
+        "Call `run_command` with shell commands to run them in the shell; when the task is "
+        "done, call `submit` and the tests run.",
+        (("Invalid action: no command found.", "Invalid action: the command is empty."),),
+    ),
+    "BFCL": ToolText(
+        "Call the functions as tools.",
+        (
+            (
+                "Reply with the calls only, as a Python-style list with keyword arguments: "
+                "[func_name1(param1=value1, param2=value2), func_name2(param=value)]. JSON tool "
+                'calls, [{"name": ..., "arguments": {...}}], are accepted too.',
+                "Call them as tools, with their arguments by name; the calls you make are "
+                "your answer.",
+            ),
+            ("Functions you can call (JSON):", "The functions, also given to you as tools (JSON):"),
+        ),
+    ),
+}
+
+#: put before the system prompt of an env whose only tool is ``act`` (its turns as text)
+ACT_NOTE = (
+    "You act through the `act` tool: each call's `action` is one turn of yours, as text, "
+    "written as the rules below say."
+)
+
+
+def tool_mode_text(env_id: str, env: gym.Env, text: str) -> str:
+    """``text`` of ``env`` (made as ``env_id``: its system prompt, its task or an
+    observation) as tool mode shows it: speaking of the env's tools rather than of a text
+    format (``TOOL_TEXTS``). An env with no entry (its one tool is ``act``, which takes its
+    turns as text) keeps its text; see ``tool_mode_system_prompt``."""
+    spec = TOOL_TEXTS.get(env_family(env_id))
+    if spec is None or not text:
+        return text
+    for old, new in spec.phrases:
+        text = text.replace(old, new)
+    action_format = env.unwrapped.action_format()  # type: ignore[attr-defined]
+    if action_format:
+        text = text.replace(action_format, spec.format)
+    return text
+
+
+def tool_mode_system_prompt(env_id: str, env: gym.Env, system: str) -> str:
+    """The system prompt of ``env`` in tool mode: ``tool_mode_text``, or, for an env whose
+    only tool is ``act``, ``ACT_NOTE`` before its rules."""
+    if env_family(env_id) in TOOL_TEXTS:
+        return tool_mode_text(env_id, env, system)
+    return f"{ACT_NOTE}\n{system}" if system else ACT_NOTE
+
+
 def env_family(env_id: str) -> str:
     """``"agentenvs/FrozenLake-v0"`` → ``"FrozenLake"``."""
     return env_id.rsplit("/", 1)[-1].rsplit("-v", 1)[0]
@@ -199,8 +309,11 @@ def json_safe(value: Any) -> Any:
 
 __all__ = [
     "ACTION_TOOLS",
+    "ACT_NOTE",
     "ROLLOUT_STREAM",
+    "TOOL_TEXTS",
     "ActionTool",
+    "ToolText",
     "action_tools",
     "calls_action",
     "env_family",
@@ -210,4 +323,6 @@ __all__ = [
     "reseed_rollout",
     "reset_with_retries",
     "split_prompt",
+    "tool_mode_system_prompt",
+    "tool_mode_text",
 ]

@@ -15,8 +15,14 @@ emits tool calls. ``for_trl(env_id)`` gives everything that needs:
   parameters that are Python keywords renamed (``async`` → ``async_``) and mapped back,
   defaults kept in each parameter's description; the recorded calls are graded when
   the rollout is scored.
-- ``dataset``: one row per (task, seed): the system prompt as a system message, an empty
-  user message that ``reset`` fills with the task, and ``task_id``/``seed``.
+- ``dataset``: one row per (task, seed), so tasks × seeds rows (all the env's tasks unless
+  ``task_ids`` names some: FrozenLake's 38 maps × ``seeds=range(256)`` are 9,728 rows): the
+  system prompt as a system message, an empty user message that ``reset`` fills with the
+  task, and ``task_id``/``seed``.
+- Tool mode's text: the system prompt, the task and every tool's answer speak of the tools
+  (FrozenLake: call ``move``), never of the text format of free-text actions (no
+  ``<answer>`` tags, fenced blocks or ``submit`` replies): ``common.tool_mode_text``. An
+  env whose one tool is ``act`` keeps its text format, which is ``act``'s argument.
 - ``reward_funcs``: one function reading each rollout's env: the episode's summed reward.
 
 What TRL leaves to the env, handled here:
@@ -75,6 +81,8 @@ from agentenvs.integrations.common import (
     reseed_rollout,
     reset_with_retries,
     split_prompt,
+    tool_mode_system_prompt,
+    tool_mode_text,
 )
 
 EPISODE_OVER = "The episode is over: no further actions are taken."
@@ -178,10 +186,17 @@ def make_tool_method(
 ) -> Callable[..., str]:
     """A function to set on a class as a tool method: TRL reads its name, signature,
     type hints and Google-style docstring; calling it runs ``run(self, arguments)`` with
-    the arguments under their schema names."""
+    the arguments under their schema names. Arguments may be passed by name (as TRL passes
+    a model's tool call) or by position, in the signature's order (required first)."""
     by_python = {p.name: p.schema_name for p in params}
 
-    def tool(self: Any, **kwargs: Any) -> str:
+    def tool(self: Any, *args: Any, **kwargs: Any) -> str:
+        if len(args) > len(params):
+            raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
+        for p, value in zip(params, args, strict=False):
+            if p.name in kwargs:
+                raise TypeError(f"{name}() got multiple values for argument {p.name!r}")
+            kwargs[p.name] = value
         arguments = {by_python.get(k, k): v for k, v in kwargs.items()}
         return run(self, arguments)
 
@@ -190,7 +205,7 @@ def make_tool_method(
         parameters.append(
             inspect.Parameter(
                 p.name,
-                inspect.Parameter.KEYWORD_ONLY,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
                 default=inspect.Parameter.empty if p.required else None,
                 annotation=p.hint,
             )
@@ -260,11 +275,15 @@ class AgentEnvsTRLEnv:
         reseed_rollout(self._env(), None if seed is None else int(seed), self._index)
         self._info = info
         prompt = row.get("prompt")
+        env = self._env()
         system, user = split_prompt(observation, info)
         # the dataset's prompt already carries the system prompt: hand over only the task
         if isinstance(prompt, list) and prompt and prompt[0].get("role") == "system":
-            return user
-        return observation
+            return tool_mode_text(self._env_id, env, user)
+        if not system or not observation.startswith(system):
+            return tool_mode_text(self._env_id, env, observation)
+        system = tool_mode_system_prompt(self._env_id, env, system)
+        return f"{system}\n\n{tool_mode_text(self._env_id, env, user)}"
 
     def _env(self) -> gym.Env:
         env = self._holder[0]
@@ -292,6 +311,7 @@ class AgentEnvsTRLEnv:
         self._return += float(reward)
         self._done = bool(terminated or truncated)
         self._steps.append((action, observation, float(reward), bool(terminated), bool(truncated), info))
+        observation = tool_mode_text(self._env_id, env, observation)  # it speaks of the tools
         if self._done:
             outcome = "solved" if info.get("success") else "not solved"
             return f"{observation}\n\n[{EPISODE_OVER} Outcome: {outcome}.]"
@@ -446,12 +466,21 @@ def task_rows(
     task_ids: Iterable[str] | None = None,
     seeds: Iterable[int] = (0,),
     max_turns: int | None = None,
+    tools: bool = False,
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """One row per (task, seed), with the system prompt, the task's tools where it has
-    some, and the reset's ``task_id``/``seed`` (``max_turns`` if given). A reset that
-    faults is logged and tried again on a fresh env (``reset_with_retries``); one that
-    still faults is raised: a dataset is never built without its rows."""
+    some, and the reset's ``task_id``/``seed`` (``max_turns`` if given).
+
+    Rows: every seed of ``seeds`` for every task of ``task_ids`` (default: all the env's
+    tasks), task by task, so ``len(task_ids) * len(seeds)`` of them: FrozenLake's 38 maps ×
+    ``seeds=range(256)`` give 9,728 rows; with ``task_ids=["8x8"]``, 256.
+
+    ``tools``: the system prompt speaks of the env's tools (``tool_mode_system_prompt``),
+    as ``for_trl``'s rows do; else of its text actions, as ``make_rollout_func``'s do.
+
+    A reset that faults is logged and tried again on a fresh env (``reset_with_retries``);
+    one that still faults is raised: a dataset is never built without its rows."""
     holder: list[gym.Env | None] = [gym.make(env_id, **env_kwargs)]
     rows = []
 
@@ -473,6 +502,8 @@ def task_rows(
                     where=f"the dataset of {env_id} (task {task_id}, seed {seed})",
                 )
                 system, _ = split_prompt(observation, info)
+                if tools:
+                    system = tool_mode_system_prompt(env_id, env(), system)
                 row: dict[str, Any] = {
                     "prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
                     "task_id": task_id,
@@ -497,12 +528,19 @@ def for_trl(
     close_after_episode: bool = True,
     **env_kwargs: Any,
 ) -> TRLSetup:
-    """Environment factory, task dataset and reward function for ``GRPOTrainer``."""
+    """Environment factory, task dataset and reward function for ``GRPOTrainer``.
+
+    The dataset has one row per (task, seed): ``len(task_ids) * len(seeds)`` rows, all the
+    env's tasks when ``task_ids`` is None (``task_rows``): FrozenLake's 38 maps ×
+    ``seeds=range(256)`` give 9,728 rows. Its prompts, and everything the tools answer,
+    speak of the tools (``tool_mode_text``)."""
     from datasets import Dataset
 
     if is_bfcl_single_turn(env_id):
         env_kwargs.setdefault("underscore_to_dot", True)
-    rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs)
+    rows = task_rows(
+        env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, tools=True, **env_kwargs
+    )
     factory: Any
     if is_bfcl_single_turn(env_id):
         factories: dict[str, Callable[[], AgentEnvsTRLEnv]] = {}

@@ -226,3 +226,140 @@ def test_rollout_func_plays_groupenv_groups_for_free_text_actions(tmp_path) -> N
     assert any("Map:" in text or "Invalid" in text for text in observation_turns)  # env answers in the stream
     trainer.train()
     assert trainer.state.global_step == 2
+
+
+# what only text mode says: <answer> tags, fenced blocks, `submit` replies, text formats
+TEXT_MODE = (
+    "<answer>", "</answer>", "```sql", "```bash", "python block", "code block", "delimiters",
+    "backticks", "reply `submit`", "plain SQL", "output your final", "Reply with", "Terminus JSON",
+    "Python-style list",
+)  # fmt: skip
+
+
+def _text_mode_phrases(text: str) -> list[str]:
+    return [phrase for phrase in TEXT_MODE if phrase in text]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "calls"),
+    [
+        ("agentenvs/FrozenLake-v0", [("move", ("Diagonal",)), ("move", ("",)), ("move", ("x" * 500,))]),
+        ("agentenvs/InterCodeSQL-v0", [("execute_sql", ("",)), ("execute_sql", ("```",)), ("submit", ())]),
+        pytest.param(
+            "agentenvs/DeepCoderMT-v0", [("run_tests", ("",)), ("run_tests", ("print(1)",))],
+            marks=pytest.mark.bwrap,
+        ),
+        pytest.param(
+            "agentenvs/TerminalBench-v0", [("run_command", ("",)), ("run_command", ("true",)), ("submit", ())],
+            marks=pytest.mark.bwrap,
+        ),
+    ],
+)  # fmt: skip
+def test_tool_mode_prompts_and_errors_speak_of_the_tools(env_id: str, calls: list) -> None:
+    env = gym.make(env_id)
+    first = env.unwrapped.task_ids[0]
+    env.close()
+    setup = for_trl(env_id, seeds=range(2), task_ids=[first])
+    seen = []
+    for row in setup.rows:
+        seen.append(row["prompt"][0]["content"])
+        obj = setup.environment_factory()
+        seen.append(obj.reset(**row))
+        seen.append(obj.reset(seed=row["seed"], task_id=row["task_id"]))  # no prompt: all of it
+        seen += [getattr(obj, name)(*args) for name, args in calls]
+        obj._close()
+    tools = set(tool_methods(setup.environment_factory()))
+    prompt = f"{seen[0]}\n\n{seen[1]}"  # what the model sees first names the tools
+    assert any(f"`{tool}`" in prompt for tool in tools), prompt
+    for text in seen:
+        assert not _text_mode_phrases(text), (_text_mode_phrases(text), text)
+    # text mode (rollout_func's rows) keeps the env's own format
+    from agentenvs.integrations.trl import task_rows
+
+    text_rows = task_rows(env_id, seeds=[0], task_ids=[first])
+    env = gym.make(env_id)
+    _, info = env.reset(seed=0, options={"task_id": first})
+    assert text_rows[0]["prompt"][0]["content"] == info["system_prompt"]
+    env.close()
+
+
+def test_bfcl_tool_mode_prompts_speak_of_the_tools_and_act_envs_say_what_act_takes() -> None:
+    setup = for_trl("agentenvs/BFCL-v0")
+    for row in setup.rows:
+        obj = setup.environment_factory[row["environment"]]()
+        for text in (row["prompt"][0]["content"], obj.reset(**row)):
+            assert not _text_mode_phrases(text), (_text_mode_phrases(text), text)
+        obj._close()
+    assert "Call them as tools" in setup.rows[0]["prompt"][0]["content"]
+    # an env whose one tool is `act` takes its turns as text: the prompt says so first
+    env = gym.make("agentenvs/BFCLMultiTurn-v0")
+    multi = for_trl("agentenvs/BFCLMultiTurn-v0", task_ids=env.unwrapped.task_ids[:1])
+    env.close()
+    assert multi.rows[0]["prompt"][0]["content"].startswith("You act through the `act` tool")
+
+
+def test_the_row_count_is_tasks_times_seeds_as_documented() -> None:
+    import re
+
+    from agentenvs.integrations import trl
+    from agentenvs.integrations.trl import task_rows
+
+    env = gym.make("agentenvs/FrozenLake-v0")
+    n_tasks = len(env.unwrapped.task_ids)
+    env.close()
+    assert len(task_rows("agentenvs/FrozenLake-v0", seeds=range(2))) == 2 * n_tasks
+    assert len(task_rows("agentenvs/FrozenLake-v0", seeds=range(3), task_ids=["4x4"])) == 3
+    root = Path(__file__).resolve().parents[2]
+    docs = {
+        "README.md": (root / "README.md").read_text(),
+        "docs/integrations.md": (root / "docs" / "integrations.md").read_text(),
+        "for_trl": trl.for_trl.__doc__ or "",
+        "task_rows": trl.task_rows.__doc__ or "",
+        "module": trl.__doc__ or "",
+    }
+    for where, text in docs.items():
+        rule = r"(\d+) maps ×\s+`*seeds=range\((\d+)\)`*\s+(?:give|are)\s+([\d,]+) rows"
+        stated = re.search(rule, text)
+        assert stated, f"{where} does not state the row count rule"
+        maps, seeds, rows = int(stated[1]), int(stated[2]), int(stated[3].replace(",", ""))
+        assert (maps, rows) == (n_tasks, n_tasks * seeds), where
+
+
+def test_tools_take_positional_arguments_with_the_same_schema() -> None:
+    obj = environment_class("agentenvs/FrozenLake-v0", map_name="4x4", is_slippery=False)()
+    twin = environment_class("agentenvs/FrozenLake-v0", map_name="4x4", is_slippery=False)()
+    for o in (obj, twin):
+        o.reset(task_id="4x4", seed=0)
+    assert obj.move("Right") == twin.move(direction="Right")
+    assert list(inspect.signature(obj.move).parameters) == ["direction"]
+    assert get_json_schema(obj.move)["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "direction": {
+                "type": "string",
+                "enum": ["Left", "Down", "Right", "Up"],
+                "description": "The direction to move",
+            }
+        },
+        "required": ["direction"],
+    }
+    with pytest.raises(TypeError, match="multiple values"):
+        obj.move("Right", direction="Down")
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        obj.move("Right", "Down")
+    obj._close()
+    twin._close()
+    # BFCL's functions: positional arguments in the signature's order, recorded by name
+    setup = for_trl("agentenvs/BFCL-v0")
+    row = next(r for r in setup.rows if r["task_id"] == setup.rows[0]["task_id"])
+    cls = setup.environment_factory[row["environment"]]
+    by_name, by_position = cls(), cls()
+    by_name.reset(**row)
+    by_position.reset(**row)
+    name, method = next(iter(tool_methods(by_name).items()))
+    params = [p for p in inspect.signature(method).parameters.values()]
+    values = {p.name: f"v{i}" for i, p in enumerate(params)}
+    assert getattr(by_position, name)(*values.values()) == getattr(by_name, name)(**values)
+    assert by_position._calls == by_name._calls and by_name._calls
+    by_name._close()
+    by_position._close()
