@@ -38,6 +38,15 @@ choices, an ``EndpointError`` with the server's message. A sample that ended on
 ``max_tokens`` (``finish_reason="length"``) is the model's own, and is returned.
 ``transient_failures`` counts the tries that failed and were retried or given up on.
 
+Sampling settings (``max_new_tokens``, ``temperature``, ``top_p``, ``stop``): an argument
+given wins; an unset one takes the served spec's value where the server says it (the
+``sampling_defaults`` of its ``/v1/models`` entry, which ``agentenvs serve-model`` gives),
+else the built-in default (``DEFAULT_SAMPLING``: 256 tokens, temperature 1, top-p 1, no
+stop). The server is asked once, at the first request or ``sampling_settings()``; one that
+does not answer then (a connection refused, a 5xx) is asked again next time, and the
+built-in defaults serve meanwhile. ``sampling_settings()`` gives the effective values and
+where each came from (``agentenvs eval`` keeps them in the run's manifest).
+
 ``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable; none is sent if unset.
 Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,...]``.
 """
@@ -69,6 +78,8 @@ logger = logging.getLogger(__name__)
 FAULT_STATUS = frozenset({408, 409, 429, *range(500, 600)}) - {501}
 #: finish reasons of a generation the engine did not finish (its text is partial)
 DROPPED_FINISH_REASONS = frozenset({"abort", "error"})
+#: sampling settings where neither the arguments nor the server say otherwise
+DEFAULT_SAMPLING: dict[str, Any] = {"max_tokens": 256, "temperature": 1.0, "top_p": 1.0, "stop": []}
 
 T = TypeVar("T")
 
@@ -111,9 +122,9 @@ class OpenAICompatPolicy:
         api_key: str | None = None,
         *,
         tokenizer: Any = None,
-        max_new_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
         stop: str | Sequence[str] | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
@@ -126,11 +137,7 @@ class OpenAICompatPolicy:
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        if float(temperature) < 0 or not 0 < float(top_p) <= 1 or int(max_new_tokens) < 1:
-            raise ValueError(
-                f"need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1; got "
-                f"{temperature}, {top_p}, {max_new_tokens}"
-            )
+        _check_sampling(max_new_tokens, temperature, top_p)
         if float(timeout) <= 0 or int(max_retries) < 0 or int(concurrency) < 1:
             raise ValueError("need timeout > 0, max_retries >= 0 and concurrency >= 1")
         if float(deadline) <= 0 or float(backoff) < 0 or float(max_backoff) < 0:
@@ -139,10 +146,19 @@ class OpenAICompatPolicy:
         self.base_url = base if base.endswith("/v1") else f"{base}/v1"
         self.model = str(model)
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.max_new_tokens = int(max_new_tokens)
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.stop: tuple[str, ...] = (stop,) if isinstance(stop, str) else tuple(stop or ())
+        #: the sampling settings given as arguments (the rest come from the server or defaults)
+        self._given: dict[str, Any] = {
+            key: value
+            for key, value in (
+                ("max_tokens", None if max_new_tokens is None else int(max_new_tokens)),
+                ("temperature", None if temperature is None else float(temperature)),
+                ("top_p", None if top_p is None else float(top_p)),
+                ("stop", None if stop is None else _stop_list(stop)),
+            )
+            if value is not None
+        }
+        self._served: dict[str, Any] | None = None  # the server's sampling defaults, once known
+        self._sampling_lock = threading.Lock()
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
@@ -155,6 +171,82 @@ class OpenAICompatPolicy:
         self._tokenizer_source = tokenizer
         self._chat_template = chat_template
         self._formatter: ChatFormatter | None = None
+
+    # ------------------------------------------------------------ sampling settings
+    def sampling_settings(self) -> dict[str, Any]:
+        """The effective ``max_tokens``, ``temperature``, ``top_p`` and ``stop`` of every
+        request, and in ``source`` where each came from: ``"argument"``, ``"server"`` (its
+        ``/v1/models`` entry) or ``"default"`` (``DEFAULT_SAMPLING``)."""
+        served = self._served_defaults()
+        settings: dict[str, Any] = {}
+        source: dict[str, str] = {}
+        for key, default in DEFAULT_SAMPLING.items():
+            if key in self._given:
+                settings[key], source[key] = self._given[key], "argument"
+            elif served is not None and served.get(key) is not None:
+                settings[key], source[key] = served[key], "server"
+            else:
+                settings[key], source[key] = default, "default"
+        settings["stop"] = list(settings["stop"])
+        return {**settings, "source": source}
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.sampling_settings()["max_tokens"])
+
+    @property
+    def temperature(self) -> float:
+        return float(self.sampling_settings()["temperature"])
+
+    @property
+    def top_p(self) -> float:
+        return float(self.sampling_settings()["top_p"])
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        return tuple(self.sampling_settings()["stop"])
+
+    def _served_defaults(self) -> dict[str, Any] | None:
+        """The ``sampling_defaults`` of the server's entry for this model (``None``: it
+        gives none). Asked once; a server that does not answer is asked again next time."""
+        if len(self._given) == len(DEFAULT_SAMPLING):
+            return None  # every setting given: nothing to ask
+        with self._sampling_lock:
+            if self._served is not None:
+                return self._served or None
+            headers = {"Accept": "application/json"}
+            if self.api_key:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+            request = urllib.request.Request(f"{self.base_url}/models", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=min(self.timeout, 30.0)) as response:
+                    listing = json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                if exc.code in FAULT_STATUS:
+                    logger.warning(
+                        "model server %s/models: HTTP %d; built-in sampling defaults for now",
+                        self.base_url,
+                        exc.code,
+                    )
+                    return None
+                listing = {}  # a server without the route: it gives no defaults
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+                logger.warning(
+                    "model server %s/models: %s; built-in sampling defaults for now",
+                    self.base_url,
+                    exc,
+                )
+                return None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                listing = {}
+            entries = listing.get("data") if isinstance(listing, dict) else None
+            entries = [e for e in entries or [] if isinstance(e, dict)]
+            entry = next((e for e in entries if e.get("id") == self.model), None)
+            if entry is None and len(entries) == 1:
+                entry = entries[0]  # a server that answers to any name
+            defaults = (entry or {}).get("sampling_defaults")
+            self._served = _served_sampling(defaults) if isinstance(defaults, dict) else {}
+            return self._served or None
 
     # ------------------------------------------------------------ transport
     def _post(
@@ -266,16 +358,17 @@ class OpenAICompatPolicy:
     def _chat_payload(
         self, conversation: Conversation, n: int, seed: int | None, index: int
     ) -> dict[str, Any]:
+        settings = self.sampling_settings()
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in conversation.messages],
             "n": n,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_new_tokens,
+            "temperature": settings["temperature"],
+            "top_p": settings["top_p"],
+            "max_tokens": settings["max_tokens"],
         }
-        if self.stop:
-            payload["stop"] = list(self.stop)
+        if settings["stop"]:
+            payload["stop"] = list(settings["stop"])
         if seed is not None:
             payload["seed"] = derive_seed(int(seed), index) % (2**31)  # servers take int32 seeds
         if conversation.tools:
@@ -387,6 +480,40 @@ def _scores_from_echo(
         token_texts = tuple(str(t) for t in tokens[start:length]) if len(tokens) >= length else ()
         scores.append(ActionScore(float(sum(part)), token_texts, tuple(float(v) for v in part)))
     return scores
+
+
+def _check_sampling(max_tokens: Any, temperature: Any, top_p: Any) -> None:
+    if (
+        (temperature is not None and float(temperature) < 0)
+        or (top_p is not None and not 0 < float(top_p) <= 1)
+        or (max_tokens is not None and int(max_tokens) < 1)
+    ):
+        raise ValueError(
+            f"need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1; got "
+            f"{temperature}, {top_p}, {max_tokens}"
+        )
+
+
+def _stop_list(stop: str | Sequence[str]) -> list[str]:
+    return [stop] if isinstance(stop, str) else [str(s) for s in stop]
+
+
+def _served_sampling(defaults: dict[str, Any]) -> dict[str, Any]:
+    """A server's ``sampling_defaults``, the values that make sense kept."""
+    served: dict[str, Any] = {}
+    try:
+        _check_sampling(
+            defaults.get("max_tokens"), defaults.get("temperature"), defaults.get("top_p")
+        )
+    except (TypeError, ValueError):
+        return {}
+    for key, kind in (("max_tokens", int), ("temperature", float), ("top_p", float)):
+        if isinstance(defaults.get(key), int | float) and not isinstance(defaults[key], bool):
+            served[key] = kind(defaults[key])
+    stop = defaults.get("stop")
+    if isinstance(stop, str | list):
+        served["stop"] = _stop_list(stop)
+    return served
 
 
 # ---------------------------------------------------------------- deadline and errors
