@@ -11,6 +11,16 @@
   ``generation_config="vllm"`` so the model's own generation defaults never apply:
   samples follow the distribution that ``score`` evaluates (temperature, top-p only).
   Two engines in one process must split the GPU: ``registry.make_policies`` does.
+- ``sample_tokens``: the same, returning ``Sample``s: prompt ids, the sampled ids
+  (``CompletionOutput.token_ids``, EOS included when drawn, cut after the last token the
+  text needs at a stop string) and the sampled tokens' log-probs (``logprobs=0``). An
+  engine this policy builds is asked for ``logprobs_mode="processed_logprobs"``, the
+  log-probs of the distribution sampled from (after temperature and top-p: ``"sampled"``);
+  a vLLM without the option, or an engine built elsewhere in its default mode, gives the
+  model's raw ones (``logprob_kind="raw"``, equal only at temperature 1 and top-p 1).
+  ``conversation="tokens"`` (default) and ``check_drift``: token-in, token-out turns as
+  for ``HFPolicy`` (``agentenvs.policy.tokens``); vLLM's prefix cache then reuses each
+  turn's prompt, which starts with the previous turn's ids.
 - ``score``: ``SamplingParams(max_tokens=1, prompt_logprobs=1)`` over history+action;
   the engine returns, for every prompt position after the first, a mapping from token
   id to ``Logprob`` that always includes the prompt's own token; the action positions'
@@ -28,7 +38,7 @@ The conversion from vLLM's output objects (``RequestOutput.outputs[i].text``,
 ``.prompt_logprobs[t][token_id].logprob``) is in two functions that take any objects
 with those attributes, so they are tested without vLLM installed.
 vllm is imported when a policy is built (extra ``vllm``), never by ``import agentenvs``.
-Spec: ``vllm:model=NAME_OR_PATH[,dtype=bfloat16,max_new_tokens=256,...]``.
+Spec: ``vllm:model=NAME_OR_PATH[,dtype=bfloat16,max_new_tokens=256,conversation=tokens,...]``.
 """
 
 from __future__ import annotations
@@ -37,9 +47,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentenvs.core.errors import Fault, require
-from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, PromptTooLongError, ScoredSequence, apply_stop
+from agentenvs.policy.base import ActionScore, Conversation, Sample
+from agentenvs.policy.chat import (
+    ChatFormatter,
+    ChatTemplateError,
+    PromptTooLongError,
+    ScoredSequence,
+    apply_stop,
+)
 from agentenvs.policy.hf import derive_seed, is_deployment_failure
+from agentenvs.policy.tokens import TurnPrompt, TurnPrompts, tokens_covering
 
 #: vLLM's exceptions for an engine that died or failed a request (matched by name within
 #: the ``vllm`` package, whose module paths move between versions)
@@ -81,6 +98,8 @@ class VLLMPolicy:
         gpu_memory_utilization: float = 0.9,
         chat_template: str | None = None,
         engine_kwargs: Mapping[str, Any] | None = None,
+        conversation: str = "tokens",
+        check_drift: bool = True,
     ) -> None:
         vllm = require("vllm", "vllm")
         if float(temperature) < 0 or not 0 < float(top_p) <= 1 or int(max_new_tokens) < 1:
@@ -97,13 +116,19 @@ class VLLMPolicy:
                 "generation_config": "vllm",
                 **dict(engine_kwargs or {}),
             }
-            llm = vllm.LLM(
+            build = dict(
                 model=model,
                 tokenizer=tokenizer,
                 dtype=dtype,
                 gpu_memory_utilization=gpu_memory_utilization,
                 **options,
             )
+            try:  # log-probs of the distribution sampled from, where this vLLM offers them
+                llm = vllm.LLM(**{"logprobs_mode": "processed_logprobs", **build})
+            except TypeError as exc:
+                if "logprobs_mode" not in str(exc):
+                    raise
+                llm = vllm.LLM(**build)
         self._vllm = vllm
         self.llm = llm
         self.tokenizer = llm.get_tokenizer()
@@ -112,13 +137,40 @@ class VLLMPolicy:
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.stop: tuple[str, ...] = (stop,) if isinstance(stop, str) else tuple(stop or ())
+        self.end_ids = self._end_ids()
+        self.turns = TurnPrompts(
+            self.formatter, conversation, check_drift=check_drift, end_ids=self.end_ids
+        )
+        config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+        mode = str(getattr(config, "logprobs_mode", "") or "")
+        #: what the sampled log-probs are: "sampled" (after temperature/top-p) or "raw"
+        self.logprob_kind = "sampled" if mode.endswith("processed_logprobs") else "raw"
+
+    def _end_ids(self) -> list[int]:
+        """EOS and the chat template's end-of-turn token: a completion ending in one of
+        them closed its turn itself."""
+        ids = [self.tokenizer.eos_token_id]
+        try:
+            end_of_turn = self.formatter.end_of_turn_token()
+        except ChatTemplateError:
+            end_of_turn = ""
+        if end_of_turn:
+            ids.append(self.tokenizer.convert_tokens_to_ids(end_of_turn))
+        return [int(i) for i in ids if i is not None and int(i) >= 0]
 
     def sample(
         self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
     ) -> list[list[str]]:
+        return [[s.text for s in row] for row in self.sample_tokens(conversations, n, seed=seed)]
+
+    def sample_tokens(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[Sample]]:
+        """``n`` samples per conversation with their prompt and sampled ids and log-probs."""
         if int(n) < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        prompts = [{"prompt_token_ids": self.formatter.prompt_ids(c)} for c in conversations]
+        turns = [self.turns.build(c) for c in conversations]
+        prompts = [{"prompt_token_ids": list(t.ids)} for t in turns]
         self._check_lengths([p["prompt_token_ids"] for p in prompts])
         params = [
             self._vllm.SamplingParams(
@@ -128,12 +180,15 @@ class VLLMPolicy:
                 max_tokens=self.max_new_tokens,
                 stop=list(self.stop) or None,
                 seed=None if seed is None else derive_seed(int(seed), c),
+                logprobs=0,  # the sampled token's own log-prob
                 **NEUTRAL_SAMPLING,
             )
             for c in range(len(prompts))
         ]
         outputs = self._generate(prompts, params)
-        return texts_from_outputs(outputs, self.stop)
+        return samples_from_outputs(
+            outputs, turns, self.turns, self.tokenizer, self.stop, self.logprob_kind
+        )
 
     def score(
         self, conversations: Sequence[Conversation], actions: Sequence[str]
@@ -146,6 +201,11 @@ class VLLMPolicy:
             self.formatter.scored_sequence(conv, action)
             for conv, action in zip(conversations, actions, strict=True)
         ]
+        return self.score_sequences(sequences)
+
+    def score_sequences(self, sequences: Sequence[ScoredSequence]) -> list[ActionScore]:
+        """Scores of token sequences whose tail (from ``action_start``) is the action
+        (e.g. recorded prompt + completion ids, scored as sampled)."""
         self._check_lengths([s.ids for s in sequences])
         params = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
         outputs = self._generate([{"prompt_token_ids": s.ids} for s in sequences], params)
@@ -192,6 +252,44 @@ def texts_from_outputs(outputs: Sequence[Any], stop: Sequence[str] = ()) -> list
         completions = sorted(output.outputs, key=lambda c: c.index)
         texts.append([apply_stop(c.text, stop)[0] for c in completions])
     return texts
+
+
+def samples_from_outputs(
+    outputs: Sequence[Any],
+    prompts: Sequence[TurnPrompt],
+    turns: TurnPrompts,
+    tokenizer: Any,
+    stop: Sequence[str] = (),
+    logprob_kind: str = "raw",
+) -> list[list[Sample]]:
+    """``Sample``s per request from vLLM ``RequestOutput``s (``CompletionOutput.index``
+    order): ``.token_ids`` as sampled (cut after the tokens the text needs where a stop
+    string ended it), ``.logprobs[t][token_id].logprob`` for each (``None`` where the
+    engine gave none). An engine that returns no ids gets the text's tokens, without
+    log-probs."""
+    samples = []
+    for output, prompt in zip(outputs, prompts, strict=True):
+        row = []
+        for completion in sorted(output.outputs, key=lambda c: c.index):
+            text, stopped = apply_stop(completion.text, stop)
+            ids = [int(i) for i in (getattr(completion, "token_ids", None) or ())]
+            steps = getattr(completion, "logprobs", None)
+            logprobs: list[float] | None = None
+            if steps is not None and len(steps) >= len(ids):
+                try:
+                    logprobs = [float(steps[t][token].logprob) for t, token in enumerate(ids)]
+                except (KeyError, TypeError, IndexError, AttributeError):
+                    logprobs = None
+            if not ids and text:
+                ids, logprobs = list(turns.formatter.encode(text)), None
+            if stopped or isinstance(getattr(completion, "stop_reason", None), str):
+                keep = tokens_covering(tokenizer, ids, text)
+                ids = ids[:keep]
+                logprobs = None if logprobs is None else logprobs[:keep]
+            reason = str(completion.finish_reason or "stop")
+            row.append(turns.sample(prompt, text, ids, logprobs, reason, logprob_kind))
+        samples.append(row)
+    return samples
 
 
 def score_from_prompt_logprobs(
