@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from agentenvs.data import cache as _fetch
-from agentenvs.data.registry import DATASETS, get
+from agentenvs.data.registry import DATASETS, Dataset, GitRepository, HubDataset, get
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -82,7 +82,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"license:  {dataset.license}")
         found = _fetch.find(args.name, root)
         if found is None:
-            print(f"cached:   no (agentenvs data fetch {dataset.name})")
+            target = _fetch.dataset_dir(dataset, root)
+            print(f"download: {_download(dataset)}")
+            print(f"cached:   no (agentenvs data fetch {dataset.name} puts it in {target})")
+            print("splits, once fetched:")
+            for split, inside in dataset.splits.items():
+                path = str(target / inside)
+                print(f"  {split}: gym.make({dataset.env_id!r}, tasks_path={path!r})")
             return 0
         files = found.manifest.get("files", {})
         size = sum(int(f.get("size", 0)) for f in files.values())
@@ -101,6 +107,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.name}: every file matches its checksum")
         return 1 if problems else 0
     raise ValueError(f"unknown verb {verb!r}")
+
+
+def _download(dataset: Dataset) -> str:
+    """What fetching all of ``dataset`` downloads, as far as the registry knows."""
+    source = dataset.source
+    if isinstance(source, GitRepository):
+        what = f"one commit of {source.url} (a shallow git fetch)"
+    elif isinstance(source, HubDataset):
+        what = f"every file of {', '.join(source.folders)}; --include fetches part"
+    else:
+        what = f"{len(source.files)} files"
+    size = dataset.download_size or "size not recorded"
+    return f"{size}: {what}"
 
 
 def _print_splits(found: _fetch.CachedDataset) -> None:

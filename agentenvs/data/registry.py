@@ -105,6 +105,8 @@ class Dataset:
 
     ``splits`` maps a split name to the ``tasks_path`` inside the dataset's cache folder
     (a file, a folder or a glob pattern) that ``gym.make(env_id, tasks_path=...)`` takes.
+    ``download_size``: what fetching all of it downloads, as ``agentenvs data info`` shows
+    it before a fetch (``"about 10 GB"``); empty where it is not recorded.
     """
 
     name: str
@@ -114,6 +116,7 @@ class Dataset:
     splits: Mapping[str, str]
     homepage: str = ""
     license: str = ""
+    download_size: str = ""
 
 
 DATASETS: dict[str, Dataset] = {}
@@ -174,6 +177,7 @@ register(
         },
         homepage="https://huggingface.co/datasets/agentica-org/DeepCoder-Preview-Dataset",
         license="MIT",
+        download_size="about 10 GB",
     )
 )
 
