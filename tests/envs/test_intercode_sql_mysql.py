@@ -607,7 +607,8 @@ def test_without_spares_each_reset_builds_and_drops_its_own(url) -> None:
 
 def test_backends_share_one_admin_connection_and_the_last_closes_it(url) -> None:
     from agentenvs.envs.intercode_sql.backends.base import Limits
-    from agentenvs.envs.intercode_sql.backends.mysql import _SERVERS, MySQLBackend
+    from agentenvs.envs.intercode_sql.backends.mysql import MySQLBackend
+    from agentenvs.envs.intercode_sql.backends.mysql_server import _SERVERS
     from agentenvs.envs.intercode_sql.data import load_tasks
 
     source = next(iter(load_tasks(str(FIXTURES)).databases.values()))

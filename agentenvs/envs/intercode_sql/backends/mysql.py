@@ -39,26 +39,27 @@
   errors stay results. Idle admin and gold connections are pinged and made anew, a
   statement that never reached the server is sent again on the admin connection only, and
   the databases of faulted episodes are dropped once the server answers again.
+
+This module holds the backend and its episodes (statement policy, limits, snapshots, gold
+queries); the rest has its own room: ``mysql_server`` (reaching the server, the admin
+connection, one per server and process), ``mysql_pool`` (the pristine databases),
+``mysql_templates`` (building a template), ``mysql_databases`` (episode names, making and
+dropping a database and its user, the orphan sweep) and ``mysql_faults`` (fault or outcome).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
 import functools
 import hashlib
-import os
 import re
-import secrets
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
-from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError, require
+from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError
 from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
@@ -80,7 +81,12 @@ from agentenvs.envs.intercode_sql.backends.mysql_databases import (
     parse_episode_name,
     sweep_orphans,
 )
-from agentenvs.envs.intercode_sql.backends.mysql_pool import _Pool
+from agentenvs.envs.intercode_sql.backends.mysql_server import (
+    _acquire_server,
+    _release_server,
+    parse_mysql_url,
+    sweep,
+)
 from agentenvs.envs.intercode_sql.backends.mysql_templates import (
     build_template,
     import_dump,
@@ -104,14 +110,8 @@ DEFAULT_SPARES = 4
 MAX_AUTO_SPARES = 64
 #: how long a backend waits for another process building the same template
 TEMPLATE_LOCK_WAIT_S = 120
-#: the server's private database (episode users hold no privilege on it): it keeps the key
-#: that makes the names of the template build locks unguessable
-META_DB = "ae_meta"
 #: rows read from the server at a time (the byte limit is checked after each batch)
 _FETCH_CHUNK = 256
-#: an admin connection idle this long is pinged before use (a server restarted meanwhile
-#: then costs a new connection, not a fault)
-PING_IDLE_S = 1.0
 #: errors after which the server may have closed the agent's session (a packet too large,
 #: a failed read or write of its statement): the session is opened anew
 _SESSION_ENDING_CODES = frozenset(range(1153, 1162))
@@ -126,195 +126,6 @@ __all__ = [
     "sweep",
     "sweep_orphans",
 ]
-
-
-def parse_mysql_url(url: str) -> dict[str, Any]:
-    """PyMySQL connection arguments from ``mysql://user:pw@host:port/?unix_socket=...``."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("mysql", "mariadb", "mysql+pymysql"):
-        raise ValueError(f"mysql_url must start with mysql://, got {url!r}")
-    query = parse_qs(parts.query)
-    args: dict[str, Any] = {
-        "user": unquote(parts.username or "root"),
-        "password": unquote(parts.password or ""),
-    }
-    if "unix_socket" in query:
-        args["unix_socket"] = query["unix_socket"][0]
-    else:
-        args["host"] = parts.hostname or "localhost"
-        args["port"] = parts.port or 3306
-    return args
-
-
-class _Server:
-    """What we know about the server and how to reach it."""
-
-    def __init__(self, url: str) -> None:
-        self.pymysql = require("pymysql", "mysql")
-        self.args = parse_mysql_url(url)
-        # an episode user connects from wherever we connect from
-        local = "unix_socket" in self.args or self.args.get("host") in ("localhost",)
-        self.user_host = "localhost" if local else "%"
-        self.lock = threading.RLock()
-        # PyMySQL builds a new TLS context (reading the system's CA store: tens of ms) on
-        # every connect that does not say otherwise. Over a unix socket TLS secures
-        # nothing; over TCP the first connection's choice (TLS when the server offers it)
-        # and its context are reused, so episodes connect as fast and as securely.
-        self.tls: dict[str, Any] = (
-            {"ssl_disabled": True} if local and "unix_socket" in self.args else {}
-        )
-        self.admin = self.connect()
-        self.admin_used = time.monotonic()
-        if not self.tls:
-            import ssl
-
-            ctx = getattr(self.admin, "ctx", None)
-            encrypted = isinstance(getattr(self.admin, "_sock", None), ssl.SSLSocket)
-            self.tls = {"ssl": ctx} if encrypted and ctx is not None else {"ssl_disabled": True}
-        version = self.scalar("SELECT VERSION()")
-        self.is_mariadb = "mariadb" in str(version).lower()
-        self.pool = _Pool(self)
-        # templates: by content key, by source; their table-name case; translated golds
-        self.templates: dict[str, tuple[str, str]] = {}
-        self.source_templates: dict[tuple, tuple[str, str]] = {}
-        self.case: dict[str, dict[str, str]] = {}
-        self.gold_sql: dict[tuple[str, str], str] = {}
-        # gold queries on templates, for every backend of the process
-        self.gold_lock = threading.Lock()
-        self.gold_conn: Any = None
-        self.gold_settings: tuple[str, ...] = ()
-        self.lock_key: str | None = None
-        #: when the server started (this host's clock, to a second), and the first
-        #: connection id seen in that run: a probe that finds a later start, or a new
-        #: connection with a lower id, tells a restart
-        self.boot: float | None = None
-        self.boot_connection: int | None = None
-        # episode databases whose drop failed (the server was away): dropped once it answers
-        self.lost: set[str] = set()
-        self._note_boot(faults.probe(self))
-
-    def template_lock_name(self, template: str) -> str:
-        """The named lock under which ``template`` is built: every process with the admin's
-        privileges derives the same name, no episode user can (named locks are the server's,
-        open to every session: a name taken from public data could be held to stall us)."""
-        with self.lock:
-            if self.lock_key is None:
-                self.run(f"CREATE DATABASE IF NOT EXISTS {_q(META_DB)}")
-                self.run(
-                    f"CREATE TABLE IF NOT EXISTS {_q(META_DB)}.lock_key "
-                    "(id TINYINT PRIMARY KEY, secret CHAR(32) NOT NULL)"
-                )
-                # the first process to get here sets it; every later one reads the same
-                self.run(
-                    f"INSERT IGNORE INTO {_q(META_DB)}.lock_key VALUES (1, %s)",
-                    (secrets.token_hex(16),),
-                )
-                self.lock_key = str(
-                    self.scalar(f"SELECT secret FROM {_q(META_DB)}.lock_key WHERE id = 1")
-                )
-        digest = hashlib.blake2b(f"{self.lock_key}\0{template}".encode(), digest_size=16)
-        return f"ae_lock_{digest.hexdigest()}"
-
-    def connect(self, **overrides: Any) -> Any:
-        args = {
-            **self.args,
-            "autocommit": True,
-            "charset": "utf8mb4",
-            "connect_timeout": 5,
-            **self.tls,
-            **overrides,
-        }
-        try:
-            return self.pymysql.connect(**args)
-        except self.pymysql.err.OperationalError as exc:
-            where = args.get("unix_socket") or f"{args.get('host')}:{args.get('port')}"
-            raise ServiceUnavailable(f"cannot connect to MySQL/MariaDB at {where}: {exc}") from exc
-
-    def live_admin(self) -> Any:
-        """The admin connection, made anew when it is closed or does not answer a ping
-        after being idle (call under ``self.lock``): a statement is never sent on a
-        connection known to be gone."""
-        now = time.monotonic()
-        if self.admin.open and now - self.admin_used > PING_IDLE_S:
-            try:
-                self.admin.ping(reconnect=False)
-            except self.pymysql.err.MySQLError:
-                self._close_quietly(self.admin)
-        if not self.admin.open:
-            self.admin = self.connect()
-        self.admin_used = now
-        return self.admin
-
-    @contextlib.contextmanager
-    def guard(self, connection: str) -> Iterator[None]:
-        """Raise a connection-level failure of the env's own ``connection`` (the admin's,
-        the gold's) as ``Fault(kind="database")``, decided by a health probe: these
-        connections run none of the agent's statements."""
-        try:
-            yield
-        except Fault:
-            raise
-        except (ServiceUnavailable, self.pymysql.err.MySQLError) as exc:
-            if not faults.is_connection_error(exc, self.pymysql):
-                raise
-            raise faults.database_fault(connection, exc, self.health()) from exc
-
-    def health(self, **asked: Any) -> faults.Health:
-        """A health probe (``mysql_faults.probe``); a restart it finds is noted: what the
-        process knew of the server's templates and spares is checked again."""
-        health = faults.probe(self, **asked)
-        if health.restarted_since(self.boot, self.boot_connection):
-            self._note_boot(health)
-            self.templates.clear()
-            self.source_templates.clear()
-            self.lock_key = None  # a server started afresh keeps it again
-            self.pool.forget()
-        return health
-
-    def _note_boot(self, health: faults.Health) -> None:
-        if health.answered:
-            self.boot, self.boot_connection = health.boot, health.connection_id
-
-    def run(self, sql: str, args: Any = None) -> list[tuple]:
-        with self.lock, self.guard("admin connection"):
-            for attempt in (0, 1):
-                try:
-                    with self.live_admin().cursor() as cur:
-                        cur.execute(sql, args)
-                        return list(cur.fetchall()) if cur.description else []
-                except self.pymysql.err.MySQLError as exc:
-                    # never sent (the connection was gone): safe to send once more
-                    if attempt or not faults.never_sent(exc, self.pymysql):
-                        raise
-                    self._close_quietly(self.admin)
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _close_quietly(conn: Any) -> None:
-        try:
-            conn.close()
-        except Exception:
-            pass
-
-    def scalar(self, sql: str, args: Any = None) -> Any:
-        rows = self.run(sql, args)
-        return rows[0][0] if rows else None
-
-    def session_settings(
-        self, timeout_s: float, max_rows: int, *, comparable: bool = False
-    ) -> list[str]:
-        settings = [
-            f"SET SESSION sql_select_limit = {int(max_rows) + 1}",
-            "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'",
-        ]
-        if self.is_mariadb:
-            settings.append(f"SET SESSION max_statement_time = {float(timeout_s)}")
-        else:
-            settings.append(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
-        if comparable:
-            # AVG and division keep SQLite's precision, so floats come out the same
-            settings.append("SET SESSION div_precision_increment = 30")
-        return settings
 
 
 def _error_text(exc: Exception) -> str:
@@ -974,51 +785,6 @@ class MySQLBackend(Backend):
             _release_server(self.server)
 
 
-_SERVERS: dict[tuple[int, str], list[Any]] = {}  # (pid, url) -> [server, backends using it]
-_SERVERS_LOCK = threading.Lock()
-
-
-def _acquire_server(url: str) -> _Server:
-    """The process's connection to the server at ``url`` (one admin connection, however
-    many envs: 64 envs stay within a server's default limit of 151 connections)."""
-    key = (os.getpid(), url)
-    with _SERVERS_LOCK:
-        entry = _SERVERS.get(key)
-        if entry is None:
-            entry = _SERVERS[key] = [_Server(url), 0]
-        elif not entry[0].admin.open:  # the server went away meanwhile: connect anew
-            with entry[0].lock:
-                entry[0].admin = entry[0].connect()
-        entry[1] += 1
-        return entry[0]
-
-
-def _release_server(server: _Server) -> None:
-    """One backend less on ``server``; the last one stops its pool and closes its
-    connections."""
-    with _SERVERS_LOCK:
-        for key, entry in list(_SERVERS.items()):
-            if entry[0] is server:
-                entry[1] -= 1
-                if entry[1] > 0:
-                    return
-                del _SERVERS[key]
-                break
-    server.pool.close()
-    for name in list(server.lost):  # the pool's last drops that found the server away
-        try:
-            _drop(server.run, name, server.user_host)
-            server.lost.discard(name)
-        except Exception:  # still away: the sweep of a later process drops it
-            pass
-    for conn in (server.gold_conn, server.admin):
-        try:
-            if conn is not None and conn.open:
-                conn.close()
-        except Exception:
-            pass
-
-
 def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
     backend = ref()
     if backend is None:
@@ -1029,12 +795,3 @@ def _close_at_exit(ref: weakref.ReferenceType[MySQLBackend]) -> None:
         backend.close()
     except Exception:
         pass
-
-
-def sweep(url: str) -> list[str]:
-    """Connect to the server at ``url`` and sweep orphaned episodes."""
-    server = _Server(url)
-    try:
-        return sweep_orphans(server)
-    finally:
-        server.admin.close()
