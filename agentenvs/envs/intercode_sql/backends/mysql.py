@@ -1,13 +1,9 @@
 """The server backend: a real MariaDB/MySQL server through PyMySQL (extra ``mysql``).
 
 - **Templates**: each task database is loaded once per server into ``ae_tpl_<db>_<hash>``
-  (the hash covers the source, so an edited file gets a new template). A database of a
-  MySQL dump (InterCode's ``spider_dev.sql``) is built by the dump's own ``CREATE TABLE``
-  and ``INSERT`` statements, with its collations and keys, as InterCode's server has it.
-  Other sources come from the same SQLite build the embedded backend uses: column types
-  follow the stored values (integers → BIGINT, other numbers → DOUBLE, text → TEXT, or
-  VARCHAR(255) where keyed), tables and columns are lower-cased, strings use a binary
-  collation (SQLite compares bytes).
+  (the hash covers the source, so an edited file gets a new template): a MySQL dump's
+  database by the dump's own statements, as InterCode's server has it, any other from the
+  SQLite build the embedded backend uses (``mysql_templates``).
 - **Episodes**: each episode gets its own database ``ae_ep_<pid>_<host>_<time>_<rand>``
   cloned from the template, and its own user granted only on that database. Before a
   statement is sent, its kind is read from its sqlglot tokens (``statements.classify``):
@@ -23,10 +19,12 @@
 - **Fast resets** (``spares``, default two per task database opened): a reset takes a
   pristine database made ahead by the pool's threads (each on its own connection), which
   then make the template's next one while the episode runs (one more for each reset
-  waiting on the template) and drop finished episodes off the hot path. An episode whose statements all only read (``statements.classify``; a
-  restore or a probe of a write counts as a write) leaves its database pristine: it is
-  kept as a spare, and the episode that takes it connects anew, so no session state
-  (user variables, locks) carries over. A written database is never reused. The pool is
+  waiting on the template) and drop finished episodes off the hot path. An episode whose
+  statements all only read (``statements.classify``; a restore or a probe of a write
+  counts as a write) leaves its database pristine: it is kept as a spare, and the episode
+  that takes it connects anew, so no session state (user variables, locks) carries over.
+  A written one has its rows copied back from the template off the hot path, or is
+  dropped when a table, view or index of it changed (``mysql_pool``). The pool is
   the process's, shared by every backend on the server (so 64 envs reuse each other's
   databases); the least recently used template's spares go first, and a backend's own go
   when it closes. ``spares=0`` builds each episode's database at reset and drops it at
