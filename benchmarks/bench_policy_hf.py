@@ -7,6 +7,11 @@ and at batch 16 with the 4 actions of a state sharing one pass over its history.
 more threads only add synchronisation for a model this size). Each setting runs twice,
 interleaved; the best time counts. Batched and one-by-one scores must agree (1e-5).
 The model is random, so its texts are garbage; only the speed matters here.
+
+Then conversations of 4, 16 and 64 turns (one conversation, <= 8 new tokens a turn, a
+short observation after each), driven token-in/token-out (``conversation="tokens"``,
+with and without the drift check) against re-rendering the template every turn
+(``"template"``): seconds per conversation and the ratios, in one run, best of 2.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import torch
 import agentenvs  # noqa: F401 - registers the env ids
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.hf import HFPolicy
+from agentenvs.policy.tokens import CONVERSATION_MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "policy"))
 from tiny_lm import build_model, build_tokenizer  # noqa: E402
@@ -91,6 +97,37 @@ def main() -> None:
         f"{shared_rate:8.1f}   ({shared_rate / rate['scored'][16]:.1f}x batch 16, "
         f"{shared_rate / rate['scored'][1]:.1f}x batch 1)"
     )
+
+    conversation_modes(model, tokenizer)
+
+
+def play_turns(policy: HFPolicy, turns: int) -> float:
+    """Seconds to sample one conversation of ``turns`` turns."""
+    conversation = first_states(1)[0]
+    start = time.perf_counter()
+    for turn in range(turns):
+        (sample,) = policy.sample_tokens([conversation], 1, seed=turn)[0]
+        conversation.add_turn(sample.text, f"Turn {turn + 1}: you are at (1, 2).", sample)
+    return time.perf_counter() - start
+
+
+def conversation_modes(model: object, tokenizer: object) -> None:
+    modes = {
+        "tokens": HFPolicy(model, tokenizer, max_new_tokens=8, conversation="tokens"),
+        "tokens, no drift check": HFPolicy(
+            model, tokenizer, max_new_tokens=8, conversation="tokens", check_drift=False
+        ),
+        "template": HFPolicy(model, tokenizer, max_new_tokens=8, conversation="template"),
+    }
+    assert set(CONVERSATION_MODES) <= set(modes)
+    print("  one conversation, <= 8 new tokens a turn: seconds per conversation")
+    for turns in (4, 16, 64):
+        best = {name: min(play_turns(p, turns) for _ in range(REPEATS)) for name, p in modes.items()}
+        template = best["template"]
+        cells = "   ".join(
+            f"{name} {t:6.2f} s ({template / t:.2f}x)" for name, t in best.items() if name != "template"
+        )
+        print(f"    {turns:2d} turns: template {template:6.2f} s   {cells}")
 
 
 if __name__ == "__main__":
