@@ -35,8 +35,10 @@ once and runs chunks of trajectories; the driver alone appends each finished tra
 to ``trajectories.jsonl`` as one atomic line, once per trajectory key even when a chunk
 was retried after its worker died. Restarting a run reads that file, ignores a
 torn last line and skips what is done, so an interrupted-and-resumed run ends with
-exactly the trajectories of an uninterrupted one. ``manifest.json`` holds the config;
-resuming with another config is refused.
+exactly the trajectories of an uninterrupted one. ``manifest.json`` holds the config
+and, for a model policy, the sampling settings its requests take (``sampling``: max
+tokens, temperature, top-p, stop, n and seed, the ``openai`` policy's as its server's
+defaults resolve them); resuming with another config is refused.
 
 Faults (``agentenvs.core.errors.Fault``, raised by the env or the policy: a killed
 sandbox, a lost database, a model server's error) are never scored: the worker runs the
@@ -99,7 +101,12 @@ from agentenvs.eval.records import (
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
 from agentenvs.policy.chat import ChatTemplateError
-from agentenvs.policy.registry import is_model_policy, make_policy, policy_factory
+from agentenvs.policy.registry import (
+    is_model_policy,
+    make_policy,
+    parse_policy_spec,
+    policy_factory,
+)
 
 MODES = ("derive", "rerun")
 #: info keys stored per step by default: enough to replay success, score and state groups,
@@ -272,6 +279,33 @@ def check_mode(config: EvalConfig, env: gym.Env, policy: Any = None) -> None:
                 "turns left), so its play at the largest budget differs from its play at "
                 f"smaller ones; {fix}"
             )
+
+
+def sampling_settings(spec: str, seed: int) -> dict[str, Any] | None:
+    """The sampling settings every request of a model policy takes (``None`` for a
+    scripted policy): the ``openai`` policy's as it resolves them (argument, its server's
+    defaults, built-in), another's from its spec and its class's defaults."""
+    if not is_model_policy(spec):
+        return None
+    factory = policy_factory(spec)
+    if hasattr(factory, "sampling_settings"):
+        settings = make_policy(spec).sampling_settings()
+    else:
+        import inspect
+
+        given = parse_policy_spec(spec)[1]
+        params = inspect.signature(factory).parameters
+
+        def value(name: str) -> Any:
+            default = params[name].default if name in params else None
+            return given.get(name, None if default is inspect.Parameter.empty else default)
+
+        stop = value("stop")
+        settings = {"max_tokens": value("max_new_tokens"), "temperature": value("temperature"),
+                    "top_p": value("top_p"),
+                    "stop": [stop] if isinstance(stop, str) else list(stop or [])}
+    # one sample per request; its seed derives from the trajectory's and the turn
+    return {**settings, "n": 1, "seed": {"run": seed, "per_request": "trajectory seed + turn"}}
 
 
 def _policy_for_checks(spec: str) -> Any:
@@ -501,7 +535,9 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
     traj_path = run_dir / TRAJECTORIES_NAME
     if not manifest_path.exists() and traj_path.exists() and traj_path.stat().st_size > 0:
         raise RunFileError(f"{traj_path} exists without {MANIFEST_NAME}; refusing to mix runs")
-    ensure_manifest(run_dir, config.to_dict(), error=RunConfigError, run_id=config.run_id)
+    sampling = sampling_settings(config.policy, config.seed)
+    ensure_manifest(run_dir, config.to_dict(), error=RunConfigError, run_id=config.run_id,
+                    **({"sampling": sampling} if sampling else {}))
     expected = {item.key for item in config.work()}
     done: set[tuple[str, int, int]] = set()
     for record in read_trajectories(traj_path):
