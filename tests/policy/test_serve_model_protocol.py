@@ -317,3 +317,76 @@ def test_a_tool_call_round_trips_through_the_client(tool_model_dir: Path) -> Non
         second = client.chat.completions.create(model="tiny", messages=history, tools=TOOLS, temperature=0)
         assert second.choices[0].message.content == AFTER
         assert second.choices[0].finish_reason == "stop"
+
+
+# ---------------------------------------------------------------- the openai policy
+def test_the_openai_policy_takes_the_served_defaults_unless_given(served: ServedModel, client: Any) -> None:
+    from agentenvs.policy.base import Conversation
+    from agentenvs.policy.registry import make_policy
+
+    from agentenvs.policy.hf import derive_seed
+
+    seed = derive_seed(3, 0) % 2**31  # what the policy sends for sample(..., seed=3)
+
+    def sampled(max_tokens: int) -> Any:
+        return client.chat.completions.create(model="tiny", messages=MESSAGES, seed=seed,
+                                              max_tokens=max_tokens).choices[0]
+
+    at_16, at_256 = sampled(16), sampled(256)
+    assert at_16.finish_reason == "length" and at_256.message.content != at_16.message.content
+    conversation = Conversation(messages=[dict(m) for m in MESSAGES])
+    policy = make_policy(f"openai:base_url={served.url},model=tiny,top_p=1.0")
+    settings = policy.sampling_settings()
+    assert settings["max_tokens"] == 16 and settings["temperature"] == 1.0 and settings["stop"] == []
+    assert settings["source"] == {"max_tokens": "server", "temperature": "server",
+                                  "top_p": "argument", "stop": "server"}
+    assert policy.sample([conversation], 1, seed=3) == [[at_16.message.content]]
+    given = make_policy(f"openai:base_url={served.url},model=tiny,max_new_tokens=4")
+    assert given.sampling_settings()["source"]["max_tokens"] == "argument"
+    assert given.sample([conversation], 1, seed=3) == [[sampled(4).message.content]]
+
+
+def test_a_server_without_defaults_leaves_the_built_in_ones() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from agentenvs.policy.openai_compat import DEFAULT_SAMPLING, OpenAICompatPolicy
+
+    class NoModels(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.send_error(404)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NoModels)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        policy = OpenAICompatPolicy(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", top_p=0.5)
+        settings = policy.sampling_settings()
+        assert settings["max_tokens"] == DEFAULT_SAMPLING["max_tokens"] == 256
+        assert settings["top_p"] == 0.5 and settings["source"]["max_tokens"] == "default"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_eval_records_the_effective_sampling_settings_in_its_manifest(
+    served: ServedModel, tmp_path: Path
+) -> None:
+    from agentenvs.cli import main
+
+    out = tmp_path / "run"
+    code = main(["eval", "--env", "agentenvs/FrozenLake-v0", "--policy",
+                 f"openai:base_url={served.url},model=tiny,top_p=0.9", "--tasks", "first:1",
+                 "--n", "1", "--budgets", "1", "--workers", "0", "--no-progress", "--out", str(out)])
+    assert code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    sampling = manifest["sampling"]
+    assert {k: sampling[k] for k in ("max_tokens", "temperature", "top_p", "stop", "n")} == {
+        "max_tokens": 16, "temperature": 1.0, "top_p": 0.9, "stop": [], "n": 1}
+    assert sampling["source"]["max_tokens"] == "server" and sampling["source"]["top_p"] == "argument"
+    assert sampling["seed"]["run"] == 0
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 1
