@@ -17,7 +17,6 @@ Subcommands import what they need when they run, so ``agentenvs --help`` stays q
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -25,6 +24,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agentenvs.cli_args import (
+    CommandParser,
+    add_analysis_parsers,
+    add_fault_args,
+    check_args,
+    int_list,
+    json_object,
+    non_negative_int,
+    positive_int,
+    tasks_spec,
+)
 
 
 @dataclass(frozen=True)
@@ -133,55 +144,44 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
 )
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("expected a JSON object, e.g. '{\"show_budget\": true}'")
-    return value
-
-
 def _default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The parser of every subcommand: one-line errors naming the closest valid choice,
+    every option's default in its help (``agentenvs.cli_checks.CommandParser``)."""
+    parser = CommandParser(
         prog="agentenvs",
         description="Text environments for multi-turn RL of LLM agents, and Pass@(K,T) evaluation.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("list", help="list the env ids and the registered policies")
+    sub.add_parser("list", help="list the env ids and the registered policies with their parameters")
 
     ev = sub.add_parser("eval", help="run (or resume) a Pass@(K,T) evaluation into a run directory")
     ev.add_argument("--env", required=True, help="env id, e.g. agentenvs/FrozenLake-v0")
     ev.add_argument("--policy", required=True, help="policy spec, e.g. frozenlake/noisy:error_rate=0.3")
-    ev.add_argument("--tasks", default="all", help="'all', 'first:N' or a comma list of task ids")
-    ev.add_argument("--n", type=int, default=16, help="samples per task (>= the largest K)")
-    ev.add_argument("--budgets", type=_int_list, default=[1, 2, 4, 8], help="turn budgets, e.g. 1,2,4,8")
+    ev.add_argument("--tasks", type=tasks_spec, default="all",
+                    help="'all', 'first:N' or a comma list of task ids")
+    ev.add_argument("--n", type=positive_int, default=16, help="samples per task (>= the largest K)")
+    ev.add_argument("--budgets", type=int_list, default=[1, 2, 4, 8], help="turn budgets, e.g. 1,2,4,8")
     ev.add_argument("--mode", choices=("rerun", "derive"), default="rerun",
                     help="rerun (default, always valid): one run per budget; derive: one run "
                     "at the largest budget, refused where the policy or env depends on it")
-    ev.add_argument("--workers", type=int, default=None,
+    ev.add_argument("--workers", type=non_negative_int, default=None,
                     help="worker processes (0 runs in this process; default: one per CPU, "
                     "or 1 for a model policy: each worker loads its own copy of the model)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--seed", type=int, default=0,
+                    help="run seed: every trajectory's seed derives from it, the task and the sample")
     ev.add_argument("--out", required=True, type=Path, help="run directory (resumed if it exists)")
-    ev.add_argument("--env-kwargs", type=_json_object, default={}, help="JSON object for gym.make")
-    ev.add_argument("--chunk-size", type=int, default=None, help="trajectories per work chunk")
+    ev.add_argument("--env-kwargs", type=json_object, default={},
+                    help="JSON object of keyword arguments for gym.make (checked against the env's)")
+    ev.add_argument("--chunk-size", type=positive_int, default=None,
+                    help="trajectories per work chunk (default: whole tasks where that balances "
+                    "the load, else about 16 chunks per worker)")
+    ev.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                    help="import MODULE first in every process (registers plugin envs and policies)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--backend", choices=("local", "ray"), default="local",
                     help="local: a process pool on this machine; ray: Ray actors "
@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--record-tokens", action="store_true",
                     help="keep each model step's prompt and sampled token ids and their "
                     "log-probs in the records (docs/tokens.md)")
-    _add_fault_args(ev, "trajectory")
+    add_fault_args(ev, "trajectory")
 
     rp = sub.add_parser("report", help="tables and plots of a run, optionally compared with another")
     rp.add_argument("run_dir", type=Path)
@@ -201,8 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="compare runs whose configs differ in more than the policy "
                     "(env kwargs, tasks, n, budgets, mode, seed); refused by default")
     rp.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/report)")
-    rp.add_argument("--ks", type=_int_list, default=None, help="K values (default powers of two up to n)")
-    rp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
+    rp.add_argument("--ks", type=int_list, default=None, help="K values (default powers of two up to n)")
+    rp.add_argument("--n-boot", type=non_negative_int, default=1000, help="bootstrap resamples (0: no CIs)")
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     rp.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
 
@@ -212,157 +212,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "pinned versions (once per machine; make does it); info: paths and versions")
 
     demo = sub.add_parser("demo", help="compare a weaker and a stronger scripted policy on each env")
-    demo.add_argument("--out", type=Path, default=Path("out/demo"))
-    demo.add_argument("--workers", type=int, default=_default_workers())
+    demo.add_argument("--out", type=Path, default=Path("out/demo"),
+                      help="output folder: a run pair and a comparison report per env")
+    demo.add_argument("--workers", type=non_negative_int, default=_default_workers(),
+                      help="worker processes shared by every run (one per CPU here; 0: this process)")
     demo.add_argument("--envs", default=None,
                       help="comma list of demo envs (default all: "
                       + ",".join(s.name for s in DEMO_SUITES) + ")")
-    demo.add_argument("--tasks", default=None,
+    demo.add_argument("--tasks", type=tasks_spec, default=None,
                       help="'all', 'first:N' or a comma list of task ids (default: each env's own)")
-    demo.add_argument("--n", type=int, default=None, help="samples per task (default: each env's own)")
-    demo.add_argument("--no-progress", action="store_true")
-    _add_analysis_parsers(sub)
+    demo.add_argument("--n", type=positive_int, default=None,
+                      help="samples per task (default: each env's own)")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_analysis_parsers(sub)
     return parser
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}")
-    return value
-
-
-def _add_fault_args(sp: argparse.ArgumentParser, item: str) -> None:
-    from agentenvs.eval.faults import DEFAULT_FAULT_BACKOFF, DEFAULT_MAX_FAULT_RETRIES
-
-    sp.add_argument("--max-fault-retries", type=_non_negative_int,
-                    default=DEFAULT_MAX_FAULT_RETRIES,
-                    help=f"runs of a {item} again, with its seed, after an infrastructure fault "
-                    f"(a killed sandbox, a lost database, a model server error; default "
-                    f"{DEFAULT_MAX_FAULT_RETRIES}); past it the run stops, naming the faults, "
-                    "and resuming re-runs what faulted. Faults are never scored")
-    sp.add_argument("--fault-backoff", type=float, default=DEFAULT_FAULT_BACKOFF,
-                    help=f"seconds before the first retry, doubled for each one after it "
-                    f"(default {DEFAULT_FAULT_BACKOFF})")
-    sp.add_argument("--max-fault-rate", type=_rate, default=None,
-                    help="stop the run once faults pass this share of its attempts "
-                    "(judged after 20 attempts; default: no limit)")
-
-
-def _add_state_analysis_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--a", required=True, dest="policy_a", help="policy A, e.g. the RL model")
-    sp.add_argument("--b", required=True, dest="policy_b", help="policy B, e.g. the base model")
-    sp.add_argument("--run", type=Path, default=None,
-                    help="draw states from this run's trajectories (its env and env kwargs)")
-    sp.add_argument("--env", default=None, help="env id (with --reference; checked with --run)")
-    sp.add_argument("--reference", default=None,
-                    help="draw states from rollouts of this policy instead of a run")
-    sp.add_argument("--tasks", default="all", help="with --reference: 'all', 'first:N' or ids")
-    sp.add_argument("--episodes", type=int, default=8, help="with --reference: rollouts per task")
-    sp.add_argument("--budget", type=int, default=10, help="with --reference: turn budget")
-    sp.add_argument("--env-kwargs", type=_json_object, default=None,
-                    help="JSON object for gym.make (with --reference)")
-    sp.add_argument("--states", type=int, default=200, help="states per kind")
-    sp.add_argument("--actions", type=int, default=16, help="actions sampled per policy and state")
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--workers", type=int, default=None,
-                    help="worker processes (0 runs in this process; default: one per CPU, "
-                    "or 1 when A or B is a model policy: each worker loads its own models)")
-    _add_backend_args(sp)
-    _add_fault_args(sp, "state")
-    sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
-    sp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                    help="import MODULE first in every process (registers plugin policies)")
-    sp.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
-    sp.add_argument("--no-plots", action="store_true", help="JSON only (no matplotlib needed)")
-    sp.add_argument("--no-progress", action="store_true")
-
-
-def _add_backend_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--backend", choices=("local", "ray"), default="local",
-                    help="local: this machine's processes; ray: Ray actors (as for eval)")
-    sp.add_argument("--address", default=None, help="Ray address with --backend ray")
-
-
-def _add_analysis_parsers(sub: Any) -> None:
-    sq = sub.add_parser(
-        "step-quality",
-        help="from the same states, how often each of two policies picks the better action",
-    )
-    _add_state_analysis_args(sq)
-    es = sub.add_parser(
-        "error-states",
-        help="step quality from ordinary and error states, and success when continuing",
-    )
-    _add_state_analysis_args(es)
-    es.add_argument("--continuations", type=int, default=8,
-                    help="rollouts to the end per state and policy")
-    es.add_argument("--continue-ordinary", action="store_true",
-                    help="also continue from ordinary states (error states always)")
-    sv = sub.add_parser("serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol")
-    sv.add_argument("--env", required=True, help="env id, e.g. agentenvs/InterCodeSQL-v0")
-    sv.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments")
-    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
-    sv.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
-    sv.add_argument("--max-sessions", type=int, default=64,
-                    help="envs at once: WebSocket sessions and HTTP resets together")
-    sv.add_argument("--session-timeout", type=float, default=None,
-                    help="close a session after this many idle seconds")
-    sv.add_argument("--max-message-bytes", type=int, default=None,
-                    help="largest message served (default: the env's longest action, JSON-escaped, "
-                         "at least 1 MiB); up to 4x is refused with an error, larger closes")
-    sv.add_argument("--share-snapshots", action="store_true",
-                    help="let any session restore any session's snapshot tokens (branching from "
-                         "many clients); by default a token restores only into its own session")
-    sv.add_argument("--max-snapshots", type=int, default=4096,
-                    help="snapshots kept in all (the least recently used go first)")
-    sv.add_argument("--snapshot-memory", type=int, default=256 << 20,
-                    help="bytes of snapshots kept in all (default 256 MiB)")
-    sv.add_argument("--snapshot-ttl", type=float, default=3600.0,
-                    help="a snapshot unused this many seconds expires (0: never)")
-    sv.add_argument("--request-timeout", type=float, default=30.0,
-                    help="seconds for an HTTP request's head, and for its body, to arrive (0: none)")
-    sv.add_argument("--stall-timeout", type=float, default=60.0,
-                    help="disconnect a client that leaves the server's replies unread this many "
-                         "seconds (0: never)")
-    from agentenvs.data.cli import add_parser as add_data_parser
-
-    add_data_parser(sub)
-    lk = sub.add_parser(
-        "likelihood",
-        help="per-action NLL of stored trajectories under a model, and the cumulative LLR of two",
-    )
-    lk.add_argument("run_dirs", type=Path, nargs="+", help="runner run directories")
-    lk.add_argument("--model-a", required=True, help="scoring policy spec (NLL, numerator of the LLR)")
-    lk.add_argument("--model-b", default=None, help="second scoring policy (denominator of the LLR)")
-    lk.add_argument("--history", choices=("env", "record"), default="env",
-                    help="env: system prompt and tools from a seeded reset; record: stored text only")
-    lk.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
-    lk.add_argument("--workers", type=int, default=0,
-                    help="worker processes (default 0: models share this process)")
-    _add_backend_args(lk)
-    _add_fault_args(lk, "trajectory's scoring")
-    lk.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                    help="import MODULE first in every process (registers plugin policies)")
-    lk.add_argument("--n-boot", type=int, default=1000)
-    lk.add_argument("--no-plots", action="store_true")
-    lk.add_argument("--no-progress", action="store_true")
-    sm = sub.add_parser(
-        "serve-model",
-        help="serve a local model over an OpenAI-compatible HTTP API (chat, completions, logprobs)",
-    )
-    sm.add_argument("--model", required=True,
-                    help="an hf policy spec, e.g. hf:model=PATH,device=cuda,dtype=bfloat16")
-    sm.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    sm.add_argument("--port", type=int, default=8000, help="port (0: any free one)")
-    sm.add_argument("--name", default=None, help="model name the API reports (default: the spec)")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -372,13 +235,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         require(dep, "server")
     from agentenvs.server.app import ServerConfig, serve
 
-    env_kwargs = json.loads(args.env_kwargs)
-    if not isinstance(env_kwargs, dict):
-        raise ValueError("--env-kwargs must be a JSON object")
-    if args.max_sessions < 1:
-        raise ValueError("--max-sessions must be at least 1")
     config = ServerConfig(
-        args.env, env_kwargs, max_sessions=args.max_sessions,
+        args.env, args.env_kwargs, max_sessions=args.max_sessions,
         session_timeout=args.session_timeout, max_message_bytes=args.max_message_bytes,
         share_snapshots=args.share_snapshots, max_snapshots=args.max_snapshots,
         snapshot_bytes=args.snapshot_memory, snapshot_ttl=args.snapshot_ttl or None,
@@ -392,15 +250,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import agentenvs
-    from agentenvs.policy.registry import policy_names
+    from agentenvs.policy.registry import describe_parameters, policy_names, policy_parameters
 
     ids = sorted(set(agentenvs.registered_ids()) | {i for i in gym.registry if i.startswith("agentenvs/")})
     print("envs:")
     for env_id in ids:
         print(f"  {env_id}")
-    print("policies:")
-    for name in policy_names():
-        print(f"  {name}")
+    print("policies (name: parameters with their defaults; spec: name:key=value,key=value):")
+    names = policy_names()
+    width = max(map(len, names), default=0)
+    for name in names:
+        print(f"  {name:<{width}}  {describe_parameters(policy_parameters(name))}")
     return 0
 
 
@@ -437,11 +297,13 @@ def _run(
         config, out, workers=workers, chunk_size=chunk_size, progress=progress, backend=backend,
         address=address, executor=executor, **(faults or {}),
     )
-    rate = summary.successes / summary.ran if summary.ran else float("nan")
+    # the whole run's rate, the resumed part included
+    done = summary.run_successes
+    records = summary.already_done + summary.ran
     print(
         f"{policy}: {summary.total} trajectories in {out} "
         f"({summary.already_done} already done, {summary.ran} run in {summary.seconds:.1f} s"
-        + (f", {rate:.0%} successful)" if summary.ran else ")")
+        + (f"; {done / records:.0%} of all {records} successful)" if records else ")")
     )
     print(f"  {env_id}: {fault_line(summary.faults)}")
     drift = summary.tokens
@@ -471,12 +333,52 @@ def _workers_for(requested: int | None, *policies: str) -> int:
     return 1 if any(is_model_policy(p) for p in policies) else _default_workers()
 
 
+class _ImportingExecutor:
+    """An executor whose workers import ``imports`` before building their state (``eval
+    --import``: a plugin's envs and policies exist in every worker)."""
+
+    def __init__(self, inner: Any, imports: Sequence[str]) -> None:
+        self.inner = inner
+        self.imports = tuple(imports)
+        self.workers = inner.workers
+
+    def run(self, setup: Any, jobs: Any, **kwargs: Any) -> Any:
+        import functools
+
+        return self.inner.run(functools.partial(_import_then, self.imports, setup), jobs, **kwargs)
+
+    def __enter__(self) -> _ImportingExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()
+
+
+def _import_then(imports: Sequence[str], setup: Any) -> Any:
+    from agentenvs.eval.states import import_modules
+
+    import_modules(imports)
+    return setup()
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.imports:  # imported here by the checks; each worker imports them first too
+        from agentenvs.eval.executors import make_executor
+
+        workers = _workers_for(args.workers, args.policy)
+        inner = make_executor(args.backend, workers, address=args.address)
+        with _ImportingExecutor(inner, args.imports) as executor:
+            return _eval(args, executor)
+    return _eval(args, None)
+
+
+def _eval(args: argparse.Namespace, executor: Any) -> int:
     _run(
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
         args.env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
         args.chunk_size, args.backend,
         args.address, faults=_fault_kwargs(args), record_tokens=args.record_tokens,
+        executor=executor,
     )
     print(f"report: agentenvs report {args.out}")
     return 0
@@ -701,14 +603,19 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; a user error is one line on stderr and exit status 2 (a parse
+    error exits through ``SystemExit(2)``), raised by the checks before any work starts
+    (``agentenvs.cli_args``) or by the library while it works."""
     args = build_parser().parse_args(argv)
     from agentenvs.core.errors import AgentEnvsError
+    from agentenvs.core.suggest import one_line
 
     try:
+        check_args(args)
         return COMMANDS[args.command](args)
     except (AgentEnvsError, ValueError, KeyError, OSError, ImportError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"agentenvs {args.command}: error: {message}", file=sys.stderr)
+        print(f"agentenvs {args.command}: error: {one_line(message)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"agentenvs {args.command}: interrupted; run the same command again to resume",

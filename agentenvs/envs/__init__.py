@@ -35,6 +35,17 @@ POLICIES: dict[str, str] = {
 }
 
 
+#: the env each family of scripted policies reads (by the name before the slash)
+POLICY_ENVS: dict[str, str] = {
+    "frozenlake": "FrozenLake-v0",
+    "intercode_sql": "InterCodeSQL-v0",
+    "bfcl": "BFCL-v0",
+    "bfcl_mt": "BFCLMultiTurn-v0",
+    "deepcoder": "DeepCoderMT-v0",
+    "terminal": "TerminalBench-v0",
+}
+
+
 def register_envs() -> None:
     """Register every env id under the ``agentenvs/`` namespace (idempotent)."""
     for name, entry_point in ENV_IDS.items():
@@ -50,7 +61,7 @@ def register_envs() -> None:
                 disable_env_checker=True,
             )
     for name, entry_point in POLICIES.items():
-        register_policy(name, entry_point)
+        register_policy(name, entry_point, env=ENV_IDS[POLICY_ENVS[name.partition("/")[0]]])
 
 
 def registered_ids() -> list[str]:

@@ -69,6 +69,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError, Fault
+from agentenvs.core.suggest import did_you_mean
 from agentenvs.eval.executors import BACKENDS, Executor, Job, default_chunk_size, make_executor
 from agentenvs.eval.faults import (
     DEFAULT_FAULT_BACKOFF,
@@ -234,6 +235,12 @@ class RunSummary:
     def fault_rate(self) -> float:
         """Faults per attempt over the run directory (0 without faults)."""
         return float(self.faults.get("rate", 0.0))
+
+    @functools.cached_property
+    def run_successes(self) -> int:
+        """Successful trajectories of the whole run directory: those this call ran and
+        those a resumed run found done (``successes`` counts this call's alone)."""
+        return sum(bool(r.get("success")) for r in read_trajectories(self.trajectories_path))
 
 
 def record_key(record: dict[str, Any]) -> tuple[str, int, int]:
@@ -730,5 +737,9 @@ def resolve_tasks(env_id: str, spec: str, env_kwargs: dict[str, Any] | None = No
     chosen = [t.strip() for t in spec.split(",") if t.strip()]
     unknown = [t for t in chosen if t not in set(known)]
     if unknown:
-        raise RunConfigError(f"unknown task id(s) {unknown} for {env_id}")
+        shown = ", ".join(known[:8]) + (f", ... ({len(known)} in all)" if len(known) > 8 else "")
+        raise RunConfigError(
+            f"unknown task id(s) {unknown} for {env_id}{did_you_mean(unknown[0], known)} "
+            f"(its tasks: {shown})"
+        )
     return chosen

@@ -13,15 +13,22 @@ scripted reference policies are registered by their envs. Their specs:
   (``OpenAICompatPolicy``; the key comes from ``OPENAI_API_KEY``, not the spec)
 
 A value cannot contain a comma, so a spec gives at most one stop string.
+
+``check_policy_spec`` checks a spec before anything is built: its name, its parameters
+against the policy's signature, and, for a scripted policy registered with the env it
+reads (``register_policy(..., env=...)``), that the env is that one; each refusal is a
+one-line ``UsageError`` naming the closest valid choice.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
 
+from agentenvs.core.suggest import UsageError, did_you_mean
 from agentenvs.policy.base import Policy
 
 #: model-backed policies: name -> entry point (heavy imports happen only when built)
@@ -32,11 +39,29 @@ MODEL_POLICIES: dict[str, str] = {
 }
 
 _REGISTRY: dict[str, str] = dict(MODEL_POLICIES)
+#: scripted policies that read one env's live state: name -> that env's class entry point
+_ENVS: dict[str, str] = {}
 
 
-def register_policy(name: str, entry_point: str) -> None:
-    """Register ``entry_point`` (``"module:callable"``) under ``name``."""
+class UnknownPolicyError(UsageError, KeyError):
+    """A policy name nobody registered."""
+
+    def __str__(self) -> str:  # a KeyError would quote its message
+        return str(self.args[0]) if self.args else ""
+
+
+def register_policy(name: str, entry_point: str, *, env: str | None = None) -> None:
+    """Register ``entry_point`` (``"module:callable"``) under ``name``.
+
+    ``env``: the entry point (``"module:Class"``) of the env class a scripted policy
+    reads the live state of; a run of the policy on an env that is not one (a subclass
+    counts) is refused before it starts. ``None``: any env (model policies).
+    """
     _REGISTRY[name] = entry_point
+    if env is None:
+        _ENVS.pop(name, None)
+    else:
+        _ENVS[name] = env
 
 
 def policy_names() -> list[str]:
@@ -44,12 +69,14 @@ def policy_names() -> list[str]:
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    if not isinstance(spec, str) or not spec.strip():
+        raise UsageError(f"expected a policy spec such as frozenlake/oracle, got {spec!r}")
     name, _, rest = spec.partition(":")
     kwargs: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, raw = part.partition("=")
         if not sep or not key:
-            raise ValueError(f"policy spec {spec!r}: expected key=value, got {part!r}")
+            raise UsageError(f"policy spec {spec!r}: expected key=value, got {part!r}")
         try:
             kwargs[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
@@ -61,9 +88,105 @@ def policy_factory(spec: str) -> Callable[..., Policy]:
     """The class (or callable) a spec builds, without building it (no model is loaded)."""
     name, _ = parse_policy_spec(spec)
     if name not in _REGISTRY:
-        raise KeyError(f"unknown policy {name!r}; known: {policy_names()}")
+        raise UnknownPolicyError(
+            f"unknown policy {name!r}{did_you_mean(name, _REGISTRY)} "
+            f"(policies: {', '.join(policy_names())})"
+        )
     module_name, _, attr = _REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module_name), attr)
+
+
+#: parameters a factory takes from code, never from a spec string (a loaded model)
+_CODE_ONLY = {"vllm": ("llm",)}
+
+
+def policy_parameters(name: str) -> dict[str, Any] | None:
+    """The parameters a spec of policy ``name`` may set, with their defaults
+    (``inspect.Parameter.empty``: required); None where the policy takes any."""
+    try:
+        signature = inspect.signature(policy_factory(name))
+    except (TypeError, ValueError):  # a callable without a signature
+        return None
+    params: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            return None
+        if param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            if param.name not in _CODE_ONLY.get(name, ()):
+                params[param.name] = param.default
+    return params
+
+
+def describe_parameters(params: dict[str, Any] | None) -> str:
+    """``error_rate=0.2, recover=0.5`` (``model (required)``; ``any`` for None)."""
+    if params is None:
+        return "any"
+    if not params:
+        return "none"
+    return ", ".join(
+        f"{k} (required)" if v is inspect.Parameter.empty else f"{k}={v!r}"
+        for k, v in params.items()
+    )
+
+
+def policy_env(name: str) -> str | None:
+    """The entry point of the env class a scripted policy reads, or None (any env)."""
+    return _ENVS.get(name)
+
+
+def check_policy_spec(spec: str, *, env_id: str | None = None, scoring: bool = False) -> None:
+    """Refuse, with a one-line ``UsageError``, a spec that cannot work, before anything
+    is built: an unknown name, a parameter the policy does not take or a required one
+    left out, a scripted policy for another env than ``env_id``'s, and with
+    ``scoring`` a policy that cannot score given actions. Values are the policy's to
+    check when it is built."""
+    name, kwargs = parse_policy_spec(spec)
+    factory = policy_factory(spec)
+    params = policy_parameters(name)
+    if params is not None:
+        shown = describe_parameters(params)
+        for key in kwargs:
+            if key not in params:
+                raise UsageError(
+                    f"policy {name} has no parameter {key!r}{did_you_mean(key, params)} "
+                    f"(its parameters: {shown})"
+                )
+        missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in kwargs]
+        if missing:
+            example = ",".join(f"{k}=..." for k in missing)
+            raise UsageError(
+                f"policy {name} needs {', '.join(missing)} (e.g. {name}:{example}; its "
+                f"parameters: {shown})"
+            )
+    if scoring and not callable(getattr(factory, "score", None)):
+        scorers = [n for n in policy_names() if callable(getattr(policy_factory(n), "score", None))]
+        raise UsageError(
+            f"policy {name} cannot score actions (it samples only); scoring policies: "
+            f"{', '.join(scorers)}"
+        )
+    if env_id is not None and name in _ENVS:
+        _check_env_of(name, env_id)
+
+
+def _check_env_of(name: str, env_id: str) -> None:
+    from gymnasium.envs.registration import load_env_creator
+
+    from agentenvs.envs.lookup import check_env_id, entry_point
+
+    wanted = load_env_creator(_ENVS[name])
+    actual = entry_point(check_env_id(env_id))
+    if not inspect.isclass(actual) or issubclass(actual, wanted):
+        return  # a function's env cannot be told before it is built
+    fits = [
+        n
+        for n in policy_names()
+        if n not in _ENVS or issubclass(actual, load_env_creator(_ENVS[n]))
+    ]
+    raise UsageError(
+        f"policy {name} reads a {wanted.__name__}'s state and cannot play {env_id} (a "
+        f"{actual.__name__}){did_you_mean(name, [n for n in fits if n in _ENVS])}; policies "
+        f"for {env_id}: {', '.join(fits)}"
+    )
 
 
 def is_model_policy(spec: str) -> bool:

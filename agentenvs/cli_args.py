@@ -1,0 +1,584 @@
+"""The ``agentenvs`` command's parser pieces, and what it checks before a subcommand works.
+
+Every user error is one line on stderr, ``agentenvs COMMAND: error: ...``, naming what
+is valid and the closest match, with exit status 2, raised before a run directory is
+made or a worker, sandbox or model starts, so nothing is left behind:
+
+- the parser (``CommandParser``): unknown options and choices, with the closest one;
+  numbers and lists that do not parse or are out of range (the types below);
+- ``check_args``, per subcommand: env ids (``agentenvs.envs.lookup``), env kwargs
+  against the env constructor's signature, policy specs against the policy's signature
+  and the env it reads (``agentenvs.policy.registry.check_policy_spec``), run
+  directories and other paths that must exist, demo and dataset names.
+
+Errors the command did not expect (bugs) keep their traceback. The option groups that
+several subcommands share (fault bounds, the state analyses, Ray) are built here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agentenvs.core.suggest import UsageError, close_match, did_you_mean, one_line
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, unless it is a flag, has no default
+    (None: its help says what happens) or its help already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default is None
+            or default is argparse.SUPPRESS
+            or isinstance(default, bool)
+            or "default" in text.lower()
+        ):
+            return text
+        if isinstance(default, list | tuple):
+            shown = ",".join(map(str, default)) if default else "none"
+        else:
+            shown = str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line naming the closest valid choice
+    or option, and whose help shows every default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r}{did_you_mean(str(value), choices)} "
+                f"(choose from {', '.join(choices)})",
+            )
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self._innermost(parsed)
+            options = [s for a in parser._actions for s in a.option_strings]
+            hint = next(
+                (
+                    did_you_mean(e.partition("=")[0], options)
+                    for e in extras
+                    if e.startswith("-") and did_you_mean(e.partition("=")[0], options)
+                ),
+                "",
+            )
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+    def _innermost(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The (sub)parser of the command that ``parsed`` ran, e.g. ``agentenvs data fetch``."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            sub = next(
+                (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None
+            )
+            chosen = getattr(parsed, sub.dest, None) if sub is not None else None
+            if sub is None or chosen not in sub.choices:
+                return parser
+            parser = sub.choices[chosen]
+
+
+# ---------------------------------------------------------------- argument types
+def int_list(text: str) -> list[int]:
+    """``1,2,4,8``: positive integers (turn budgets, K values)."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 1,2,4,8, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected positive integers such as 1,2,4,8, got {text!r}"
+        )
+    return values
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object, e.g. '{\"show_budget\": true}'")
+    return value
+
+
+def _int(text: str, lowest: int, what: str, highest: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < lowest or (highest is not None and value > highest):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _int(text, 1, "an integer >= 1")
+
+
+def non_negative_int(text: str) -> int:
+    return _int(text, 0, "an integer >= 0")
+
+
+def port(text: str) -> int:
+    return _int(text, 0, "a port number from 0 (any free one) to 65535", 65535)
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}")
+    return value
+
+
+def tasks_spec(text: str) -> str:
+    """``all``, ``first:N`` (N >= 1) or a comma list of task ids (checked against the env
+    when it is known)."""
+    spec = text.strip()
+    if spec.startswith("first:"):
+        count = spec.partition(":")[2].strip()
+        if not count.isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(
+                f"expected first:N with N >= 1 (e.g. first:10), got {text!r}"
+            )
+    elif not spec or not any(t.strip() for t in spec.split(",")):
+        raise argparse.ArgumentTypeError("expected 'all', 'first:N' or a comma list of task ids")
+    return spec
+
+
+# ---------------------------------------------------------------- subcommands' options
+def add_fault_args(sp: argparse.ArgumentParser, item: str) -> None:
+    from agentenvs.eval.faults import DEFAULT_FAULT_BACKOFF, DEFAULT_MAX_FAULT_RETRIES
+
+    sp.add_argument(
+        "--max-fault-retries",
+        type=non_negative_int,
+        default=DEFAULT_MAX_FAULT_RETRIES,
+        help=f"runs of a {item} again, with its seed, after an infrastructure fault "
+        f"(a killed sandbox, a lost database, a model server error; default "
+        f"{DEFAULT_MAX_FAULT_RETRIES}); past it the run stops, naming the faults, "
+        "and resuming re-runs what faulted. Faults are never scored",
+    )
+    sp.add_argument(
+        "--fault-backoff",
+        type=non_negative_float,
+        default=DEFAULT_FAULT_BACKOFF,
+        help=f"seconds before the first retry, doubled for each one after it "
+        f"(default {DEFAULT_FAULT_BACKOFF})",
+    )
+    sp.add_argument(
+        "--max-fault-rate",
+        type=rate,
+        default=None,
+        help="stop the run once faults pass this share of its attempts "
+        "(judged after 20 attempts; default: no limit)",
+    )
+
+
+def _state_analysis_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--a", required=True, dest="policy_a", help="policy A, e.g. the RL model")
+    sp.add_argument("--b", required=True, dest="policy_b", help="policy B, e.g. the base model")
+    sp.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        help="draw states from this run's trajectories (its env and env kwargs)",
+    )
+    sp.add_argument("--env", default=None, help="env id (with --reference; checked with --run)")
+    sp.add_argument(
+        "--reference",
+        default=None,
+        help="draw states from rollouts of this policy instead of a run",
+    )
+    sp.add_argument(
+        "--tasks", type=tasks_spec, default="all", help="with --reference: 'all', 'first:N' or ids"
+    )
+    sp.add_argument(
+        "--episodes", type=positive_int, default=8, help="with --reference: rollouts per task"
+    )
+    sp.add_argument("--budget", type=positive_int, default=10, help="with --reference: turn budget")
+    sp.add_argument(
+        "--env-kwargs",
+        type=json_object,
+        default=None,
+        help="JSON object for gym.make (with --reference; default: none)",
+    )
+    sp.add_argument("--states", type=positive_int, default=200, help="states per kind")
+    sp.add_argument(
+        "--actions", type=positive_int, default=16, help="actions sampled per policy and state"
+    )
+    sp.add_argument("--seed", type=int, default=0, help="seed of the state draw and the sampling")
+    sp.add_argument(
+        "--workers",
+        type=non_negative_int,
+        default=None,
+        help="worker processes (0 runs in this process; default: one per CPU, "
+        "or 1 when A or B is a model policy: each worker loads its own models)",
+    )
+    _backend_args(sp)
+    add_fault_args(sp, "state")
+    sp.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
+    sp.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first in every process (registers plugin policies)",
+    )
+    sp.add_argument(
+        "--n-boot", type=non_negative_int, default=1000, help="bootstrap resamples (0: no CIs)"
+    )
+    sp.add_argument("--no-plots", action="store_true", help="JSON only (no matplotlib needed)")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _backend_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this machine's processes; ray: Ray actors (as for eval)",
+    )
+    sp.add_argument("--address", default=None, help="Ray address with --backend ray")
+
+
+def add_analysis_parsers(sub: Any) -> None:
+    sq = sub.add_parser(
+        "step-quality",
+        help="from the same states, how often each of two policies picks the better action",
+    )
+    _state_analysis_args(sq)
+    es = sub.add_parser(
+        "error-states",
+        help="step quality from ordinary and error states, and success when continuing",
+    )
+    _state_analysis_args(es)
+    es.add_argument(
+        "--continuations",
+        type=positive_int,
+        default=8,
+        help="rollouts to the end per state and policy",
+    )
+    es.add_argument(
+        "--continue-ordinary",
+        action="store_true",
+        help="also continue from ordinary states (error states always)",
+    )
+    sv = sub.add_parser("serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol")
+    sv.add_argument("--env", required=True, help="env id, e.g. agentenvs/InterCodeSQL-v0")
+    sv.add_argument(
+        "--env-kwargs",
+        type=json_object,
+        default={},
+        help="JSON object of gym.make keyword arguments (checked against the env's)",
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    sv.add_argument("--port", type=port, default=8000, help="port (0 picks a free one)")
+    sv.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=64,
+        help="envs at once: WebSocket sessions and HTTP resets together",
+    )
+    sv.add_argument(
+        "--session-timeout",
+        type=non_negative_float,
+        default=None,
+        help="close a session after this many idle seconds (default: never)",
+    )
+    sv.add_argument(
+        "--max-message-bytes",
+        type=positive_int,
+        default=None,
+        help="largest message served (default: the env's longest action, JSON-escaped, "
+        "at least 1 MiB); up to 4x is refused with an error, larger closes",
+    )
+    sv.add_argument(
+        "--share-snapshots",
+        action="store_true",
+        help="let any session restore any session's snapshot tokens (branching from "
+        "many clients); by default a token restores only into its own session",
+    )
+    sv.add_argument(
+        "--max-snapshots",
+        type=positive_int,
+        default=4096,
+        help="snapshots kept in all (the least recently used go first)",
+    )
+    sv.add_argument(
+        "--snapshot-memory",
+        type=positive_int,
+        default=256 << 20,
+        help="bytes of snapshots kept in all (default 256 MiB)",
+    )
+    sv.add_argument(
+        "--snapshot-ttl",
+        type=non_negative_float,
+        default=3600.0,
+        help="a snapshot unused this many seconds expires (0: never)",
+    )
+    sv.add_argument(
+        "--request-timeout",
+        type=non_negative_float,
+        default=30.0,
+        help="seconds for an HTTP request's head, and for its body, to arrive (0: none)",
+    )
+    sv.add_argument(
+        "--stall-timeout",
+        type=non_negative_float,
+        default=60.0,
+        help="disconnect a client that leaves the server's replies unread this many "
+        "seconds (0: never)",
+    )
+    from agentenvs.data.cli import add_parser as add_data_parser
+
+    add_data_parser(sub)
+    lk = sub.add_parser(
+        "likelihood",
+        help="per-action NLL of stored trajectories under a model, and the cumulative LLR of two",
+    )
+    lk.add_argument("run_dirs", type=Path, nargs="+", help="runner run directories")
+    lk.add_argument(
+        "--model-a", required=True, help="scoring policy spec (NLL, numerator of the LLR)"
+    )
+    lk.add_argument(
+        "--model-b", default=None, help="second scoring policy (denominator of the LLR)"
+    )
+    lk.add_argument(
+        "--history",
+        choices=("env", "record"),
+        default="env",
+        help="env: system prompt and tools from a seeded reset; record: stored text only",
+    )
+    lk.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
+    lk.add_argument(
+        "--workers",
+        type=non_negative_int,
+        default=0,
+        help="worker processes (default 0: models share this process)",
+    )
+    _backend_args(lk)
+    add_fault_args(lk, "trajectory's scoring")
+    lk.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first in every process (registers plugin policies)",
+    )
+    lk.add_argument(
+        "--n-boot", type=non_negative_int, default=1000, help="bootstrap resamples (0: no CIs)"
+    )
+    lk.add_argument("--no-plots", action="store_true", help="JSON only (no matplotlib needed)")
+    lk.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sm = sub.add_parser(
+        "serve-model",
+        help="serve a local model over an OpenAI-compatible HTTP API (chat, completions, logprobs)",
+    )
+    sm.add_argument(
+        "--model",
+        required=True,
+        help="an hf policy spec, e.g. hf:model=PATH,device=cuda,dtype=bfloat16",
+    )
+    sm.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    sm.add_argument("--port", type=port, default=8000, help="port (0: any free one)")
+    sm.add_argument("--name", default=None, help="model name the API reports (default: the spec)")
+
+
+# ---------------------------------------------------------------- checks per command
+def check_path(path: Path, what: str, *, manifest: bool = False) -> None:
+    """``path`` must exist (a run directory: with its ``manifest.json``); the refusal
+    names the closest sibling."""
+    if path.exists() and (not manifest or (path / "manifest.json").is_file()):
+        return
+    if path.exists():
+        raise UsageError(
+            f"{what} {path} has no manifest.json (not a run directory of agentenvs eval)"
+        )
+    parent = path.parent if str(path.parent) else Path(".")
+    siblings = sorted(p.name for p in parent.iterdir()) if parent.is_dir() else []
+    match = close_match(path.name, siblings)
+    hint = f"; did you mean {str(parent / match)!r}?" if match is not None else ""
+    where = (
+        f"{parent} does not exist" if not parent.is_dir() else f"{parent} holds no {path.name!r}"
+    )
+    if manifest:
+        raise UsageError(f"{what} {path} does not exist, so no manifest.json ({where}){hint}")
+    raise UsageError(f"{what} {path} does not exist ({where}){hint}")
+
+
+def check_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> None:
+    from agentenvs.envs.lookup import check_env_id, check_env_kwargs
+
+    check_env_id(env_id)
+    if env_kwargs:
+        check_env_kwargs(env_id, env_kwargs)
+
+
+def check_policy(
+    spec: str, option: str, env_id: str | None = None, *, scoring: bool = False
+) -> None:
+    """A policy spec given as ``option``: its name, parameters and env; a scripted policy
+    is also built here (its constructor checks the values), as the runner does."""
+    from agentenvs.policy.registry import check_policy_spec, is_model_policy, make_policy
+
+    try:
+        check_policy_spec(spec, env_id=env_id, scoring=scoring)
+    except UsageError as exc:
+        raise type(exc)(f"{option}: {exc}") from None
+    if not is_model_policy(spec):
+        try:
+            make_policy(spec)
+        except (ValueError, TypeError) as exc:  # names are checked: a value is wrong
+            raise UsageError(f"{option} {spec}: {one_line(exc)}") from None
+
+
+def check_names(
+    given: Iterable[str], valid: Sequence[str], what: str, refusal: str | None = None
+) -> None:
+    """Each name must be one of ``valid``; ``refusal`` starts the message (default
+    ``unknown WHAT``)."""
+    for name in given:
+        if name not in valid:
+            raise UsageError(
+                f"{refusal or f'unknown {what}'} {name!r}{did_you_mean(name, valid)} "
+                f"({what}s: {', '.join(valid)})"
+            )
+
+
+def _imports(args: argparse.Namespace) -> None:
+    from agentenvs.eval.states import import_modules
+
+    for name in getattr(args, "imports", None) or ():
+        try:
+            import_modules([name])
+        except ImportError as exc:
+            raise UsageError(f"--import {name}: {one_line(exc)}") from None
+
+
+def _check_eval(args: argparse.Namespace) -> None:
+    _imports(args)
+    check_env(args.env, args.env_kwargs)
+    check_policy(args.policy, "--policy", args.env)
+
+
+def _check_report(args: argparse.Namespace) -> None:
+    check_path(args.run_dir, "run directory", manifest=True)
+    if args.compare is not None:
+        check_path(args.compare, "--compare", manifest=True)
+
+
+def _check_state_analysis(args: argparse.Namespace) -> None:
+    _imports(args)
+    env_id = args.env
+    if args.run is not None:
+        check_path(args.run, "--run", manifest=True)
+        from agentenvs.eval.records import read_manifest
+
+        env_id = read_manifest(args.run)["config"]["env_id"]
+    if env_id is not None:
+        check_env(env_id, args.env_kwargs if args.run is None else None)
+    check_policy(args.policy_a, "--a", env_id)
+    check_policy(args.policy_b, "--b", env_id)
+    if args.reference is not None:
+        check_policy(args.reference, "--reference", env_id)
+
+
+def _check_likelihood(args: argparse.Namespace) -> None:
+    _imports(args)
+    for run_dir in args.run_dirs:
+        check_path(run_dir, "run directory", manifest=True)
+    check_policy(args.model_a, "--model-a", scoring=True)
+    if args.model_b is not None:
+        check_policy(args.model_b, "--model-b", scoring=True)
+
+
+def _check_demo(args: argparse.Namespace) -> None:
+    from agentenvs.cli import DEMO_SUITES
+
+    if args.envs is not None:
+        names = [n.strip() for n in args.envs.split(",") if n.strip()]
+        if not names:
+            raise UsageError("--envs names no demo env")
+        check_names(names, [s.name for s in DEMO_SUITES], "demo env", "--envs names no demo env")
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    if args.max_sessions < 1:
+        raise UsageError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    check_env(args.env, args.env_kwargs)
+
+
+def _check_serve_model(args: argparse.Namespace) -> None:
+    from agentenvs.policy.registry import parse_policy_spec
+
+    if parse_policy_spec(args.model)[0] != "hf":
+        raise UsageError(
+            f"--model must be an hf:model=PATH spec (the server runs it), got {args.model!r}"
+        )
+    check_policy(args.model, "--model")
+
+
+def _check_data(args: argparse.Namespace) -> None:
+    from agentenvs.data.registry import DATASETS
+
+    name = getattr(args, "name", None)
+    if name is not None:
+        check_names([name], sorted(DATASETS), "dataset")
+
+
+CHECKS = {
+    "eval": _check_eval,
+    "report": _check_report,
+    "demo": _check_demo,
+    "step-quality": _check_state_analysis,
+    "error-states": _check_state_analysis,
+    "likelihood": _check_likelihood,
+    "serve": _check_serve,
+    "serve-model": _check_serve_model,
+    "data": _check_data,
+}
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Every check of ``args.command`` that needs no work (nothing is built but scripted
+    policies, nothing is written): a ``UsageError`` when one fails."""
+    check = CHECKS.get(args.command)
+    if check is not None:
+        check(args)
