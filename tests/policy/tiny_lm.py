@@ -147,14 +147,18 @@ def bias_output(model: Any, bias: dict[int, float], others: float = 0.0) -> Any:
 
 
 def think_policy(conversation: str = "tokens", template: str = "think", **kwargs: Any) -> Any:
-    """An HF policy over the tiny model whose vocabulary has ``<think>``/``</think>`` and
-    which draws ``</think>`` often, so that ``THINK_DROPPING_TEMPLATE`` rewrites its
-    history (``template="chatml"``: the plain one); registered as a policy by tests."""
+    """An HF policy over the tiny model that draws only added tokens (``<think>``,
+    ``</think>``, ``<a>``, ``<b>``) and the end of turn, so its ids always come back from
+    their text, and ``</think>`` often, so that ``THINK_DROPPING_TEMPLATE`` rewrites its
+    history (``template="chatml"``: the plain one, which never does); registered as a
+    policy by tests."""
     from agentenvs.policy.hf import HFPolicy
 
     tokenizer = build_tokenizer(THINK_DROPPING_TEMPLATE if template == "think" else CHATML_TEMPLATE)
-    tokenizer.add_tokens(["<think>", "</think>"])
-    close = tokenizer.convert_tokens_to_ids("</think>")
-    model = bias_output(build_model(tokenizer), {close: 4.0})
+    words = ["<think>", "</think>", "<a>", "<b>"]
+    tokenizer.add_tokens(words)
+    bias = {tokenizer.convert_tokens_to_ids(w): 0.0 for w in words}
+    bias[tokenizer.convert_tokens_to_ids("<|im_end|>")] = -1.0
+    model = bias_output(build_model(tokenizer), bias, others=-30.0)
     options = {"max_new_tokens": 8, "batch_size": 4, **kwargs}
     return HFPolicy(model, tokenizer, conversation=conversation, **options)
