@@ -3,22 +3,37 @@
 ``write_report(run_dir)`` reads ``trajectories.jsonl`` and writes, under
 ``run_dir/report`` by default:
 
-- ``passk.md``, ``passk.csv``, ``passk.json``: the surface with bootstrap CIs;
+- ``passk.md``, ``passk.csv``, ``passk.json``: the surface of this run alone, on all of
+  its tasks and budgets, with bootstrap CIs;
 - ``passk.png``: a heatmap of the surface and curves of Pass@K against T for several K.
 
 With ``compare=OTHER_RUN_DIR`` it also writes ``comparison.*``: the surface of the other
-run minus this one (a paired bootstrap over the tasks both runs share), drawn as a
-heatmap with a diverging colormap next to the curves of both runs. The two runs' configs
-must agree on everything but the policy (env id and env kwargs, tasks, samples,
-budgets, mode, seed): a comparison across env settings would credit the policy with
-the env's difference. ``allow_differences=True`` (``--allow-differences``) compares
+run minus this one (a paired bootstrap over the tasks both runs share), followed in
+``comparison.md`` by each run's own table on that shared grid (tasks, budgets, K), and
+drawn as a heatmap with a diverging colormap next to the curves of both runs. The two
+runs' configs must agree on everything but the policy (env id and env kwargs, tasks,
+samples, budgets, mode, seed): a comparison across env settings would credit the policy
+with the env's difference. ``allow_differences=True`` (``--allow-differences``) compares
 anyway and records the differences in ``comparison.json``; the env id must always match.
+
+How numbers are printed, in every table and heat map: a point and its interval have the
+same decimals, 3 or more (up to 4) so that every nonzero value and interval width of the
+table shows as nonzero (``table_decimals``); ``†`` marks every interval of zero width
+(its bounds print equal) and, in a difference, ``*`` every interval that excludes 0 as
+printed; the legend under each table says what the marks mean, and the JSON lists the
+marked cells (``marks``).
 
 Bootstrap intervals are percentile intervals over tasks. They are approximate: with
 few tasks they cover less than their nominal level, and a cell where every task sits
-at 0 or at 1 has an interval of zero width whatever the true uncertainty. Such cells
-are flagged (``†`` in the tables, ``ci_unreliable`` in the JSON); see
-``agentenvs.eval.passk.ci_reliability``.
+at 0 or at 1 has an interval of zero width whatever the true uncertainty (``†``;
+``ci_unreliable`` in the JSON; see ``agentenvs.eval.passk.ci_reliability``).
+
+What the T axis cannot say is written under the table (``budget_notes``; ``notes`` in
+the JSON): when every trajectory ended by a turn t0 below the largest budget, the
+columns from t0 on repeat (BFCL's single turn swept over T = 1, 2, 3); and in rerun
+mode, when the policy sees its budget (the env's ``show_budget``, or a policy that
+plans on the turns left), each T is another behaviour, so Pass@(K,T) need not grow
+with T.
 
 How counts come from records: in ``derive`` mode c_T counts the samples whose first
 success came within T turns; in ``rerun`` mode, the samples of the budget-T runs that
@@ -33,7 +48,9 @@ tables say so (``short_tasks``) rather than estimate it silently; resuming the r
 it. No fault is ever a sample.
 
 matplotlib is imported only when a plot is drawn (``pip install 'agentenvs[plot]'``);
-figures are drawn on the Agg canvas without touching pyplot's global state.
+figures are drawn on the Agg canvas without touching pyplot's global state
+(``agentenvs.eval.figures``): each K has one colour in every figure, legends sit outside
+the data, shaded bands are labelled as the CIs they are, and run labels are never cut.
 """
 
 from __future__ import annotations
@@ -56,6 +73,16 @@ from agentenvs.eval.passk import (
     difference_surface,
     estimate_surface,
 )
+from agentenvs.eval.passk_plots import plot_comparison, plot_surface
+from agentenvs.eval.printing import (
+    STAR_NOTE,
+    ZERO_WIDTH_NOTE,
+    format_number,
+    grid_cells,
+    significant,
+    table_decimals,
+    zero_width,
+)
 from agentenvs.eval.records import TRAJECTORIES_NAME, read_manifest, read_trajectories
 
 
@@ -70,6 +97,8 @@ class RunData:
     n_records: int = 0
     #: the run's fault summary (``agentenvs.eval.faults.fault_summary``)
     faults: dict[str, Any] = field(default_factory=dict)
+    #: budget -> the most turns a trajectory of that budget took
+    longest: dict[int, int] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -101,6 +130,8 @@ def load_run(run_dir: str | Path) -> RunData:
             per_task[int(record["sample"])] = int(record["first_success_turn"] or 0)
         else:
             per_task[(int(record["sample"]), int(record["budget"]))] = bool(record["success"])
+        budget = int(record["budget"])
+        data.longest[budget] = max(data.longest.get(budget, 0), int(record.get("turns") or 0))
         data.n_records += 1
     return data
 
@@ -155,6 +186,61 @@ def faults_markdown(data: RunData) -> str:
     return text
 
 
+def _budget_visible(data: RunData) -> str | None:
+    """Why the run's policy sees its turn budget, or None: the env shows it
+    (``show_budget``) or the policy plans on the turns left (``conditions_on_budget``)."""
+    if data.config.get("env_kwargs", {}).get("show_budget"):
+        return "the env shows it (show_budget=True)"
+    try:
+        from agentenvs.policy.base import conditions_on_budget
+        from agentenvs.policy.registry import policy_factory
+
+        plans = conditions_on_budget(policy_factory(str(data.config["policy"])))
+    except Exception:  # a policy of a module this process has not imported
+        return None
+    return "it plans on the turns left (conditions_on_budget)" if plans else None
+
+
+def budget_notes(data: RunData, budgets: Sequence[int] | None = None) -> list[str]:
+    """What the T axis of the run's surface over ``budgets`` cannot say, as sentences.
+
+    - Every trajectory (of the largest budget's runs, in rerun mode) ended by turn
+      t0 < max T: no budget from t0 on ever bound, so those columns repeat (derive:
+      exactly; rerun: up to sampling, each being its own run).
+    - Rerun mode with a policy that sees its budget: every T is another behaviour,
+      not a cut of one longer episode, so Pass@(K,T) need not grow with T.
+    """
+    budgets = sorted(int(b) for b in (budgets if budgets is not None else data.budgets))
+    notes = []
+    t0 = data.longest.get(budgets[-1])
+    if t0 is not None and t0 < budgets[-1]:
+        unbound = [t for t in budgets if t >= t0]
+        columns = ", ".join(map(str, unbound))
+        how = (
+            "repeat one another exactly"
+            if data.mode == "derive"
+            else "differ only by sampling (each is its own run)"
+        )
+        where = "" if data.mode == "derive" else f" of the largest budget (T = {budgets[-1]})"
+        sentence = (
+            f"Every trajectory{where} ended by turn {t0} (the longest took {t0} turn"
+            f"{'s' if t0 != 1 else ''}), so no budget from T = {unbound[0]} on ever bound: "
+            f"the columns T = {columns} {how}"
+        )
+        if len(unbound) == len(budgets):
+            sentence += "; the T axis carries no information here"
+        notes.append(sentence + ".")
+    visible = _budget_visible(data) if data.mode == "rerun" else None
+    if visible:
+        notes.append(
+            f"The policy sees its turn budget: {visible}. Each T is a run of its own with "
+            "behaviour that depends on T, not a cut of one longer episode, so Pass@(K,T) "
+            "need not grow with T (with more turns a policy can take a riskier path, or err "
+            "more often before it ends)."
+        )
+    return notes
+
+
 def default_ks(n_min: int) -> list[int]:
     """Powers of two up to n, and n itself."""
     ks = [1 << i for i in range(n_min.bit_length()) if (1 << i) <= n_min]
@@ -184,32 +270,50 @@ def run_surface(
     counts, n = counts[keep], n[keep]
     ks = list(ks) if ks is not None else default_ks(int(n.min()))
     return estimate_surface(
-        counts, n, ks, budgets, n_boot=n_boot, seed=seed, confidence=confidence,
+        counts,
+        n,
+        ks,
+        budgets,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
         keep_boot=keep_boot,
     )
 
 
 # ---------------------------------------------------------------- tables
-def _cell(surface: PassSurface, i: int, j: int, signed: bool = False) -> str:
-    fmt = "{:+.3f}" if signed else "{:.3f}"
-    text = fmt.format(surface.mean[i, j])
+def _cell(surface: PassSurface, i: int, j: int, decimals: int, signed: bool = False) -> str:
+    text = format_number(surface.mean[i, j], decimals, signed)
     if surface.low is not None and surface.high is not None:
-        text += f" [{surface.low[i, j]:.2f}, {surface.high[i, j]:.2f}]"
-        if surface.at_bound is not None and surface.at_bound[i, j]:
+        low = format_number(surface.low[i, j], decimals, signed)
+        high = format_number(surface.high[i, j], decimals, signed)
+        text += f" [{low}, {high}]"
+        if zero_width(surface, decimals)[i, j]:
             text += " †"
+        if signed and significant(surface, decimals)[i, j]:
+            text += " *"
     return text
 
 
-def surface_markdown(surface: PassSurface, title: str, *, signed: bool = False) -> str:
-    """A Markdown table: one row per K, one column per T, mean [CI] in each cell."""
+def surface_markdown(
+    surface: PassSurface, title: str, *, signed: bool = False, description: str = ""
+) -> str:
+    """A Markdown table: one row per K, one column per T, mean [CI] in each cell.
+
+    Points and intervals share one number of decimals (``table_decimals``); ``†`` marks
+    every zero-width interval and, in a difference (``signed``), ``*`` every interval
+    that excludes 0 as printed; the legend under the table says so.
+    """
+    decimals = table_decimals(surface)
     ci = (
         f", {surface.confidence:.0%} bootstrap CI over tasks in brackets"
         if surface.low is not None
         else ""
     )
-    lines = [
-        f"### {title}",
-        "",
+    lines = [f"### {title}", ""]
+    if description:
+        lines += [description, ""]
+    lines += [
         f"{surface.n_tasks} tasks, n = {', '.join(map(str, sorted(set(surface.n_samples))))} "
         f"samples per task{ci}.",
         "",
@@ -217,15 +321,16 @@ def surface_markdown(surface: PassSurface, title: str, *, signed: bool = False) 
         "|---|" + "---|" * len(surface.budgets),
     ]
     for i, k in enumerate(surface.ks):
-        cells = [_cell(surface, i, j, signed) for j in range(len(surface.budgets))]
+        cells = [_cell(surface, i, j, decimals, signed) for j in range(len(surface.budgets))]
         lines.append(f"| **{k}** | " + " | ".join(cells) + " |")
     if surface.low is not None:
         reliability = ci_reliability(surface)
         if reliability["few_tasks"]:
             lines += ["", f"Intervals are approximate: {reliability['notes'][0]}."]
-        if reliability["cells_at_bound"]:
-            lines += ["", "† every task at 0 or every task at 1: a zero-width interval that "
-                      "says nothing about the uncertainty."]
+        if zero_width(surface, decimals).any():
+            lines += ["", ZERO_WIDTH_NOTE]
+        if signed and significant(surface, decimals).any():
+            lines += ["", STAR_NOTE]
     return "\n".join(lines) + "\n"
 
 
@@ -242,147 +347,38 @@ def surface_csv(surface: PassSurface) -> str:
     return buf.getvalue()
 
 
+def surface_marks(surface: PassSurface, *, signed: bool = False) -> dict[str, Any]:
+    """What the tables print and mark, for the JSON: decimals, the [K, T] cells of
+    zero-width intervals and, for a difference, those whose printed interval excludes 0."""
+    decimals = table_decimals(surface)
+    marks: dict[str, Any] = {
+        "decimals": decimals,
+        "zero_width_cells": grid_cells(surface, zero_width(surface, decimals)),
+    }
+    if signed:
+        marks["excludes_zero_cells"] = grid_cells(surface, significant(surface, decimals))
+    return marks
+
+
 def _write_tables(
-    surface: PassSurface, out_dir: Path, stem: str, title: str, meta: dict[str, Any],
-    *, signed: bool = False, notes: str = "",
+    surface: PassSurface,
+    out_dir: Path,
+    stem: str,
+    title: str,
+    meta: dict[str, Any],
+    *,
+    signed: bool = False,
+    notes: str = "",
+    description: str = "",
+    extra: str = "",
 ) -> list[Path]:
     paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{stem}.json"]
-    table = surface_markdown(surface, title, signed=signed)
-    paths[0].write_text(table + (f"\n{notes}" if notes else ""))
+    table = surface_markdown(surface, title, signed=signed, description=description)
+    paths[0].write_text(table + (f"\n{extra}" if extra else "") + (f"\n{notes}" if notes else ""))
     paths[1].write_text(surface_csv(surface))
-    paths[2].write_text(json.dumps({**meta, "surface": surface.to_dict()}, indent=2) + "\n")
+    blob = {**meta, "surface": surface.to_dict(), "marks": surface_marks(surface, signed=signed)}
+    paths[2].write_text(json.dumps(blob, indent=2) + "\n")
     return paths
-
-
-# ---------------------------------------------------------------- plots
-def _figure(width: float, height: float) -> Any:
-    from agentenvs.core.errors import require
-
-    require("matplotlib", "plot")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _curve_ks(ks: np.ndarray, most: int = 5) -> list[int]:
-    """Up to ``most`` K values spread over the grid, always the first and the last."""
-    if len(ks) <= most:
-        return list(range(len(ks)))
-    picks = np.unique(np.round(np.linspace(0, len(ks) - 1, most)).astype(int))
-    return [int(i) for i in picks]
-
-
-def _heatmap(
-    ax: Any, fig: Any, surface: PassSurface, *, diverging: bool = False, label: str = "Pass@(K,T)"
-) -> None:
-    values = surface.mean
-    if diverging:
-        # symmetric limits so white is exactly "no difference"
-        limit = max(float(np.nanmax(np.abs(values))), 1e-3)
-        image = ax.imshow(values, cmap="RdBu", vmin=-limit, vmax=limit, origin="lower", aspect="auto")
-    else:
-        image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
-    ax.set_xticks(range(len(surface.budgets)), [str(t) for t in surface.budgets])
-    ax.set_yticks(range(len(surface.ks)), [str(k) for k in surface.ks])
-    ax.set_xlabel("turn budget T")
-    ax.set_ylabel("samples K")
-    fig.colorbar(image, ax=ax, label=label, shrink=0.9)
-    if values.size <= 200:
-        norm = image.norm
-        for i in range(values.shape[0]):
-            for j in range(values.shape[1]):
-                v = values[i, j]
-                text = f"{v:+.2f}" if diverging else f"{v:.2f}"
-                significant = (
-                    surface.low is not None
-                    and surface.high is not None
-                    and (surface.low[i, j] > 0 or surface.high[i, j] < 0)
-                )
-                if diverging and significant:
-                    text += "*"
-                shade = norm(v)
-                dark = abs(shade - 0.5) > 0.3 if diverging else shade < 0.6
-                ax.text(
-                    j, i, text, ha="center", va="center", fontsize=7,
-                    color="white" if dark else "black",
-                )
-
-
-def _curves(
-    ax: Any, surface: PassSurface, *, style: str = "-", colors: Any = None, band: bool = True,
-    labels: bool = True,
-) -> None:
-    for n_color, i in enumerate(_curve_ks(surface.ks)):
-        color = None if colors is None else colors[n_color % len(colors)]
-        label = f"K={surface.ks[i]}" if labels else None
-        ax.plot(surface.budgets, surface.mean[i], style, marker="o", ms=3, color=color, label=label)
-        if band and surface.low is not None and surface.high is not None:
-            ax.fill_between(surface.budgets, surface.low[i], surface.high[i], color=color, alpha=0.12, lw=0)
-    ax.set_xlabel("turn budget T")
-    ax.set_ylabel("Pass@(K,T)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    budgets = np.asarray(surface.budgets)
-    # geometric budgets (1, 2, 4, 8, ...) read best on a log axis, contiguous ones on a linear one
-    if len(budgets) > 2 and budgets[-1] / max(budgets[0], 1) >= 8 and len(set(np.diff(budgets))) > 1:
-        ax.set_xscale("log", base=2)
-    ax.set_xticks(list(surface.budgets), [str(t) for t in surface.budgets])
-    ax.minorticks_off()
-
-
-def plot_surface(surface: PassSurface, path: str | Path, title: str) -> Path:
-    """Heatmap of the surface and Pass@K-vs-T curves, side by side, as a PNG."""
-    fig = _figure(12, 4.6)
-    left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
-    _heatmap(left, fig, surface)
-    left.set_title("Pass@(K,T)")
-    _curves(right, surface, colors=_palette(len(_curve_ks(surface.ks))))
-    right.set_title("Pass@K against the turn budget")
-    right.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=130)
-    return Path(path)
-
-
-def _palette(count: int) -> list[Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["plasma"]
-    return [cmap(x) for x in np.linspace(0.0, 0.85, max(count, 1))]
-
-
-def plot_comparison(
-    base: PassSurface, other: PassSurface, diff: PassSurface, path: str | Path,
-    base_label: str, other_label: str, title: str,
-) -> Path:
-    """Difference heatmap (``other - base``, diverging colormap) and curves of both runs."""
-    fig = _figure(13, 4.8)
-    left, right = fig.subplots(1, 2, width_ratios=[1.1, 1])
-    _heatmap(left, fig, diff, diverging=True, label="difference in Pass@(K,T)")
-    left.set_title(f"{_short(other_label)} minus {_short(base_label)}\n(* : CI excludes 0)", fontsize=9)
-    colors = _palette(len(_curve_ks(base.ks)))
-    _curves(right, base, style="--", colors=colors, band=False, labels=False)
-    _curves(right, other, style="-", colors=colors)
-    # one legend entry per K (colour) plus one per run (line style)
-    handles, names = right.get_legend_handles_labels()
-    for style, label in (("--", base_label), ("-", other_label)):
-        (line,) = right.plot([], [], style, color="0.3")
-        handles.append(line)
-        names.append(_short(label))
-    right.set_title("Pass@K against the turn budget", fontsize=10)
-    right.legend(handles, names, fontsize=7, loc="upper left")
-    fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=130)
-    return Path(path)
-
-
-def _short(label: str, most: int = 40) -> str:
-    """A policy spec short enough for a legend: drop the namespace before a slash."""
-    text = label.split("/", 1)[-1] if "/" in label.split(":", 1)[0] else label
-    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 # ---------------------------------------------------------------- the report
@@ -436,7 +432,17 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     title = f"{data.label} on {data.config['env_id']} ({data.mode} mode)"
     surface = run_surface(data, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
-    files = _write_tables(surface, out, "passk", title, _meta(data), notes=faults_markdown(data))
+    notes = budget_notes(data)
+    files = _write_tables(
+        surface,
+        out,
+        "passk",
+        title,
+        {**_meta(data), "notes": notes},
+        description=f"This run alone, on all of its tasks and budgets ({data.run_dir}).",
+        extra="".join(f"{note}\n\n" for note in notes),
+        notes=faults_markdown(data),
+    )
     if plots:
         files.append(plot_surface(surface, out / "passk.png", title))
     result = ReportResult(out_dir=out, surface=surface, files=files)
@@ -467,34 +473,68 @@ def write_report(
     n_min = int(min(n_a[n_a > 0].min(), n_b[n_b > 0].min()))
     grid_ks = [k for k in (ks or default_ks(n_min)) if k <= n_min]
     # same seed and task list: the resamples pair up task by task
-    common = dict(ks=grid_ks, budgets=budgets, task_ids=tasks, n_boot=n_boot, seed=seed,
-                  confidence=confidence, keep_boot=True)
+    common = dict(
+        ks=grid_ks,
+        budgets=budgets,
+        task_ids=tasks,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+        keep_boot=True,
+    )
     base = run_surface(data, **common)
     second = run_surface(other, **common)
     diff = difference_surface(base, second)
     diff_title = f"{other.label} minus {data.label} on {data.config['env_id']}"
-    meta = {"first": _meta(data), "second": _meta(other), "tasks": len(tasks),
-            "config_differences": {k: list(v) for k, v in differences.items()}}
+    run_notes = {"first": budget_notes(data, budgets), "second": budget_notes(other, budgets)}
+    meta = {
+        "first": _meta(data),
+        "second": _meta(other),
+        "tasks": len(tasks),
+        "config_differences": {k: list(v) for k, v in differences.items()},
+        "notes": run_notes,
+    }
+    # each run on the grid of the difference: passk.md has the first run on all its tasks
+    runs_text = "".join(
+        "\n"
+        + surface_markdown(
+            surf,
+            f"{which} run: {run.label}",
+            description=f"{run.run_dir}, on the {len(tasks)} tasks and the budgets both runs share.",
+        )
+        + "".join(f"\n{note}\n" for note in run_notes[which.lower()])
+        for which, surf, run in (("First", base, data), ("Second", second, other))
+    )
     notes = "".join(
         f"{run.label}: {fault_line(run.faults)}.\n\n" for run in (data, other)
     ) + "".join(
-        f"{run.label}: {len(short)} task(s) short of n samples: "
-        f"{', '.join(list(short)[:10])}.\n\n"
+        f"{run.label}: {len(short)} task(s) short of n samples: {', '.join(list(short)[:10])}.\n\n"
         for run in (data, other)
         if (short := short_tasks(run))
     )
     files += _write_tables(
-        diff, out, "comparison", diff_title, meta, signed=True, notes="### Faults\n\n" + notes
+        diff,
+        out,
+        "comparison",
+        diff_title,
+        meta,
+        signed=True,
+        description=(
+            "The second run minus the first, task by task (a paired bootstrap over the "
+            "tasks both runs have); each run's own table on the same grid follows."
+        ),
+        extra=runs_text,
+        notes="### Faults\n\n" + notes,
     )
-    for name, surf, run in (("first", base, data), ("second", second, other)):
-        (out / f"comparison_{name}.md").write_text(
-            surface_markdown(surf, f"{run.label} (shared tasks and budgets)")
-        )
-        files.append(out / f"comparison_{name}.md")
     if plots:
         files.append(
             plot_comparison(
-                base, second, diff, out / "comparison.png", data.label, other.label,
+                base,
+                second,
+                diff,
+                out / "comparison.png",
+                data.label,
+                other.label,
                 f"Pass@(K,T) on {data.config['env_id']}: {other.label} vs {data.label}",
             )
         )

@@ -63,7 +63,8 @@ from agentenvs.eval.faults import (
     read_fault_summary,
     retry_faults,
 )
-from agentenvs.eval.passk import bootstrap_weights, percentile_bounds
+from agentenvs.eval.passk import MIN_TASKS_FOR_CI, bootstrap_weights, percentile_bounds
+from agentenvs.eval.printing import decimals_for, format_number, printed_excludes_zero
 from agentenvs.eval.records import (
     JsonlAppender,
     dumps_line,
@@ -578,12 +579,12 @@ def summarize_group(
 
 
 def _verdict(diff: dict[str, float]) -> str:
+    """A verdict only where the interval of A - B, as printed, excludes 0."""
     if "low" not in diff:
         return "no interval"
-    if diff["low"] > 0:
-        return "A better"
-    if diff["high"] < 0:
-        return "B better"
+    decimals = decimals_for([diff["low"], diff["high"]])
+    if printed_excludes_zero(diff["low"], diff["high"], decimals):
+        return "A better" if diff["low"] > 0 else "B better"
     return "no clear difference"
 
 
@@ -621,44 +622,73 @@ KIND_LABELS = {"ordinary": "ordinary", "self_error": "self-made error", "error":
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
-    """A small table of the summary: one row per state kind."""
-    def cell(m: dict[str, float]) -> str:
+    """A small table of the summary: one row per state kind, with the interval of A - B
+    that its verdict rests on (``agentenvs.eval.printing``: one number of decimals for
+    the whole table)."""
+    groups = [(kind, entry["all"]) for kind, entry in summary["kinds"].items()]
+    numbers = [
+        [m["mean"], m.get("low", 0.0), m.get("high", 0.0)]
+        for _, g in groups
+        for m in (
+            *(g[k] for k in (*METRICS, "a_minus_b") if isinstance(g.get(k), dict)),
+            *(g["continuation"][k] for k in ("success_a", "success_b", "a_minus_b")
+              if "continuation" in g),
+        )
+    ]
+    decimals = decimals_for(numbers, [high - low for _, low, high in numbers])
+
+    def cell(m: dict[str, float], signed: bool = False) -> str:
+        text = format_number(m["mean"], decimals, signed)
         if "low" in m:
-            return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
-        return f"{m['mean']:.3f}"
+            low, high = (format_number(m[b], decimals, signed) for b in ("low", "high"))
+            text += f" [{low}, {high}]"
+        return text
 
     a, b = summary.get("policy_a", "A"), summary.get("policy_b", "B")
     lines = [
         f"A = {a}; B = {b}",
         "",
         "| states | n (tasks) | A's share of decided pairs | P(A better) | P(B better) | P(tie) "
-        "| mean score A | mean score B | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| mean score A | mean score B | P(A better) − P(B better) | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     conts = []
-    for kind, entry in summary["kinds"].items():
-        g = entry["all"]
+    for kind, g in groups:
         share = g["a_share_of_decided"]
         lines.append(
             f"| {KIND_LABELS.get(kind, kind)} | {g['n_states']} ({g.get('n_tasks', '?')}) | "
             f"{cell(share) if isinstance(share, dict) else share} | {cell(g['a_better'])} | "
             f"{cell(g['b_better'])} | {cell(g['ties'])} | {cell(g['mean_score_a'])} | "
-            f"{cell(g['mean_score_b'])} | {g['verdict']} |"
+            f"{cell(g['mean_score_b'])} | {cell(g['a_minus_b'], True)} | {g['verdict']} |"
         )
         if "continuation" in g:
             conts.append((kind, g["continuation"]))
     if conts:
         lines += [
             "",
-            "| continuing from | n (tasks) | success A | success B | verdict |",
-            "|---|---|---|---|---|",
+            "| continuing from | n (tasks) | success A | success B | A − B | verdict |",
+            "|---|---|---|---|---|---|",
         ]
         for kind, c in conts:
             lines.append(
                 f"| {KIND_LABELS.get(kind, kind)} states | {c['n_states']} "
                 f"({c.get('n_tasks', '?')}) | {cell(c['success_a'])} | "
-                f"{cell(c['success_b'])} | {c['verdict']} |"
+                f"{cell(c['success_b'])} | {cell(c['a_minus_b'], True)} | {c['verdict']} |"
             )
+    lines += [
+        "",
+        "A verdict (A better, B better) only where the interval of A − B, as printed, "
+        "excludes 0; otherwise no clear difference.",
+    ]
+    few = sorted({g.get("n_tasks", 0) for _, g in groups if g.get("n_tasks", 0) < MIN_TASKS_FOR_CI})
+    if few:
+        lines += [
+            "",
+            f"Intervals are approximate: with {', '.join(map(str, few))} tasks "
+            f"(< {MIN_TASKS_FOR_CI}) a percentile bootstrap over tasks covers less than its "
+            "nominal level, so two policies that act alike get a verdict more often than one "
+            "time in twenty.",
+        ]
     lines += ["", "Intervals: 95% percentile bootstrap over tasks (all states of a drawn task)."]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]
