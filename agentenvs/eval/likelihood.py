@@ -448,7 +448,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"| {label} | {outcome} | {g['n_trajectories']} | {cell(g.get('mean_nll_a'))} | "
                 f"{cell(g.get('mean_nll_b'))} | {cell(g.get('final_llr'))} |"
             )
-            if outcome != "all" and 0 < g["n_trajectories"] < MIN_TASKS_FOR_CI:
+            if 0 < g["n_trajectories"] < MIN_TASKS_FOR_CI:
                 small.append(f"{label} {outcome} ({g['n_trajectories']})")
     if small:
         lines += [
