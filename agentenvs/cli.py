@@ -400,6 +400,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_run_name(policy: str) -> str:
+    """The demo's folder for a run of ``policy``: the spec without its env namespace, its
+    ``:`` and ``,`` as ``-`` (``frozenlake/noisy:error_rate=0.25,recover=0.3`` is
+    ``noisy-error_rate=0.25-recover=0.3``)."""
+    name, _, args = policy.partition(":")
+    return "-".join([name.rsplit("/", 1)[-1], *filter(None, args.split(","))])
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """For each env of ``DEMO_SUITES``: Pass@(K,T) of two scripted policies, then the
     comparison report (the second policy minus the first)."""
@@ -434,23 +442,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for suite in suites:
             show_finished_reports()
             print(f"== {suite.name}: {suite.first} vs {suite.second} ({suite.note})")
-            base = out / suite.name / "base"
-            rl = out / suite.name / "rl"
+            # run folders named after the scripted policies they hold
+            first, second = (out / suite.name / demo_run_name(p) for p in (suite.first, suite.second))
             tasks = args.tasks or suite.tasks
-            for policy, run_dir in ((suite.first, base), (suite.second, rl)):
+            for policy, run_dir in ((suite.first, first), (suite.second, second)):
                 _run(
                     suite.env_id, policy, tasks, args.n or suite.n, suite.budgets, suite.mode, 0,
                     run_dir, suite.env_kwargs, args.workers, not args.no_progress,
                     executor=executor,
                 )
             reports.append(
-                reporting.submit(write_report, base, out_dir=out / suite.name / "report", compare=rl)
+                reporting.submit(write_report, first, out_dir=out / suite.name / "report", compare=second)
             )
         show_finished_reports(wait=True)
     print(f"demo finished in {time.perf_counter() - started:.1f} s")
     for suite, report in zip(suites, reports, strict=True):
         result = report.result()
-        print(f"{suite.name}: runs in {out / suite.name}/base and /rl; report in {result.out_dir}/")
+        print(f"{suite.name}: runs in {out / suite.name}/{demo_run_name(suite.first)} and "
+              f"/{demo_run_name(suite.second)}; report in {result.out_dir}/")
         for path in result.files:
             print(f"  {path.name}")
     return 0

@@ -135,8 +135,19 @@ def test_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         comparison = (root / "report" / "comparison.md").read_text()
         assert comparison.count("no faults (fault rate 0%") == 2, suite.name
         assert "no faults (fault rate 0%" in (root / "report" / "passk.md").read_text()
-        assert (root / "base" / "manifest.json").exists()
-        assert (root / "rl" / "manifest.json").exists()
+        # the run folders are named after the scripted policies they hold
+        from agentenvs.cli import demo_run_name
+
+        names = {demo_run_name(suite.first), demo_run_name(suite.second)}
+        assert len(names) == 2 and not names & {"base", "rl"}, suite.name
+        for policy in (suite.first, suite.second):
+            manifest = json.loads((root / demo_run_name(policy) / "manifest.json").read_text())
+            assert manifest["config"]["policy"] == policy, suite.name
+        assert not (root / "base").exists() and not (root / "rl").exists()
+        # passk.md is the first run alone; comparison.md the difference, then both runs
+        assert not (root / "report" / "comparison_first.md").exists()
+        assert f"### First run: {suite.first}" in comparison
+        assert f"### Second run: {suite.second}" in comparison
 
 
 def test_demo_rejects_unknown_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
