@@ -537,6 +537,14 @@ def _check_demo(args: argparse.Namespace) -> None:
         if not names:
             raise UsageError("--envs names no demo env")
         check_names(names, [s.name for s in DEMO_SUITES], "demo env", "--envs names no demo env")
+    if args.tasks is not None and args.tasks != "all" and not args.tasks.startswith("first:"):
+        # task ids must exist in every chosen env, or a later env would stop the demo
+        from agentenvs.eval.runner import resolve_tasks
+
+        chosen = set(args.envs.split(",")) if args.envs else None
+        for suite in DEMO_SUITES:
+            if chosen is None or suite.name in chosen:
+                resolve_tasks(suite.env_id, args.tasks, suite.env_kwargs)
 
 
 def _check_serve(args: argparse.Namespace) -> None:

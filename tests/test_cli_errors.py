@@ -281,8 +281,9 @@ def test_options_that_do_not_parse_are_one_line(
             "--max-sessions: expected an integer >= 1",
         ),
         (["list", "--x"], "unrecognized arguments: --x"),
+        (["demo", "--tasks", "4x4"], "unknown task id(s) ['4x4'] for agentenvs/InterCodeSQL-v0"),
     ],
-    ids=["command", "ks", "demo", "data", "sandbox", "port", "sessions", "list"],
+    ids=["command", "ks", "demo", "data", "sandbox", "port", "sessions", "list", "demo-tasks"],
 )
 def test_every_command_reports_one_line(
     argv: list[str],
