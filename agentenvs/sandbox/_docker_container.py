@@ -21,12 +21,10 @@ from agentenvs.core.errors import SandboxError, ServiceUnavailable
 from agentenvs.sandbox._docker_engine import (
     HOST_LABEL,
     POOL_LABEL,
-    _Deadline,
     _docker_module,
     _engine_address,
-    _Exec,
-    _wait_exec,
 )
+from agentenvs.sandbox._docker_exec import _Deadline, _Exec, _wait_exec
 from agentenvs.sandbox.base import WORKDIR, Limits
 
 #: sandboxed code runs as an unprivileged uid of its own per container (from this base

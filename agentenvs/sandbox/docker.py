@@ -54,14 +54,12 @@ from agentenvs.sandbox._docker_engine import (
     HOST_LABEL,
     POOL_LABEL,
     _client,
-    _Deadline,
     _docker_module,
     _engine_address,
-    _Exec,
-    _wait_exec,
     docker_available,
     sweep_orphans,
 )
+from agentenvs.sandbox._docker_exec import _Deadline, _Exec, _wait_exec
 from agentenvs.sandbox._files import split_path
 from agentenvs.sandbox.base import (
     WORKDIR,
