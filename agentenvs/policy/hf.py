@@ -52,7 +52,7 @@ import inspect
 import os
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentenvs.core.errors import Fault, require
@@ -126,9 +126,10 @@ class Generation:
     text: str
     token_ids: tuple[int, ...]
     finish_reason: str  # "stop" (end of turn, EOS or a stop string) or "length"
-    logprobs: tuple[float, ...] = ()
+    # not compared: the batch a row ran in can move them by float rounding
+    logprobs: tuple[float, ...] = field(default=(), compare=False)
     end_id: int | None = None
-    end_logprob: float | None = None
+    end_logprob: float | None = field(default=None, compare=False)
 
     @property
     def sampled_ids(self) -> tuple[int, ...]:
