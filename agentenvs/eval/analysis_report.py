@@ -53,14 +53,15 @@ def _kind_label(kind: str) -> str:
 
 def step_quality_figure(summary: dict[str, Any]) -> Any:
     """Bars per state kind, with CIs; a panel for continuation success if any (a Figure)."""
-    kinds = list(summary["kinds"])
+    order = ("ordinary", "self_error", "error")  # as the tables list them
+    kinds = sorted(summary["kinds"], key=lambda k: order.index(k) if k in order else len(order))
     a_name, b_name = distinct_labels(
         [str(summary.get("policy_a", "A")), str(summary.get("policy_b", "B"))], 90
     )
     groups = {k: summary["kinds"][k]["all"] for k in kinds}
     has_cont = any("continuation" in g for g in groups.values())
     panels = 3 if has_cont else 2
-    fig = new_figure(4.2 * panels, 3.8)
+    fig = new_figure(5.2 * panels, 3.9)
     axes = fig.subplots(1, panels)
     ax = axes[0]
     width = 0.26
