@@ -322,9 +322,8 @@ def test_a_tool_call_round_trips_through_the_client(tool_model_dir: Path) -> Non
 # ---------------------------------------------------------------- the openai policy
 def test_the_openai_policy_takes_the_served_defaults_unless_given(served: ServedModel, client: Any) -> None:
     from agentenvs.policy.base import Conversation
-    from agentenvs.policy.registry import make_policy
-
     from agentenvs.policy.hf import derive_seed
+    from agentenvs.policy.registry import make_policy
 
     seed = derive_seed(3, 0) % 2**31  # what the policy sends for sample(..., seed=3)
 
