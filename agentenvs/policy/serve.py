@@ -186,7 +186,7 @@ class LocalServer:
         for i, g in enumerate(generations):
             content, calls = g.text, []
             if wants_calls and self.parses_tool_calls:
-                content, calls = parse_tool_calls(self._text_with_tool_markers(g))
+                content, calls = parse_tool_calls(self._text_with_tool_markers(g, sampling.stop))
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 message["tool_calls"] = calls
@@ -455,7 +455,7 @@ class LocalServer:
             self.policy, list(prompt) + list(tokens), len(prompt) if start is None else start, top
         )
 
-    def _text_with_tool_markers(self, generation: Any) -> str:
+    def _text_with_tool_markers(self, generation: Any, stop: tuple[str, ...] | None) -> str:
         """A generation's text with the tool-call markers kept where the tokenizer counts
         them as special tokens (decoding drops those)."""
         tokenizer = self.policy.tokenizer
@@ -466,7 +466,7 @@ class LocalServer:
         for token in special - {TOOL_CALL_START, TOOL_CALL_END}:
             if token:
                 text = text.replace(token, "")
-        return apply_stop(text, self.policy.stop)[0]
+        return apply_stop(text, self.policy.stop if stop is None else stop)[0]
 
     def _prompt_ids(self, prompt: Any, add_special_tokens: bool) -> list[list[int]]:
         def encode(item: Any) -> list[int]:
