@@ -13,7 +13,8 @@ verifiers, SkyRL, TRL's vLLM client) can sample from and score a local model.
   calls (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``, as Qwen's do) gets
   them parsed into ``message.tool_calls`` with ``finish_reason: "tool_calls"`` (content:
   the text before the first call, ``null`` when none), unless ``tool_choice`` is
-  ``"none"``; other templates' calls stay text.
+  ``"none"``; other templates' calls stay text. No decoding is guided: ``"required"`` or
+  a named function is not enforced, the model's text decides.
 - ``POST /v1/completions``: ``prompt`` as text, token ids, or a list of either (``n``
   choices per prompt, prompt-major); ``echo``, ``logprobs`` (top count, 0..20),
   ``stream``, and the sampling fields above. With ``echo=True, max_tokens=0, logprobs=N``
@@ -34,7 +35,9 @@ verifiers, SkyRL, TRL's vLLM client) can sample from and score a local model.
 
 A request's unset sampling fields take the served spec's values (``hf:...,max_new_tokens
 =16``), not OpenAI's defaults. Log-probs are the model's own (before temperature and
-top-p, as vLLM reports by default), from one forward pass over prompt and completion.
+top-p, as vLLM reports by default), from one forward pass over prompt and completion;
+a token's ``bytes`` are those of its decoded text (a token that ends inside a character
+decodes to U+FFFD).
 Usage counts are exact: the prompt's tokens as the template renders them, and the tokens
 of every choice. Streaming sends the chunks once the generation is done (the model
 decodes the whole answer first): one chunk per token (its text, log-prob and id), then a
