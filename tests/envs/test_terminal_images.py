@@ -9,7 +9,7 @@ import pytest
 
 from agentenvs.core.errors import TaskError
 from agentenvs.envs.terminal.data import analyse_dockerfile, expand, load_task
-from agentenvs.envs.terminal.env import read_rewards
+from agentenvs.envs.terminal.verdict import read_rewards
 from agentenvs.envs.terminal.images import (
     DEFAULT_IMAGE_MAP,
     UnprovidableError,

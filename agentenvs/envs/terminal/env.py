@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
-import math
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,23 +16,19 @@ from agentenvs.core.errors import Fault, SandboxError, TaskError
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
-from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
+from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
+from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox.base import Limits
 
 RUNTIMES = ("local", "docker")
-#: what a sandbox failure raises: the runtime's own errors, and failed engine requests and
-#: connections (the Docker SDK's errors are OSErrors); each is judged by ``faults``
-SANDBOX_FAILURES = (SandboxError, OSError)
-#: where the offline stand-ins note what they could not provide (see offline.LOG)
-OFFLINE_LOG = "/logs/agentenvs-offline.log"
 SYSTEM_PROMPT = (
     "You are an AI assistant solving a task in a Linux terminal. You act only through "
     "shell commands, which run in one persistent bash shell, and you see their output."
 )
 
 
-class TerminalBenchEnv(TextEnv):
+class TerminalBenchEnv(TaskTests, TextEnv):
     """Solve a Terminal-Bench task with shell commands in one persistent shell.
 
     ## Description
@@ -500,248 +494,7 @@ class TerminalBenchEnv(TextEnv):
         return observation, reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- tests
-    def _upload_tests(self, shell: ShellSession) -> None:
-        from agentenvs.envs.terminal.runtime_local import tar_of
-
-        pairs = self._test_pairs()
-        # as Harbor does, stale rewards go first
-        rc, out = shell.control(
-            "rm -rf /tests/* /tests/.[!.]* 2>/dev/null; "
-            "rm -f /logs/verifier/reward.txt /logs/verifier/reward.json; "
-            "mkdir -p /tests /logs/verifier && tar -x -C / --no-same-owner",
-            stdin=tar_of(pairs),
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
-
-    def _test_command(self, shell: ShellSession) -> str:
-        task = self.task
-        limit = task.max_test_timeout_sec
-        script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
-        env = self.runtime().test_environment(task)
-        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
-        return (
-            f"rm -f {OFFLINE_LOG}; cd {shlex.quote(shell.workdir)} && env -i {assigns} "
-            f"timeout -s KILL {limit:g} bash {script} 2>&1"
-        )
-
-    def run_tests(self) -> tuple[dict[str, bool], float | None, str]:
-        """Run the task's tests in the current state: (results, harbor reward, output).
-
-        Named Harbor rewards land in ``self._rewards``; what the offline stand-ins could
-        not provide in ``self._unmet``. A sandbox that can no longer run them (wrecked by
-        the agent) is replaced by a fresh one of the task's image, and the output says so.
-        """
-        task = self.task
-        self._findings, self._stopped = [], 0
-        if self._shell is not None:
-            try:
-                if self.grading == "safe":
-                    return self._grade_safe(self._shell)
-                return self._run_tests_in(self._shell, "")
-            except SANDBOX_FAILURES as exc:
-                # the freeze, the grader's session, the engine's diff, the copies in and
-                # out: a fault of any is never a 0; the agent's own doing (its programs,
-                # run by the tests, ending their sandbox) is lost as in a step
-                self._check_fault(exc)
-                self._lose(str(exc))
-                self._findings = []
-        note = (
-            f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
-            "sandbox of the task's image, without the agent's changes]\n"
-        )
-        shell = self._new_session(task)
-        try:
-            self.runtime().starting_state(task, shell)
-            return self._run_tests_in(shell, note)
-        except SANDBOX_FAILURES as exc:
-            self._check_fault(exc)
-            raise
-        finally:
-            if self._shell is not None:
-                shell.close()
-            self._shell = None
-
-    def _test_pairs(self) -> list[tuple[Path, str]]:
-        task = self.task
-        pairs = [(task.tests_dir, "/tests")]
-        if task.layout == "tb1":
-            pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
-        return pairs
-
-    def _grade_safe(self, shell: ShellSession) -> tuple[dict[str, bool], float | None, str]:
-        """Grade as ``grading.py`` says: freeze, check the toolchain, tests in a new session."""
-        from agentenvs.envs.terminal import offline
-        from agentenvs.envs.terminal.runtime_local import tar_of
-
-        task = self.task
-        runtime = self.runtime()
-        frozen = runtime.freeze(task, shell, lambda: self._new_session(task))
-        self._shell = None
-        self._stopped = frozen.stopped
-        env = runtime.test_environment(task)
-        path_dirs = [d for d in env.get("PATH", "").split(":") if d.startswith("/")]
-        if hasattr(frozen, "use_profile"):
-            frozen.use_profile(path_dirs)
-        self._findings = grading_rules.toolchain_findings(
-            frozen.changes,
-            read=frozen.read,
-            test_path=path_dirs,
-            image_commands=frozen.image_commands,
-            tests_dir="/tests",
-            workdir=shell.workdir,
-            protected=(offline.MOUNT,),
-            loader_cache_ok=frozen.loader_cache_ok,
-            ignore=getattr(frozen, "ignore", ()),
-        )
-        if self._findings:
-            try:  # a shell for what may follow (a snapshot); the toolchain is not trusted
-                self._shell = frozen.open()
-            except SandboxError:
-                self._shell = None
-            return {}, None, "[not graded: the agent changed the test toolchain]"
-        grader = self._shell = frozen.open()
-        # what the agent left in the tests' and the verdict's places goes; then the tests
-        wheelhouse = getattr(runtime, "wheelhouse", None)
-        places = "/tests /logs/verifier" + (
-            f" {offline.WHEELHOUSE}" if wheelhouse is not None else ""
-        )
-        rc, out = grader.control(
-            f'for d in {places}; do rm -rf "$d" 2>/dev/null; rm -rf "$d"/* "$d"/.[!.]* '
-            "2>/dev/null; done; [ -L /logs ] && rm -f /logs; "
-            "mkdir -p /tests /logs/verifier && chmod 0755 /tests /logs/verifier"
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot clear the tests' dirs: {out.decode(errors='replace')}")
-        tests = tar_of(self._test_pairs())
-        frozen.put(tests)
-        if wheelhouse is not None and Path(wheelhouse).is_dir():
-            frozen.put(tar_of([(Path(wheelhouse), offline.WHEELHOUSE)]))
-        expected = grading_rules.tar_digests(tests, "tests")
-        found = grading_rules.tar_digests(frozen.archive("/tests"), "tests")
-        if found != expected:
-            changed = sorted(
-                set(found) ^ set(expected)
-                | {k for k in found.keys() & expected.keys() if found[k] != expected[k]}
-            )
-            raise SandboxError(f"the tests changed on their way in: {', '.join(changed[:5])}")
-        hook = getattr(runtime, "before_tests", None)
-        if hook is not None:
-            hook(task)
-        limit = task.max_test_timeout_sec
-        rc, out = grader.control(self._test_command(grader), timeout=limit + 30)
-        output = out.decode("utf-8", errors="replace")
-        if rc is None or rc == 137:
-            output += f"\n[tests timed out after {limit:g} s]"
-        self._stopped += frozen.stop()
-        files = {
-            name: frozen.fetch(path)
-            for name, path in (
-                ("log", OFFLINE_LOG),
-                ("json", "/logs/verifier/reward.json"),
-                ("txt", "/logs/verifier/reward.txt"),
-            )
-        }
-        self._shell = frozen.resume()
-        text = {k: (v or b"").decode("utf-8", errors="replace") for k, v in files.items()}
-        self._findings = grading_rules.summary_findings(output)
-        return self._read_results(output, text["log"], text["json"], text["txt"])
-
-    def _run_tests_in(
-        self, shell: ShellSession, note: str
-    ) -> tuple[dict[str, bool], float | None, str]:
-        task = self.task
-        self._upload_tests(shell)
-        hook = getattr(self.runtime(), "before_tests", None)
-        if hook is not None:
-            hook(task)
-        limit = task.max_test_timeout_sec
-        if task.run_tests_in_same_shell and not note:
-            result = shell.run("export TEST_DIR=/tests; bash /tests/run-tests.sh", limit)
-            output = result.output
-        else:
-            rc, out = shell.control(self._test_command(shell), timeout=limit + 30)
-            output = out.decode("utf-8", errors="replace")
-            if rc is None or rc == 137:
-                output += f"\n[tests timed out after {limit:g} s]"
-        output = note + output
-        rc, out = shell.control(
-            f"cat {OFFLINE_LOG} 2>/dev/null; echo; echo __AE_JSON__; "
-            "cat /logs/verifier/reward.json 2>/dev/null; echo; echo __AE_TXT__; "
-            "cat /logs/verifier/reward.txt 2>/dev/null; exit 0"
-        )
-        if rc != 0:
-            raise SandboxError("cannot read the test results")
-        text = out.decode("utf-8", errors="replace")
-        unmet, _, rest = text.partition("__AE_JSON__")
-        reward_json, _, reward_txt = rest.partition("__AE_TXT__")
-        return self._read_results(output, unmet, reward_json, reward_txt)
-
-    def _read_results(
-        self, output: str, unmet: str, reward_json: str, reward_txt: str
-    ) -> tuple[dict[str, bool], float | None, str]:
-        task = self.task
-        self._unmet = sorted({line.strip() for line in unmet.splitlines() if line.strip()})
-        if self._unmet:
-            output += "\n[offline: could not provide " + "; ".join(self._unmet) + "]"
-        reward: float | None = None
-        self._rewards = {}
-        if task.layout == "harbor":
-            reward, self._rewards, problem = read_rewards(reward_json, reward_txt)
-            if problem:
-                output += f"\n[{problem}: counted as a failure]"
-        try:
-            results = parse_pytest(output)
-        except ParseError:
-            results = {}
-            if reward is None:
-                output += "\n[no pytest summary in the test output: counted as a failure]"
-                reward = -1.0  # marks a parse error: not resolved, score 0
-        return results, reward, output
-
-    def _run_tests(self) -> str:
-        self._results, self._harbor_reward, self._test_output = self.run_tests()
-        self._tested = True
-        passed = sum(self._results.values())
-        lines = [f"Tests: {passed}/{len(self._results)} passed."]
-        if self._findings:
-            lines = [
-                "Not graded (scored 0): the agent changed what grades it:",
-                *(f"- {f}" for f in self._findings),
-            ] + (lines if self._results else [])
-        lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
-        if len(self._rewards) > 1:
-            lines.append("Rewards: " + ", ".join(f"{k}={v:g}" for k, v in self._rewards.items()))
-        elif self._harbor_reward is not None and self._harbor_reward >= 0:
-            lines.append(f"Reward: {self._harbor_reward:g}")
-        if self._unmet:
-            lines.append(
-                "Offline, these could not be provided (the verdict may differ from an "
-                "online run): " + "; ".join(self._unmet)
-            )
-        if self._test_output.startswith("[the sandbox could not run the tests"):
-            lines.append(self._test_output.splitlines()[0])
-        lines.append("Task resolved." if self._success_now() else "Task not resolved.")
-        return "\n".join(lines)
-
-    def _success_now(self) -> bool:
-        if not self._tested or self._findings:
-            return False
-        if self._rewards:
-            return all(v >= 1.0 for v in self._rewards.values())
-        if self._harbor_reward is not None:
-            return self._harbor_reward >= 1.0
-        return is_resolved(self._results)
-
-    def _score_now(self) -> float:
-        if not self._tested or self._findings:
-            return 0.0
-        if self._harbor_reward is not None:
-            return max(self._harbor_reward, 0.0)
-        if not self._results:
-            return 1.0  # resolved officially (see is_resolved)
-        return sum(self._results.values()) / len(self._results)
-
+    # running them and reading their verdict: TaskTests (verdict.py)
     def score_action(self, action: str) -> float:
         """Test pass fraction after ``action`` (tests run even without ``submit``); a
         fault raises :class:`Fault` (the env is then left for a reset, not restored)."""
@@ -1016,39 +769,6 @@ class TerminalBenchEnv(TextEnv):
             self._runtime.close()
             self._runtime = None
         super().close()
-
-
-def read_rewards(reward_json: str, reward_txt: str) -> tuple[float, dict[str, float], str]:
-    """Harbor's verdict: ``reward.json`` first (a number or named numbers), else
-    ``reward.txt``: (reward in [0, 1], or -1 when unusable; named rewards; problem)."""
-    text = reward_json.strip()
-    if text:
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            return -1.0, {}, "reward.json is not valid JSON"
-        values = data if isinstance(data, dict) else {"reward": data}
-        rewards: dict[str, float] = {}
-        for key, value in values.items():
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return -1.0, {}, f"reward.json: {key!r} is not a number"
-            if not math.isfinite(value):
-                return -1.0, {}, f"reward.json: {key!r} is not finite"
-            rewards[str(key)] = float(value)
-        if not rewards:
-            return -1.0, {}, "reward.json holds no reward"
-        mean = sum(rewards.values()) / len(rewards)
-        return min(max(mean, 0.0), 1.0), rewards, ""
-    text = reward_txt.strip()
-    if not text:
-        return -1.0, {}, "no reward file (/logs/verifier/reward.txt or reward.json)"
-    try:
-        value = float(text)
-    except ValueError:
-        return -1.0, {}, "reward.txt is not a number"
-    if not math.isfinite(value):
-        return -1.0, {}, "reward.txt is not finite"
-    return min(max(value, 0.0), 1.0), {}, ""
 
 
 def _check_dir_archive(data: Any, top: str) -> None:

@@ -68,6 +68,9 @@ from typing import Any
 
 from agentenvs.core.errors import INFRASTRUCTURE, UNKNOWN, Fault, SandboxError
 
+#: what a sandbox failure raises: the runtime's own errors, and failed engine requests and
+#: connections (the Docker SDK's errors are OSErrors); each is judged by the rules here
+SANDBOX_FAILURES = (SandboxError, OSError)
 #: the engine's actions on a container that only its API (or the engine itself) takes
 OUTSIDE_ACTIONS = ("stop", "restart", "pause", "destroy")
 #: the container events a verdict reads (exec events are left out: there are many)
