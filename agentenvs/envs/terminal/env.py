@@ -18,6 +18,7 @@ from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
+from agentenvs.envs.terminal.state import check_state
 from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox.base import Limits
 
@@ -637,64 +638,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     restore_rollback: ClassVar[bool] = False
 
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
-        fields = {
-            "tested",
-            "results",
-            "harbor_reward",
-            "rewards",
-            "unmet",
-            "test_output",
-            "last_exit",
-            "last_timed_out",
-            "lost",
-            "findings",
-            "stopped",
-        }
-        if not isinstance(state, dict) or not fields <= set(state):
-            raise ValueError(f"a TerminalBench state is a dict with at least {sorted(fields)}")
-        lost = state["lost"]
-        files = {"files", "cwd", "exports", "dir"}
-        if lost is None and set(state) != fields | files:
-            raise ValueError(f"a TerminalBench state with its sandbox has {sorted(fields | files)}")
-        if lost is not None and (not isinstance(lost, str) or set(state) != fields):
-            raise ValueError(
-                "a TerminalBench state of a lost sandbox has a str 'lost' and no files"
-            )
-        names = ("test_output",) + (("cwd", "exports", "dir") if lost is None else ())
-        for name in names:
-            if not isinstance(state[name], str):
-                raise ValueError(f"{name} must be a str")
-        for name in ("tested", "last_timed_out"):
-            if not isinstance(state[name], bool):
-                raise ValueError(f"{name} must be a bool")
-        results, rewards, unmet = state["results"], state["rewards"], state["unmet"]
-        if not isinstance(results, dict) or not all(
-            isinstance(k, str) and isinstance(v, bool) for k, v in results.items()
-        ):
-            raise ValueError("results must map test names to bools")
-        if not isinstance(rewards, dict) or not all(
-            isinstance(k, str) and isinstance(v, float) for k, v in rewards.items()
-        ):
-            raise ValueError("rewards must map names to floats")
-        if not isinstance(unmet, list) or not all(isinstance(u, str) for u in unmet):
-            raise ValueError("unmet must be a list of str")
-        findings = state["findings"]
-        if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
-            raise ValueError("findings must be a list of str")
-        stopped = state["stopped"]
-        if isinstance(stopped, bool) or not isinstance(stopped, int) or stopped < 0:
-            raise ValueError("stopped must be a non-negative int")
-        reward = state["harbor_reward"]
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-            raise ValueError("harbor_reward must be None or a number")
-        last = state["last_exit"]
-        if last is not None and (isinstance(last, bool) or not isinstance(last, int)):
-            raise ValueError("last_exit must be None or an int")
-        if lost is None:
-            where = state["dir"]
-            if not where.startswith("/") or where.rstrip("/") == "":
-                raise ValueError(f"dir must be an absolute path below /, got {where!r:.80}")
-            _check_dir_archive(state["files"], where.rstrip("/").rsplit("/", 1)[1])
+        check_state(state)
 
     def _set_state(self, state: Any) -> None:
         task = self.task
@@ -769,26 +713,3 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             self._runtime.close()
             self._runtime = None
         super().close()
-
-
-def _check_dir_archive(data: Any, top: str) -> None:
-    """Raise ``ValueError`` unless ``data`` is a whole tar archive of ``top/`` alone."""
-    import io
-    import posixpath
-    import tarfile
-
-    if not isinstance(data, bytes):
-        raise ValueError("files must be the bytes of a tar archive")
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-            for member in archive:
-                name = posixpath.normpath(member.name)
-                if name != top and not name.startswith(f"{top}/"):
-                    raise ValueError(f"the archive holds {member.name!r:.80}, outside {top}/")
-                if member.isfile():
-                    # reading the data checks that the archive is whole up to this member
-                    extracted = archive.extractfile(member)
-                    if extracted is not None and len(extracted.read()) != member.size:
-                        raise ValueError(f"{member.name!r:.80} is cut short")
-    except tarfile.TarError as exc:
-        raise ValueError(f"files is not a readable tar archive: {exc}") from None
