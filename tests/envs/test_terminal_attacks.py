@@ -336,7 +336,7 @@ def test_nothing_left_running_after_an_attack() -> None:
 def test_overlay_changes_equal_the_engines_diff() -> None:
     """The grader reads a container's changes from its overlay upper dir (the engine's own
     diff can walk the whole filesystem); both must list the same changes."""
-    from agentenvs.envs.terminal.runtime_docker import container_changes
+    from agentenvs.envs.terminal.grading_docker import container_changes
 
     env = TerminalBenchEnv(runtime="docker", command_timeout=30)
     try:
