@@ -21,7 +21,7 @@ Containers: a task may write anywhere, so a container serves one episode (or one
 restore) and is removed after it. The next session (a container of the same image with
 the agent's shell already started in it) is opened in the background while the agent
 works, so a reset pays for neither a container start nor an exec. They run as root (the container is the boundary) with no network, only the
-capabilities file-administration tasks need (:data:`CAPABILITIES`), no new privileges,
+capabilities file-administration tasks need (``task_container.CAPABILITIES``), no new privileges,
 memory/pids/CPU limits, and Docker's init to reap orphaned jobs. They carry the labels
 of the docker sandbox backend, so :func:`agentenvs.sandbox.docker.sweep_orphans` removes
 those of dead processes. The agent's shell is a :class:`ShellSession` over one exec.
@@ -39,7 +39,6 @@ from __future__ import annotations
 import atexit
 import os
 import shlex
-import socket
 import threading
 import time
 import uuid
@@ -53,20 +52,20 @@ from agentenvs.envs.terminal import faults, images, offline
 from agentenvs.envs.terminal.data import BASE_IMAGE, DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.grading_docker import DockerFrozen, _read_file
 from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.envs.terminal.task_container import (
+    TASK_LABEL,
+    _ShellProcess,
+    _TaskContainer,
+)
 from agentenvs.sandbox.base import Limits
 from agentenvs.sandbox.docker import (
-    HOST_LABEL,
-    POOL_LABEL,
     DockerProcess,
     _client,
-    _Container,
     _docker_module,
-    _engine_address,
     docker_available,
     sweep_orphans,
 )
 
-TASK_LABEL = "agentenvs.terminal-task"
 #: each runtime's containers carry its own token: its event stream selects them by it
 RUNTIME_LABEL = "agentenvs.terminal-runtime"
 #: what a build or pull error says when the registry could not be reached (the engine's
@@ -88,13 +87,6 @@ REGISTRY_UNREACHABLE = (
 )
 #: what an engine's refusal to start a container says when the image lacks its command
 IMAGE_LACKS = ("executable file not found", "no such file or directory")
-#: root keeps what managing files and its own processes needs (chown, chmod of any
-#: file, reading 000 files, killing jobs, su/setpriv); no raw sockets, mknod, chroot,
-#: or privileged ports
-CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
-#: processes beyond Limits.max_processes: init, sleep, the shell supervisor, the tests
-PIDS_SLACK = 32
-MEMORY_SLACK_MB = 256
 BUILD_TIMEOUT_S = 600
 
 NETWORKS = ("task", "tests-only", "none")
@@ -136,86 +128,6 @@ def offline_default() -> bool | None:
     if value in ("0", "false", "no", "off"):
         return False
     return None
-
-
-class _TaskContainer(_Container):
-    """A started container of a task image, with root as the exec user."""
-
-    def __init__(
-        self,
-        client: Any,
-        limits: Limits,
-        image: str,
-        task_id: str,
-        *,
-        cpus: float = 1.0,
-        network: str = "none",
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
-        self.client = client
-        self.limits = limits
-        self.image = image
-        self.engine_address = _engine_address(client)
-        self.uid = 0
-        self.user = "0:0"
-        mb = 1024 * 1024
-        api = client.api
-        self.network = network
-        host_config = api.create_host_config(
-            network_mode=network,
-            init=True,
-            cap_drop=["ALL"],
-            cap_add=list(CAPABILITIES),
-            security_opt=["no-new-privileges"],
-            mem_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
-            memswap_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
-            pids_limit=limits.max_processes + PIDS_SLACK,
-            nano_cpus=int(cpus * 1e9),
-            ulimits=[
-                {"Name": "nofile", "Soft": limits.max_open_files, "Hard": limits.max_open_files},
-                {"Name": "core", "Soft": 0, "Hard": 0},
-            ],
-            ipc_mode="private",
-        )
-        labels = {
-            POOL_LABEL: str(os.getpid()),
-            HOST_LABEL: socket.gethostname(),
-            TASK_LABEL: task_id,
-            **dict(labels or {}),
-        }
-        #: when it was made (wall clock), and how many kill events this env caused on it
-        self.created = time.time()
-        self.own_kills = 0
-        try:
-            self.id: str = api.create_container(
-                image=image,
-                command=["sleep", "infinity"],
-                user="0:0",
-                network_disabled=network == "none",
-                host_config=host_config,
-                labels=labels,
-            )["Id"]
-        except Exception as exc:
-            raise SandboxError(f"cannot create a container from {image!r}: {exc}") from exc
-        self.short = self.id[:12]
-        self.removed = False
-        self._remove_lock = threading.Lock()
-        try:
-            api.start(self.id)
-        except Exception as exc:
-            self.remove()
-            raise SandboxError(f"cannot start container {self.short}: {exc}") from exc
-
-
-class _ShellProcess(DockerProcess):
-    """The shell supervisor's exec; killing it drops the connection only, since its
-    container is removed right after (a root ``kill -9 -1`` would stop the container)."""
-
-    def kill(self) -> None:
-        ex, self._ex = self._ex, None
-        self._eof = True
-        if ex is not None:
-            ex.close()
 
 
 class DockerRuntime:

@@ -1,0 +1,115 @@
+"""A container of a Terminal-Bench task's image, as the ``docker`` runtime starts it.
+
+It runs as root (the container is the boundary) with only the capabilities that managing
+files and its own processes needs (:data:`CAPABILITIES`), no new privileges,
+memory/pids/CPU limits and Docker's init; it carries the docker sandbox backend's labels
+(so its orphan sweep removes those of dead processes) and the task's id.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox.base import Limits
+from agentenvs.sandbox.docker import (
+    HOST_LABEL,
+    POOL_LABEL,
+    DockerProcess,
+    _Container,
+    _engine_address,
+)
+
+TASK_LABEL = "agentenvs.terminal-task"
+#: root keeps what managing files and its own processes needs (chown, chmod of any
+#: file, reading 000 files, killing jobs, su/setpriv); no raw sockets, mknod, chroot,
+#: or privileged ports
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
+#: processes beyond Limits.max_processes: init, sleep, the shell supervisor, the tests
+PIDS_SLACK = 32
+MEMORY_SLACK_MB = 256
+
+
+class _TaskContainer(_Container):
+    """A started container of a task image, with root as the exec user."""
+
+    def __init__(
+        self,
+        client: Any,
+        limits: Limits,
+        image: str,
+        task_id: str,
+        *,
+        cpus: float = 1.0,
+        network: str = "none",
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self.client = client
+        self.limits = limits
+        self.image = image
+        self.engine_address = _engine_address(client)
+        self.uid = 0
+        self.user = "0:0"
+        mb = 1024 * 1024
+        api = client.api
+        self.network = network
+        host_config = api.create_host_config(
+            network_mode=network,
+            init=True,
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            security_opt=["no-new-privileges"],
+            mem_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
+            memswap_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
+            pids_limit=limits.max_processes + PIDS_SLACK,
+            nano_cpus=int(cpus * 1e9),
+            ulimits=[
+                {"Name": "nofile", "Soft": limits.max_open_files, "Hard": limits.max_open_files},
+                {"Name": "core", "Soft": 0, "Hard": 0},
+            ],
+            ipc_mode="private",
+        )
+        labels = {
+            POOL_LABEL: str(os.getpid()),
+            HOST_LABEL: socket.gethostname(),
+            TASK_LABEL: task_id,
+            **dict(labels or {}),
+        }
+        #: when it was made (wall clock), and how many kill events this env caused on it
+        self.created = time.time()
+        self.own_kills = 0
+        try:
+            self.id: str = api.create_container(
+                image=image,
+                command=["sleep", "infinity"],
+                user="0:0",
+                network_disabled=network == "none",
+                host_config=host_config,
+                labels=labels,
+            )["Id"]
+        except Exception as exc:
+            raise SandboxError(f"cannot create a container from {image!r}: {exc}") from exc
+        self.short = self.id[:12]
+        self.removed = False
+        self._remove_lock = threading.Lock()
+        try:
+            api.start(self.id)
+        except Exception as exc:
+            self.remove()
+            raise SandboxError(f"cannot start container {self.short}: {exc}") from exc
+
+
+class _ShellProcess(DockerProcess):
+    """The shell supervisor's exec; killing it drops the connection only, since its
+    container is removed right after (a root ``kill -9 -1`` would stop the container)."""
+
+    def kill(self) -> None:
+        ex, self._ex = self._ex, None
+        self._eof = True
+        if ex is not None:
+            ex.close()
