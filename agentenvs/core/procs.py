@@ -1,8 +1,13 @@
-"""Processes: whether the owner of a leftover (a container, a database) still lives."""
+"""Processes: whether the owner of a leftover (a container, a database) still lives, and
+the variable through which a worker pool tells its workers their share of the CPUs."""
 
 from __future__ import annotations
 
 import os
+
+#: the environment variable through which a pool tells its workers their share of the
+#: CPUs; model policies set their intra-op threads from it (``HFPolicy``)
+THREADS_ENV = "AGENTENVS_WORKER_THREADS"
 
 
 def pid_alive(pid: int) -> bool:

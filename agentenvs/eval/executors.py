@@ -41,6 +41,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from agentenvs.core.errors import UNKNOWN, AgentEnvsError, Fault, require
+from agentenvs.core.procs import THREADS_ENV
 
 BACKENDS = ("local", "ray")
 
@@ -209,11 +210,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="agentenvs-parent-watch", daemon=True).start()
-
-
-#: the environment variable through which a pool tells its workers their share of the
-#: CPUs; model policies set their intra-op threads from it (``HFPolicy``)
-THREADS_ENV = "AGENTENVS_WORKER_THREADS"
 
 
 def worker_threads(workers: int) -> int:

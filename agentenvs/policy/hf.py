@@ -614,7 +614,7 @@ def set_cpu_threads(threads: int | None = None) -> int:
     tiny model's actions/s drops 10x with 2 threads per worker instead of 1). Returns the
     number of threads in use."""
     torch = require("torch", "hf")
-    from agentenvs.eval.executors import THREADS_ENV
+    from agentenvs.core.procs import THREADS_ENV
 
     wanted = threads if threads is not None else os.environ.get(THREADS_ENV)
     if wanted is not None:
