@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_serve(args: argparse.Namespace) -> int:
     from agentenvs.core.errors import require
 
-    for dep in ("fastapi", "uvicorn", "websockets"):
+    for dep in ("fastapi", "uvicorn", "mcp" if args.protocol == "mcp" else "websockets"):
         require(dep, "server")
     from agentenvs.server.app import ServerConfig, serve
 
@@ -242,6 +242,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         snapshot_bytes=args.snapshot_memory, snapshot_ttl=args.snapshot_ttl or None,
         request_timeout=args.request_timeout or None, stall_timeout=args.stall_timeout or None,
     )
+    if args.protocol == "mcp":
+        from agentenvs.server.mcp import serve_mcp_http, serve_stdio
+
+        if args.transport == "stdio":  # stdout is the protocol's: nothing else is written there
+            serve_stdio(config)
+            return 0
+        serve_mcp_http(
+            config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True)
+        )
+        return 0
     serve(config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True))
     return 0
 

@@ -299,8 +299,24 @@ def add_analysis_parsers(sub: Any) -> None:
         action="store_true",
         help="also continue from ordinary states (error states always)",
     )
-    sv = sub.add_parser("serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol")
+    sv = sub.add_parser(
+        "serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol, or as an MCP server"
+    )
     sv.add_argument("--env", required=True, help="env id, e.g. agentenvs/InterCodeSQL-v0")
+    sv.add_argument(
+        "--protocol",
+        choices=("openenv", "mcp"),
+        default="openenv",
+        help="openenv: OpenEnv's WebSocket sessions (default); mcp: one episode per MCP "
+        "session, the env's actions as tools",
+    )
+    sv.add_argument(
+        "--transport",
+        choices=("http", "stdio"),
+        default="http",
+        help="with --protocol mcp: streamable HTTP at /mcp (default), or stdio (one session, "
+        "for the client that starts the process)",
+    )
     sv.add_argument(
         "--env-kwargs",
         type=json_object,
@@ -550,6 +566,8 @@ def _check_demo(args: argparse.Namespace) -> None:
 def _check_serve(args: argparse.Namespace) -> None:
     if args.max_sessions < 1:
         raise UsageError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    if args.transport == "stdio" and args.protocol != "mcp":
+        raise UsageError("--transport stdio needs --protocol mcp")
     check_env(args.env, args.env_kwargs)
 
 
