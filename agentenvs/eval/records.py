@@ -439,14 +439,19 @@ def token_summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """How often the chat template would have rewritten a token-built prompt, over the
     steps that checked (``drift`` present): ``checked`` steps, ``drifted`` steps, their
     ``rate``, the trajectories with any drift and the first drift seen (task, sample,
-    turn and prompt position); ``recorded``: steps that hold their ids."""
-    checked = drifted = recorded = trajectories = 0
+    turn and prompt position); ``recorded``: steps that hold their ids; ``text_only``: steps
+    recorded with ``tokens: null`` because the policy's sample had no ids (a model server
+    without token extensions), with a ``note`` saying so."""
+    checked = drifted = recorded = text_only = trajectories = 0
     first: dict[str, Any] | None = None
     for record in records:
         any_drift = False
         for turn, step in enumerate(record.get("steps", []), start=1):
             if "tokens" in step:
-                recorded += 1
+                if step["tokens"] is None:
+                    text_only += 1
+                else:
+                    recorded += 1
             if "drift" not in step:
                 continue
             checked += 1
@@ -464,4 +469,13 @@ def token_summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "trajectories_with_drift": trajectories,
         "first_drift": first,
         "recorded": recorded,
+        "text_only": text_only,
+        **(
+            {
+                "note": f"{text_only} step(s) without token ids: the policy's model server "
+                "answered text only (no return_token_ids), so they are scored on text"
+            }
+            if text_only
+            else {}
+        ),
     }

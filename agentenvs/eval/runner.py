@@ -15,6 +15,10 @@ on an env, in one of two modes:
     (``success_checked_at_budget_end``, e.g. Terminal-Bench runs the tests then), so
     success within T is not "first success at a turn <= T" of a longer episode.
 
+Budgets count turns by default; ``budget_unit`` "tokens" or "seconds" makes them budgets of
+completion tokens or wall-clock seconds, enforced by the ``LimitCost`` wrapper under a fixed
+turn cap, with the same mode rules (``agentenvs.eval.budget_units``).
+
 Model policies that return tokens (``sample_tokens``: HF, vLLM, OpenAI-compatible) drive
 the conversation with them (token-in, token-out, see ``agentenvs.policy.tokens``); each
 step of theirs records ``drift`` (where the chat template would have rewritten the
@@ -70,6 +74,13 @@ import agentenvs  # noqa: F401 - registers the env ids and policies in worker pr
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError, Fault
 from agentenvs.core.suggest import did_you_mean
+from agentenvs.eval.budget_units import (
+    charge_step,
+    check_budget_unit,
+    check_unit_fields,
+    reset_options,
+    wrap_env,
+)
 from agentenvs.eval.executors import BACKENDS, Executor, Job, default_chunk_size, make_executor
 from agentenvs.eval.faults import (
     DEFAULT_FAULT_BACKOFF,
@@ -108,6 +119,7 @@ from agentenvs.policy.registry import (
     parse_policy_spec,
     policy_factory,
 )
+from agentenvs.wrappers.cost_budget import BUDGET_USED, STEP_COST, LimitCost
 
 MODES = ("derive", "rerun")
 #: info keys stored per step by default: enough to replay success, score and state groups,
@@ -143,6 +155,13 @@ class EvalConfig:
     info_keys: Sequence[str] = DEFAULT_INFO_KEYS
     #: keep each model step's prompt and sampled token ids and log-probs in its record
     record_tokens: bool = False
+    #: what the budgets count: turns, completion tokens or seconds
+    #: (``agentenvs.eval.budget_units``)
+    budget_unit: str = "turns"
+    #: the turn cap of a token or seconds budget (None: the env's own max_turns)
+    max_turns: int | None = None
+    #: show the agent its token or seconds budget (a turn budget: the env's show_budget)
+    show_budget: bool = False
 
     def __post_init__(self) -> None:
         self.task_ids = tuple(str(t) for t in self.task_ids)
@@ -163,14 +182,23 @@ class EvalConfig:
         self.seed = int(self.seed)
         if "max_turns" in self.env_kwargs:
             raise RunConfigError("set budgets, not env_kwargs['max_turns']: the runner owns it")
+        try:
+            check_unit_fields(self.budget_unit, self.max_turns, self.show_budget)
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from None
+        self.max_turns = None if self.max_turns is None else int(self.max_turns)
+        self.show_budget = bool(self.show_budget)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["task_ids"] = list(self.task_ids)
         data["budgets"] = list(self.budgets)
         data["info_keys"] = list(self.info_keys)
+        # runs from before these options keep their id and resume
         if not self.record_tokens:
-            del data["record_tokens"]  # runs from before the option keep their id and resume
+            del data["record_tokens"]
+        if self.budget_unit == "turns":
+            del data["budget_unit"], data["max_turns"], data["show_budget"]
         return data
 
     @classmethod
@@ -248,7 +276,9 @@ def record_key(record: dict[str, Any]) -> tuple[str, int, int]:
 
 
 def make_env(config: EvalConfig) -> gym.Env:
-    return gym.make(config.env_id, **config.env_kwargs)
+    """The run's env: ``gym.make``, wrapped in ``LimitCost`` for a token or seconds budget."""
+    env = gym.make(config.env_id, **config.env_kwargs)
+    return wrap_env(env, config.budget_unit, config.show_budget)
 
 
 def check_mode(config: EvalConfig, env: gym.Env, policy: Any = None) -> None:
@@ -329,12 +359,20 @@ def run_episode(
     item: WorkItem,
     info_keys: Sequence[str],
     record_tokens: bool = False,
+    max_turns: int | None = None,
 ) -> dict[str, Any]:
     """One trajectory of ``item``: reset with its seed, then one seeded sample per turn
-    (with its tokens, from a policy that has ``sample_tokens``)."""
+    (with its tokens, from a policy that has ``sample_tokens``).
+
+    On an env wrapped in ``LimitCost`` (a token or seconds budget) ``item.budget`` is the
+    cost budget and ``max_turns`` the turn cap (None: the env's own); each step is charged
+    its completion tokens (a ``Sample``'s ids; otherwise the wrapper's text rule) or the
+    policy's seconds, and the record keeps the costs (``agentenvs.eval.budget_units``)."""
+    limit = env if isinstance(env, LimitCost) else None
     first_observation, info = env.reset(
-        seed=item.seed, options={"task_id": item.task_id, "max_turns": item.budget}
+        seed=item.seed, options=reset_options(item.task_id, item.budget, limit, max_turns)
     )
+    first_success_cost: float | None = None
     conversation = Conversation.start(first_observation, info, env=env.unwrapped)
     steps: list[dict[str, Any]] = []
     first_success: int | None = None
@@ -348,6 +386,7 @@ def run_episode(
     while not (terminated or truncated):
         turn += 1
         sample = None
+        started = time.perf_counter()
         try:
             seed = stable_seed(item.seed, "turn", turn)
             if callable(sample_tokens):
@@ -361,10 +400,13 @@ def run_episode(
             error = f"{type(exc).__name__}: {exc}"
             turn -= 1
             break
+        charge_step(limit, time.perf_counter() - started, sample)
         observation, reward, terminated, truncated, info = env.step(action)
         reward_sum += float(reward)
         if first_success is None and info.get(keys.SUCCESS):
             first_success = turn
+            if limit is not None:
+                first_success_cost = info[BUDGET_USED]
         step = {
             "action": action,
             "observation": observation,
@@ -373,10 +415,15 @@ def run_episode(
             "truncated": bool(truncated),
             "info": {k: info[k] for k in info_keys if k in info},
         }
+        if limit is not None:
+            step["cost"] = info[STEP_COST]
         if sample is not None:
             if sample.drift_checked:
                 step["drift"] = sample.drift
-            if record_tokens:
+            if record_tokens and not sample.prompt_ids:
+                step["tokens"] = None  # the model server answered text only
+                context = ()
+            elif record_tokens:
                 step["tokens"] = step_tokens(sample, context)
                 context = (*sample.prompt_ids, *sample.completion_ids)
                 space = space or token_space(sample)
@@ -397,6 +444,9 @@ def run_episode(
         "initial_observation": first_observation,
         "steps": steps,
     }
+    if limit is not None:
+        record.update(budget_unit=limit.unit, cost_used=limit.used,
+                      first_success_cost=first_success_cost)
     if space is not None:
         record["token_space"] = space
     if error is not None:
@@ -451,7 +501,8 @@ class EpisodeWorker:
         if self.env is None:
             self.env = make_env(self.config)
         return run_episode(
-            self.env, self.policy, item, self.config.info_keys, self.config.record_tokens
+            self.env, self.policy, item, self.config.info_keys, self.config.record_tokens,
+            self.config.max_turns,
         )
 
     def _drop_env(self, fault: Fault) -> None:
@@ -605,7 +656,10 @@ def run_pass_at_k_t(
     started = time.perf_counter()
     env = make_env(config)
     try:
-        check_mode(config, env, _policy_for_checks(config.policy))
+        policy = _policy_for_checks(config.policy)
+        check_budget_unit(config.env_id, config.budget_unit, config.mode, config.show_budget,
+                          env, policy, config.policy)  # a BudgetUnitError: one line
+        check_mode(config, env, policy)
         done = prepare_run_dir(config, run_dir)
     finally:
         env.close()
@@ -712,7 +766,7 @@ def _record_faults(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     tokens = token_summary(records)
     manifest = read_manifest(run_dir)
     updated = {**manifest, "faults": summary}
-    if tokens["checked"] or tokens["recorded"]:
+    if tokens["checked"] or tokens["recorded"] or tokens["text_only"]:
         updated["tokens"] = tokens
     if updated != manifest:
         write_json_atomic(run_dir / MANIFEST_NAME, updated)

@@ -5,6 +5,20 @@
   a time; the server renders its own chat template. With a ``seed``, conversation ``c``
   of a call is sent ``derive_seed(seed, c)``: reproducible where the server honours seeds.
   Tools go along with ``tool_choice="none"``, so the model sees them and answers in text.
+- ``sample_tokens``: the same samples as ``Sample``s, with the ids the model was given and
+  drew and their log-probs, where the server has vLLM's token extensions (vLLM's, ``agentenvs
+  serve-model``; see ``agentenvs.policy.openai_tokens``). ``conversation="tokens"`` (the
+  default) with ``tokenizer=`` (the served model's) builds each turn's prompt here, as the
+  ``hf`` policy does (``agentenvs.policy.tokens``: the previous prompt, the sampled ids, the
+  observation's tokens; the drift against the template checked with ``check_drift``), and
+  sends it as token ids to ``/completions`` with ``return_token_ids`` and ``logprobs``
+  (tokens named ``token_id:<id>``). Without a tokenizer, with ``conversation="template"``,
+  or against a server whose ``/completions`` refuses token prompts, it asks
+  ``/chat/completions`` (the server renders its template) for ``return_token_ids`` and
+  ``logprobs`` and records what comes back: the server's prompt ids and the drawn ids. A
+  server without the extensions answers text only: the samples carry no ids, the records
+  no tokens, and ``token_note`` (logged once, and in ``agentenvs eval``'s manifest) says
+  why. ``sample`` returns the texts of ``sample_tokens``.
 - ``score``: ``POST {base_url}/completions`` with the history+action *token ids* as the
   prompt and ``echo=True, logprobs=1, max_tokens=0``, which returns the prompt tokens'
   log-probs (vLLM's server does this; OpenAI's own API does not). Sending ids rather
@@ -48,7 +62,8 @@ built-in defaults serve meanwhile. ``sampling_settings()`` gives the effective v
 where each came from (``agentenvs eval`` keeps them in the run's manifest).
 
 ``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable; none is sent if unset.
-Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,...]``.
+Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,
+conversation=tokens,check_drift=true,...]``.
 """
 
 from __future__ import annotations
@@ -68,16 +83,25 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from agentenvs.core.errors import AgentEnvsError, Fault, require
-from agentenvs.policy.base import ActionScore, Conversation
-from agentenvs.policy.chat import ChatFormatter, PromptTooLongError, apply_stop
+from agentenvs.policy.base import ActionScore, Conversation, Sample
+from agentenvs.policy.chat import ChatFormatter, PromptTooLongError
 from agentenvs.policy.hf import derive_seed
+from agentenvs.policy.openai_tokens import (
+    CHAT_TOKEN_FIELDS,
+    COMPLETION_TOKEN_FIELDS,
+    EXTENSION_FIELDS,
+    DroppedGeneration,
+    answer_choices,
+    end_of_turn_ids,
+    refuses_extensions,
+    served_sample,
+)
+from agentenvs.policy.tokens import CONVERSATION_MODES, TurnPrompts
 
 logger = logging.getLogger(__name__)
 
 #: statuses of the model side's faults (retried, then a ``Fault``): 408, 409, 429, 5xx but 501
 FAULT_STATUS = frozenset({408, 409, 429, *range(500, 600)}) - {501}
-#: finish reasons of a generation the engine did not finish (its text is partial)
-DROPPED_FINISH_REASONS = frozenset({"abort", "error"})
 #: sampling settings where neither the arguments nor the server say otherwise
 DEFAULT_SAMPLING: dict[str, Any] = {"max_tokens": 256, "temperature": 1.0, "top_p": 1.0, "stop": []}
 
@@ -134,9 +158,15 @@ class OpenAICompatPolicy:
         concurrency: int = 8,
         score_batch_size: int = 16,
         chat_template: str | None = None,
+        conversation: str = "tokens",
+        check_drift: bool = True,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        if conversation not in CONVERSATION_MODES:
+            raise ValueError(
+                f"conversation must be one of {CONVERSATION_MODES}, got {conversation!r}"
+            )
         _check_sampling(max_new_tokens, temperature, top_p)
         if float(timeout) <= 0 or int(max_retries) < 0 or int(concurrency) < 1:
             raise ValueError("need timeout > 0, max_retries >= 0 and concurrency >= 1")
@@ -171,6 +201,22 @@ class OpenAICompatPolicy:
         self._tokenizer_source = tokenizer
         self._chat_template = chat_template
         self._formatter: ChatFormatter | None = None
+        self.conversation = conversation
+        self.check_drift = bool(check_drift)
+        self._turns: TurnPrompts | None = None
+        #: whether the server takes the token-extension fields (False once it refused them)
+        self._extensions = True
+        #: whether token prompts go to /completions (False once it refused them)
+        self._token_prompts = conversation == "tokens" and tokenizer is not None
+        self._completions_answered = False
+        #: why samples carry no token ids, where they do not (said once, then kept here)
+        self.token_note: str | None = None
+        if conversation == "tokens" and tokenizer is None:
+            self._note(
+                "conversation='tokens' needs the served model's tokenizer (tokenizer=PATH) to "
+                "build each turn's prompt from ids; without one the server renders its chat "
+                "template every turn, and the samples carry the ids it reports"
+            )
 
     # ------------------------------------------------------------ sampling settings
     def sampling_settings(self) -> dict[str, Any]:
@@ -340,28 +386,149 @@ class OpenAICompatPolicy:
     def sample(
         self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
     ) -> list[list[str]]:
+        return [[s.text for s in row] for row in self.sample_tokens(conversations, n, seed=seed)]
+
+    def sample_tokens(
+        self, conversations: Sequence[Conversation], n: int = 1, *, seed: int | None = None
+    ) -> list[list[Sample]]:
+        """``n`` samples per conversation, with the prompt and drawn ids and log-probs where
+        the server gives them (see the module docstring)."""
         if int(n) < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         count = int(n)
-        payloads = [
-            self._chat_payload(conv, count, seed, c) for c, conv in enumerate(conversations)
-        ]
+        indexed = list(enumerate(conversations))
 
-        def ask(payload: dict[str, Any]) -> list[str]:
-            return self._post("/chat/completions", payload, lambda a: self._texts(a, count))
+        def ask(item: tuple[int, Conversation]) -> list[Sample]:
+            index, conversation = item
+            if self._token_prompts:
+                samples = self._sample_from_ids(conversation, count, seed, index)
+                if samples is not None:
+                    return samples
+            return self._sample_chat(conversation, count, seed, index)
 
-        if len(payloads) <= 1 or self.concurrency == 1:
-            return [ask(p) for p in payloads]
-        with ThreadPoolExecutor(min(self.concurrency, len(payloads))) as pool:
-            return list(pool.map(ask, payloads))
+        if len(indexed) <= 1 or self.concurrency == 1:
+            rows = [ask(item) for item in indexed]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(indexed))) as pool:
+                rows = list(pool.map(ask, indexed))
+        if any(not s.completion_ids for row in rows for s in row):
+            self._note(
+                f"the server at {self.base_url} returned no token ids (it lacks vLLM's "
+                "return_token_ids): its samples are text only and no tokens are recorded"
+            )
+        return rows
 
-    def _chat_payload(
+    @property
+    def turns(self) -> TurnPrompts:
+        """How each turn's prompt ids are built here (``conversation="tokens"``)."""
+        if self._turns is None:
+            formatter = self.formatter
+            self._turns = TurnPrompts(
+                formatter,
+                self.conversation,
+                check_drift=self.check_drift,
+                end_ids=end_of_turn_ids(formatter),
+            )
+        return self._turns
+
+    def _sample_from_ids(
         self, conversation: Conversation, n: int, seed: int | None, index: int
-    ) -> dict[str, Any]:
+    ) -> list[Sample] | None:
+        """The samples of a token prompt built here, from ``/completions`` (``None``: the
+        server refused token prompts before answering any, so chat takes over)."""
+        prompt = self.turns.build(conversation)
+        payload = self._sampling_payload(n, seed, index)
+        payload["prompt"] = list(prompt.ids)
+        turns = self.turns
+
+        def parse(answer: dict[str, Any]) -> list[Sample]:
+            return [
+                served_sample(
+                    choice,
+                    text,
+                    prompt,
+                    None,
+                    chat=False,
+                    tokenizer=turns.formatter.tokenizer,
+                    vocab=turns.formatter.vocab_fingerprint,
+                    stop=self.stop,
+                    end_ids=sorted(turns.end_ids),
+                )
+                for choice, text in self._choices(answer, n, chat=False)
+            ]
+
+        try:
+            samples = self._post_tokens("/completions", payload, COMPLETION_TOKEN_FIELDS, parse)
+        except EndpointError as exc:
+            if self._completions_answered or exc.status not in (400, 404, 405, 422, 501):
+                raise
+            self._token_prompts = False
+            self._note(
+                f"{self.base_url}/completions refused a prompt of token ids ({exc}); the "
+                "server renders its chat template every turn instead"
+            )
+            return None
+        self._completions_answered = True
+        return samples
+
+    def _sample_chat(
+        self, conversation: Conversation, n: int, seed: int | None, index: int
+    ) -> list[Sample]:
+        payload = self._sampling_payload(n, seed, index)
+        payload["messages"] = [dict(m) for m in conversation.messages]
+        if conversation.tools:
+            payload["tools"] = list(conversation.tools)
+            payload["tool_choice"] = "none"
+        formatter = self._formatter_if_any()
+
+        def parse(answer: dict[str, Any]) -> list[Sample]:
+            prompt_ids = answer.get("prompt_token_ids")
+            if not isinstance(prompt_ids, list) or not all(isinstance(i, int) for i in prompt_ids):
+                prompt_ids = None
+            return [
+                served_sample(
+                    choice,
+                    text,
+                    None,
+                    prompt_ids,
+                    chat=True,
+                    tokenizer=None if formatter is None else formatter.tokenizer,
+                    vocab="" if formatter is None else formatter.vocab_fingerprint,
+                    stop=self.stop,
+                    end_ids=(),
+                )
+                for choice, text in self._choices(answer, n, chat=True)
+            ]
+
+        return self._post_tokens("/chat/completions", payload, CHAT_TOKEN_FIELDS, parse)
+
+    def _post_tokens(
+        self,
+        path: str,
+        payload: dict[str, Any],
+        fields: dict[str, Any],
+        parse: Callable[[dict[str, Any]], T],
+    ) -> T:
+        """POST with the token-extension ``fields``; a server that refuses them by name
+        (as OpenAI's refuses unknown arguments) is asked again without, from then on."""
+        if self._extensions:
+            try:
+                return self._post(path, {**payload, **fields}, parse)  # type: ignore[return-value]
+            except EndpointError as exc:
+                if exc.status not in (400, 422) or not refuses_extensions(str(exc)):
+                    raise
+                self._extensions = False
+                self._note(
+                    f"the server at {self.base_url} refused vLLM's token extensions ({exc}): "
+                    "its samples are text only and no tokens are recorded"
+                )
+        plain = {k: v for k, v in payload.items() if k not in EXTENSION_FIELDS}
+        return self._post(path, plain, parse)  # type: ignore[return-value]
+
+    def _sampling_payload(self, n: int, seed: int | None, index: int) -> dict[str, Any]:
         settings = self.sampling_settings()
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in conversation.messages],
             "n": n,
             "temperature": settings["temperature"],
             "top_p": settings["top_p"],
@@ -371,31 +538,28 @@ class OpenAICompatPolicy:
             payload["stop"] = list(settings["stop"])
         if seed is not None:
             payload["seed"] = derive_seed(int(seed), index) % (2**31)  # servers take int32 seeds
-        if conversation.tools:
-            payload["tools"] = list(conversation.tools)
-            payload["tool_choice"] = "none"
         return payload
 
-    def _texts(self, answer: dict[str, Any], n: int) -> list[str]:
+    def _choices(
+        self, answer: dict[str, Any], n: int, *, chat: bool
+    ) -> list[tuple[dict[str, Any], str]]:
         try:
-            choices = sorted(answer["choices"], key=lambda ch: ch.get("index", 0))
-            texts = []
-            for choice in choices:
-                if choice.get("finish_reason") in DROPPED_FINISH_REASONS:
-                    raise _Transient(
-                        f"the engine dropped the generation (finish_reason="
-                        f"{choice['finish_reason']!r}): its text is partial"
-                    )
-                message = choice["message"]
-                text = message.get("content") or ""
-                if message.get("tool_calls"):  # a server that still answered with calls
-                    text += json.dumps(message["tool_calls"])
-                texts.append(apply_stop(text, self.stop)[0])  # in case the server ignored stop
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise EndpointError(f"malformed chat completion: {_short(answer)}") from exc
-        if len(texts) != n:
-            raise EndpointError(f"asked for n={n} samples, the server returned {len(texts)}")
-        return texts
+            return answer_choices(answer, n, chat=chat, stop=self.stop)
+        except DroppedGeneration as exc:
+            raise _Transient(str(exc)) from exc
+        except ValueError as exc:
+            raise EndpointError(str(exc)) from exc
+
+    def _note(self, note: str) -> None:
+        """Say once why the samples carry no (or fewer) token ids."""
+        with self._count_lock:
+            if self.token_note is not None:
+                return
+            self.token_note = note
+        logger.warning("openai policy: %s", note)
+
+    def _formatter_if_any(self) -> ChatFormatter | None:
+        return None if self._tokenizer_source is None else self.formatter
 
     # ------------------------------------------------------------ scoring
     @property
