@@ -420,9 +420,11 @@ def _print(title: str, report: Agreement, seconds: float) -> None:
         print(f"  DIFFERS: {case}")
 
 
-def _time_graders(tasks_path: str, categories: Sequence[str], seed: int) -> None:
+def _time_graders(tasks_path: str, categories: Sequence[str], seed: int, rounds: int = 5) -> None:
     """Replies a second through the env (reset + step) and through bfcl-eval's
-    decoder + checker, on the same sample of replies (300 entries)."""
+    decoder + checker, on the same sample of replies (300 entries): on first sight (a fresh
+    env meets each task: its tools' schema check and prompt included), then steady
+    (the best of ``rounds`` passes, the two graders taking turns)."""
     env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1, rules="official")
     rng = np.random.default_rng(seed)
     tasks = [t for t in env.tasks.values()]
@@ -430,6 +432,9 @@ def _time_graders(tasks_path: str, categories: Sequence[str], seed: int) -> None
     cases = [
         (t, r) for t in (tasks[int(i)] for i in picks) for _, r in single_turn_replies(env, t, rng)
     ]
+    task, reply = cases[0]
+    official_single_turn(reply, task.functions, task.ground_truth, task.category)  # its imports
+    env = BFCLEnv(tasks_path=tasks_path, categories=categories, max_turns=1, rules="official")
 
     def ours() -> None:
         for task, reply in cases:
@@ -440,16 +445,21 @@ def _time_graders(tasks_path: str, categories: Sequence[str], seed: int) -> None
         for task, reply in cases:
             official_single_turn(reply, task.functions, task.ground_truth, task.category)
 
-    rates = {}
-    for name, fn in (("env reset + step", ours), ("bfcl-eval decode + check", theirs)):
+    def rate(fn: Any) -> float:
         start = time.perf_counter()
         fn()
-        rates[name] = len(cases) / (time.perf_counter() - start)
-    ratio = rates["env reset + step"] / rates["bfcl-eval decode + check"]
-    print(
-        f"  speed on {len(cases)} replies: env reset + step {rates['env reset + step']:.0f}/s, "
-        f"bfcl-eval decode + check {rates['bfcl-eval decode + check']:.0f}/s (ratio {ratio:.2f})"
-    )
+        return len(cases) / (time.perf_counter() - start)
+
+    first = {"ours": rate(ours), "theirs": rate(theirs)}
+    steady = {"ours": 0.0, "theirs": 0.0}
+    for _ in range(rounds):
+        steady["ours"] = max(steady["ours"], rate(ours))
+        steady["theirs"] = max(steady["theirs"], rate(theirs))
+    for name, got in (("first sight", first), (f"steady, best of {rounds}", steady)):
+        print(
+            f"  speed on {len(cases)} replies, {name}: env reset + step {got['ours']:.0f}/s, "
+            f"bfcl-eval decode + check {got['theirs']:.0f}/s (ratio {got['ours'] / got['theirs']:.2f})"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -119,11 +119,21 @@ def _fail(error_type: str, *errors: str) -> Verdict:
 
 def language_of(category: str) -> str:
     """``"java"``, ``"javascript"`` or ``"python"``, from the category name."""
-    if category.endswith("javascript"):
-        return "javascript"
-    if category.endswith("java"):
-        return "java"
-    return "python"
+    language = _LANGUAGE_OF.get(category)
+    if language is None:
+        if category.endswith("javascript"):
+            language = "javascript"
+        elif category.endswith("java"):
+            language = "java"
+        else:
+            language = "python"
+        if len(_LANGUAGE_OF) < 1024:  # categories are few; a bound for odd callers
+            _LANGUAGE_OF[category] = language
+    return language
+
+
+#: ``language_of`` memo (category -> language), asked several times per reply graded
+_LANGUAGE_OF: dict[str, str] = {}
 
 
 def is_relevance_category(category: str) -> bool:

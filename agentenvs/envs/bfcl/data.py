@@ -427,11 +427,71 @@ def task_tools(task: BfclTask, *, underscore_to_dot: bool = False) -> list[dict[
 
 
 def check_tool_schemas(tools: Sequence[Mapping[str, Any]]) -> None:
-    """Raise ``jsonschema.SchemaError`` unless every tool's parameters are valid 2020-12."""
-    from jsonschema import Draft202012Validator  # imported here: keep `import agentenvs` light
+    """Raise ``jsonschema.SchemaError`` unless every tool's parameters are valid 2020-12.
 
+    A schema built only of the keywords BFCL's docs convert to, each well formed, is valid
+    at a glance; any other goes through ``jsonschema``'s check against the meta-schema
+    (milliseconds a schema), which alone decides what is invalid and says why.
+    """
     for tool in tools:
-        Draft202012Validator.check_schema(tool["function"]["parameters"])
+        schema = tool["function"]["parameters"]
+        if not plainly_valid_schema(schema):
+            from jsonschema import Draft202012Validator  # here: keep `import agentenvs` light
+
+            Draft202012Validator.check_schema(schema)
+
+
+_SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+#: keywords whose value is a subschema / a map of names to subschemas
+_SUBSCHEMA_KEYS = frozenset({"items", "additionalProperties"})
+_PLAIN_KEYS = frozenset(
+    {"type", "properties", "required", "description", "title", "enum", "default"} | _SUBSCHEMA_KEYS
+)
+
+
+def plainly_valid_schema(schema: Any, depth: int = 0) -> bool:
+    """True when ``schema`` is a valid Draft 2020-12 schema made only of ``type`` (a simple
+    type or a list of distinct ones), ``properties``, ``items``, ``additionalProperties``,
+    ``required`` (distinct names), ``description``/``title`` (text), ``enum`` (a list) and
+    ``default``, as the meta-schema has them. False says only "not plainly": such a schema
+    may still be valid (a keyword outside this set) or not."""
+    if isinstance(schema, bool):
+        return True
+    if type(schema) is not dict or depth > 64 or not schema.keys() <= _PLAIN_KEYS:
+        return False
+    for key, value in schema.items():
+        if key == "type":
+            if type(value) is str:
+                ok = value in _SIMPLE_TYPES
+            else:
+                ok = (
+                    type(value) is list
+                    and len(value) > 0
+                    and all(type(t) is str and t in _SIMPLE_TYPES for t in value)
+                    and len(set(value)) == len(value)
+                )
+        elif key == "properties":
+            ok = type(value) is dict and all(
+                type(name) is str and plainly_valid_schema(sub, depth + 1)
+                for name, sub in value.items()
+            )
+        elif key in _SUBSCHEMA_KEYS:
+            ok = plainly_valid_schema(value, depth + 1)
+        elif key == "required":
+            ok = (
+                type(value) is list
+                and all(type(name) is str for name in value)
+                and len(set(value)) == len(value)
+            )
+        elif key in ("description", "title"):
+            ok = type(value) is str
+        elif key == "enum":
+            ok = type(value) is list
+        else:  # default: any value
+            ok = True
+        if not ok:
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------- the gold reply

@@ -165,10 +165,19 @@ def _decode(text: str, allow_json: bool, language: str, strict: bool = False) ->
     return _decode_syntax(text, language, strict)
 
 
+#: values that hold no others (``_check_size`` counts them without walking them)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _check_size(calls: Sequence[Call]) -> None:
     """Refuse values nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS``."""
     items = 0
     for call in calls:
+        if all(type(v) in _LEAVES for v in call.args.values()):  # the usual case: scalars
+            items += 1 + len(call.args)
+            if items > MAX_ITEMS:
+                raise DecodeError(f"{call.name}: the values hold more than {MAX_ITEMS} items")
+            continue
         stack: list[tuple[Any, int]] = [(call.args, 0)]
         while stack:
             value, depth = stack.pop()
@@ -200,6 +209,9 @@ def _decode_syntax(text: str, language: str, strict: bool = False) -> list[Call]
 
 
 # ------------------------------------------------------------------------- Python syntax
+_SEQUENCE_NODES = (ast.List, ast.Tuple, ast.Set)
+
+
 def _decode_python(text: str, strict: bool = False) -> list[Call]:
     source = text.strip().strip("'")
     try:
@@ -213,7 +225,7 @@ def _decode_python(text: str, strict: bool = False) -> list[Call]:
     built = _Built(strict)
     if isinstance(body, ast.Call):
         return [_resolve_call(body, built)]
-    if isinstance(body, ast.List | ast.Tuple | ast.Set):
+    if isinstance(body, _SEQUENCE_NODES):
         calls = []
         for i, elt in enumerate(body.elts):
             if not isinstance(elt, ast.Call):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import unicodedata
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,16 +80,14 @@ def render_prompt(task: BfclTask) -> str:
     return "\n\n".join(parts)
 
 
+#: Unicode's control characters (category Cc) but tab, newline and carriage return, and
+#: the surrogates (Cs): exactly these code points, as ``unicodedata`` classes them
+_UNREADABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def unreadable(text: str) -> bool:
     """Empty, blank, or holding control characters or lone surrogates: not an answer."""
-    if not text.strip():
-        return True
-    for ch in text:
-        if ch in "\t\n\r":
-            continue
-        if unicodedata.category(ch) in ("Cc", "Cs"):
-            return True
-    return False
+    return not text.strip() or _UNREADABLE.search(text) is not None
 
 
 def reply_text(calls: Sequence[Call], language: str = "python") -> str:
@@ -231,6 +229,7 @@ class BFCLEnv(TextEnv):
         self._task_ids = list(self.tasks)
         self.categories = list(dict.fromkeys(t.category for t in self.tasks.values()))
         self._tools: dict[str, list[dict[str, Any]]] = {}
+        self._prompts: dict[str, str] = {}
         self._verdict: Verdict | None = None
 
     # ---------------------------------------------------------------- task and prompts
@@ -264,11 +263,14 @@ class BFCLEnv(TextEnv):
     def _tools_of(self, task: BfclTask) -> list[dict[str, Any]]:
         if task.id not in self._tools:
             tools = task_tools(task, underscore_to_dot=self.underscore_to_dot)
-            from jsonschema.exceptions import SchemaError
-
             try:
                 check_tool_schemas(tools)
-            except SchemaError as exc:
+            except Exception as exc:
+                # jsonschema is imported only when a schema needs its check
+                from jsonschema.exceptions import SchemaError
+
+                if not isinstance(exc, SchemaError):
+                    raise
                 raise TaskError(
                     task.source, "function", f"not a valid JSON Schema: {exc.message}"
                 ) from None
@@ -277,7 +279,10 @@ class BFCLEnv(TextEnv):
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
         self._verdict = None
-        return render_prompt(self.tasks[task_id])
+        prompt = self._prompts.get(task_id)
+        if prompt is None:  # rendered once per task: the prompt is the task's alone
+            prompt = self._prompts[task_id] = render_prompt(self.tasks[task_id])
+        return prompt
 
     def _reset_info(self) -> dict[str, Any]:
         return {keys.SYSTEM_PROMPT: _INSTRUCTIONS, keys.TOOLS: self.tools()}
