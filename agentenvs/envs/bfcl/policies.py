@@ -11,6 +11,7 @@ import numpy as np
 
 from agentenvs.envs.bfcl.env import BFCLEnv
 from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
+from agentenvs.policy.noisy import NoisyPolicy
 
 
 def _env(conversation: Conversation) -> BFCLEnv:
@@ -27,18 +28,8 @@ class GoldPolicy(ScriptedPolicy):
         return _env(conversation).gold_reply()
 
 
-class NoisyGoldPolicy(GoldPolicy):
+class NoisyGoldPolicy(NoisyPolicy, GoldPolicy):
     """With probability ``error_rate`` replies with a near miss, else with the gold calls."""
 
     name = "bfcl/noisy"
-
-    def __init__(self, error_rate: float = 0.3) -> None:
-        if not 0.0 <= float(error_rate) <= 1.0:
-            raise ValueError(f"error_rate must be in [0, 1], got {error_rate!r}")
-        self.error_rate = float(error_rate)
-
-    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
-        env = _env(conversation)
-        if rng.random() < self.error_rate:
-            return env.error_action(rng)
-        return env.gold_reply()
+    env_type = BFCLEnv

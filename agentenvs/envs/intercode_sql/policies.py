@@ -15,6 +15,7 @@ import numpy as np
 
 from agentenvs.envs.intercode_sql.env import InterCodeSQLEnv
 from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
+from agentenvs.policy.noisy import NoisyPolicy
 
 
 def _env(conversation: Conversation) -> InterCodeSQLEnv:
@@ -36,18 +37,8 @@ class GoldPolicy(ScriptedPolicy):
         return f"```sql\n{env.gold_query}\n```"
 
 
-class NoisyGoldPolicy(GoldPolicy):
+class NoisyGoldPolicy(NoisyPolicy, GoldPolicy):
     """At every turn, a wrong statement with probability ``error_rate``, else gold play."""
 
     name = "intercode_sql/noisy"
-
-    def __init__(self, error_rate: float = 0.3) -> None:
-        if not 0.0 <= float(error_rate) <= 1.0:
-            raise ValueError(f"error_rate must be in [0, 1], got {error_rate!r}")
-        self.error_rate = float(error_rate)
-
-    def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
-        env = _env(conversation)
-        if rng.random() < self.error_rate:
-            return env.error_action(rng)
-        return super().act(conversation, rng)
+    env_type = InterCodeSQLEnv
