@@ -12,14 +12,21 @@ On FrozenLake states met by oracle rollouts (histories of different lengths) it:
    first tokens drawn for one prompt against the probabilities that the scoring path
    gives the 20 most likely tokens (each within 5 standard errors, plus 0.01);
 4. checks that a seeded call, repeated with the same batch, gives the same actions, and
-   that every score is finite and at most 0.
+   that every score is finite and at most 0;
+5. drives ``--conversations`` FrozenLake conversations of ``--turns`` turns token-in,
+   token-out (``sample_tokens``, temperature 1): each turn's prompt must start with the
+   previous turn's prompt and sampled ids, and the log-probs the engine reports for its
+   sampled ids must equal those the HF scoring path gives the same ids (with ``--engine
+   vllm``, an HF copy of the model on the same GPU scores what vLLM drew), within the
+   tolerances of the device's precision (mean and largest difference per token).
 
-It runs the one engine asked for (``hf``: transformers, bf16 on cuda; ``vllm``: one
-offline engine) on one device, and stops each phase early when the ``--time-limit``
-(default 240 s) would be passed, saying so, so a 0.5B-parameter model fits a 5-minute
-slot on one GPU. It fails clearly, with exit status 2 and the reason, when it cannot run:
-no CUDA device (``--device cpu`` runs the HF path on the CPU), no model at the path, or
-the engine's package missing. Exit status 1 if a check fails, 0 when all pass.
+It runs the engine asked for (``hf``: transformers, bf16 on cuda; ``vllm``: one offline
+engine, and the HF scorer for check 5) on one device, and stops each phase early when the
+``--time-limit`` (default 170 s) would be passed, saying so, so a 0.5B-parameter model
+fits in under 3 minutes on one GPU. Without a CUDA device it skips in one line and exit
+status 0 (``--device cpu`` runs the HF path on the CPU); it fails clearly, with exit
+status 2 and the reason, when it cannot run: no model at the path, or the engine's package
+missing. Exit status 1 if a check fails, 0 when all pass.
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ from agentenvs.policy.registry import make_policy
 
 class CannotRun(Exception):
     """The check cannot run here (exit status 2, with the reason)."""
+
+
+class Skipped(Exception):
+    """The check has nothing to run on here: no CUDA device (exit status 0, one line)."""
 
 
 def oracle_states(count: int) -> list[Conversation]:
@@ -75,7 +86,7 @@ def build(args: argparse.Namespace) -> Any:
     except ImportError as exc:
         raise CannotRun(f"torch is not installed ({exc}): pip install 'agentenvs[hf]'") from exc
     if args.device == "cuda" and not torch.cuda.is_available():
-        raise CannotRun(
+        raise Skipped(
             "no CUDA device (torch.cuda.is_available() is False); this is a GPU check "
             "(--device cpu runs the HF path on the CPU)"
         )
@@ -126,7 +137,7 @@ def throughput(policy: Any, states: list[Conversation], samples: int, clock: Clo
     sample_s = 0.0
     step = max(1, min(len(states), 16))
     for start in range(0, len(states), step):
-        if clock.left() < 60:  # keep time for scoring and the checks
+        if clock.left() < 90:  # keep time for scoring and the checks
             print(f"  time limit: sampled {len(actions)} of {len(states)} states")
             break
         began = time.perf_counter()
@@ -139,7 +150,7 @@ def throughput(policy: Any, states: list[Conversation], samples: int, clock: Clo
     score_s = 0.0
     chunk = max(1, samples * 4)
     for start in range(0, len(pairs), chunk):
-        if clock.left() < 30:
+        if clock.left() < 60:
             print(f"  time limit: scored {len(scores)} of {len(pairs)} actions")
             break
         part = pairs[start : start + chunk]
@@ -231,6 +242,84 @@ def sampling_matches_scoring(policy: Any, state: Conversation, draws: int) -> li
     return problems
 
 
+def hf_scorer(policy: Any, args: argparse.Namespace) -> Any:
+    """What scores sampled ids for check 5: the policy itself on the HF engine, else an HF
+    copy of the model on the same device."""
+    if not hasattr(policy, "llm"):
+        return policy
+    return make_policy(f"hf:model={args.model},device={args.device},dtype=bfloat16,"
+                       f"batch_size={args.batch_size}")
+
+
+#: (mean, largest) per-token |sampled - scored| log-prob allowed: float32 on the CPU agrees
+#: to rounding; bf16 kernels (a KV-cache decode against a full forward, vLLM's against HF's)
+#: move log-probs by a few hundredths
+LOGPROB_TOLERANCE = {"cpu": (1e-4, 1e-3), "cuda": (0.05, 0.5)}
+
+
+def tokens_check(policy: Any, scorer: Any, conversations: int, turns: int, device: str,
+                 clock: Clock) -> tuple[dict[str, Any], list[str]]:
+    """Token-in/token-out conversations on FrozenLake, then the sampled log-probs against
+    the scorer's for the same ids: (figures, problems)."""
+    envs = [gym.make("agentenvs/FrozenLake-v0") for _ in range(conversations)]
+    convs = []
+    for seed, env in enumerate(envs):
+        observation, info = env.reset(seed=seed)
+        convs.append(Conversation.start(observation, info, env=env.unwrapped))
+    problems: list[str] = []
+    samples: list[Any] = []
+    chained = broken = 0
+    live = list(range(conversations))
+    for turn in range(1, turns + 1):
+        if not live or clock.left() < 15:
+            if live:
+                print(f"  time limit: {turn - 1} of {turns} turns")
+            break
+        rows = policy.sample_tokens([convs[i] for i in live], 1, seed=100 + turn)
+        still = []
+        for i, (sample,) in zip(live, rows, strict=True):
+            before = convs[i].last_sample()
+            if before is not None:
+                context = (*before.prompt_ids, *before.completion_ids)
+                if sample.prompt_ids[: len(context)] == context and sample.prompt_from == "tokens":
+                    chained += 1
+                else:
+                    broken += 1
+            if not sample.completion_ids or sample.logprobs is None:
+                problems.append(f"turn {turn}: a sample without ids or log-probs")
+            samples.append(sample)
+            observation, _, terminated, truncated, _ = envs[i].step(sample.text)
+            convs[i].add_turn(sample.text, observation, sample)
+            if not (terminated or truncated):
+                still.append(i)
+        live = still
+    for env in envs:
+        env.close()
+    if broken:
+        problems.append(f"{broken} of {chained + broken} later turns' prompts do not start with "
+                        "the previous turn's prompt and sampled ids (not token-in/token-out)")
+    scored = [s for s in samples if s.completion_ids and s.logprobs is not None]
+    differences: list[float] = []
+    for start in range(0, len(scored), 16):
+        part = scored[start : start + 16]
+        values = scorer.token_logprobs([[*s.prompt_ids, *s.completion_ids] for s in part],
+                                       [len(s.prompt_ids) for s in part])
+        for sample, row in zip(part, values, strict=True):
+            differences += [abs(a - b) for a, b in zip(sample.logprobs, row, strict=True)]
+    mean = sum(differences) / len(differences) if differences else float("nan")
+    largest = max(differences, default=float("nan"))
+    figures = {"turns": len(samples), "chained": chained, "tokens": len(differences),
+               "mean": mean, "max": largest, "drifted": sum(s.drift is not None for s in samples)}
+    allowed_mean, allowed_max = LOGPROB_TOLERANCE["cpu" if device == "cpu" else "cuda"]
+    if not differences:
+        problems.append("no sampled log-probs to compare with the scorer's")
+    elif mean > allowed_mean or largest > allowed_max:
+        problems.append(f"sampled log-probs differ from the scored ones: mean {mean:.2e}, "
+                        f"largest {largest:.2e} per token (allowed {allowed_mean:g}, "
+                        f"{allowed_max:g})")
+    return figures, problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a local model directory (weights, tokenizer)")
@@ -243,13 +332,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64, help="HF sequences per forward pass")
     parser.add_argument("--max-model-len", type=int, default=4096, help="vLLM context length")
     parser.add_argument("--cpu-threads", type=int, default=None, help="torch threads on the CPU")
-    parser.add_argument("--time-limit", type=float, default=240.0, help="seconds for the whole check")
+    parser.add_argument("--conversations", type=int, default=8, help="token-in/token-out conversations")
+    parser.add_argument("--turns", type=int, default=4, help="turns of each")
+    parser.add_argument("--time-limit", type=float, default=170.0, help="seconds for the whole check")
     args = parser.parse_args(argv)
     clock = Clock(args.time_limit)
     try:
         started = time.perf_counter()
         policy = build(args)
         load_s = time.perf_counter() - started
+    except Skipped as exc:
+        print(f"gpu_check: skipped: {exc}")
+        return 0
     except CannotRun as exc:
         print(f"gpu_check: cannot run: {exc}", file=sys.stderr)
         return 2
@@ -284,6 +378,18 @@ def main(argv: list[str] | None = None) -> int:
         problems += sampling_matches_scoring(policy, states[-1], args.draws)
     else:
         problems.append("no time left for the sampling-against-scoring check")
+    if clock.left() > 20:
+        scorer = hf_scorer(policy, args)
+        figures, found = tokens_check(policy, scorer, args.conversations, args.turns,
+                                      args.device, clock)
+        print(f"token-in/token-out: {figures['turns']} turns, {figures['chained']} later turns "
+              f"built from the previous ids ({figures['drifted']} where the template would "
+              f"differ); sampled vs scored log-probs over {figures['tokens']} tokens: mean "
+              f"{figures['mean']:.2e}, largest {figures['max']:.2e}"
+              f"{' (HF scorer)' if scorer is not policy else ''}")
+        problems += found
+    else:
+        problems.append("no time left for the token-in/token-out check")
     total = args.time_limit - clock.left()
     print(f"checks done in {total:.1f} s")
     for problem in problems:
