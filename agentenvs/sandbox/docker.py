@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
 from agentenvs.sandbox import faults
+from agentenvs.sandbox._case_results import case_run, unanswered
 from agentenvs.sandbox._docker_container import (
     _CLEAN_UID,
     _KILL_ALL,
@@ -544,13 +545,7 @@ class DockerSandbox(Sandbox):
                 if msg is None:
                     break
                 done += 1
-                yield CaseRun(
-                    stdout=msg.get("stdout", ""),
-                    stderr=msg.get("stderr", ""),
-                    value=msg.get("value"),
-                    error=msg.get("error"),
-                    duration_s=float(msg.get("duration_s", 0.0)),
-                )
+                yield case_run(msg)
             if done < len(cases):
                 # the worker ended, went silent or never started: its container stopped,
                 # removed or paused from outside, or an engine that failed, is a fault; a
@@ -587,8 +582,7 @@ class DockerSandbox(Sandbox):
         if not ready:
             why = _decode(bytes(stderr)).strip() or "no answer"
             raise SandboxError(f"the case worker did not start: {why}")
-        for _ in range(done, len(cases)):
-            yield CaseRun(stdout="", error="worker died")
+        yield from unanswered(len(cases) - done)
 
     # -- files
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.sandbox import _files, _leftovers, faults, harness, runtime
+from agentenvs.sandbox._case_results import case_run, unanswered
 from agentenvs.sandbox._local_bwrap import (
     _PATH,
     BWRAP_ENV,
@@ -508,13 +509,7 @@ class LocalSandbox(Sandbox):
                     if fault is not None:
                         raise fault
                     break
-                yield CaseRun(
-                    stdout=msg.get("stdout", ""),
-                    stderr=msg.get("stderr", ""),
-                    value=msg.get("value"),
-                    error=msg.get("error"),
-                    duration_s=float(msg.get("duration_s", 0.0)),
-                )
+                yield case_run(msg)
                 done += 1
             if done == len(cases):
                 # end of input ends the worker; let bwrap end on its own
@@ -522,9 +517,7 @@ class LocalSandbox(Sandbox):
                     proc.stdin.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=1)
-            while done < len(cases):
-                yield CaseRun(stdout="", error="worker died")
-                done += 1
+            yield from unanswered(len(cases) - done)
         finally:
             if reader is not None:
                 reader.close()
