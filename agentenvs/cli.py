@@ -29,6 +29,7 @@ from agentenvs.cli_args import (
     CommandParser,
     add_analysis_parsers,
     add_fault_args,
+    add_plan_parser,
     check_args,
     int_list,
     json_object,
@@ -165,7 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", type=tasks_spec, default="all",
                     help="'all', 'first:N' or a comma list of task ids")
     ev.add_argument("--n", type=positive_int, default=16, help="samples per task (>= the largest K)")
-    ev.add_argument("--budgets", type=int_list, default=[1, 2, 4, 8], help="turn budgets, e.g. 1,2,4,8")
+    ev.add_argument("--budgets", type=int_list, default=[1, 2, 4, 8],
+                    help="budgets in --budget-unit, e.g. 1,2,4,8 turns or 256,512,1024 tokens")
+    ev.add_argument("--budget-unit", choices=("turns", "tokens", "seconds"), default="turns",
+                    help="what the budgets count: turns, completion tokens over the trajectory "
+                    "(a scripted policy: 1 per 4 characters of its actions) or wall-clock "
+                    "seconds (machine-dependent); see docs/comparisons.md")
+    ev.add_argument("--max-turns", type=positive_int, default=None,
+                    help="turn cap of a token or seconds budget (default: the env's own)")
+    ev.add_argument("--show-budget", action="store_true",
+                    help="tell the agent its budget left (turns: the env's show_budget; tokens, "
+                    "seconds: '[N tokens left]'); rerun mode only")
     ev.add_argument("--mode", choices=("rerun", "derive"), default="rerun",
                     help="rerun (default, always valid): one run per budget; derive: one run "
                     "at the largest budget, refused where the policy or env depends on it")
@@ -205,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--n-boot", type=non_negative_int, default=1000, help="bootstrap resamples (0: no CIs)")
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     rp.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    add_plan_parser(sub)
 
     sb = sub.add_parser("sandbox", help="the local sandbox's Python runtime: provision it, show it")
     sb.add_argument("action", choices=("provision", "info"),
@@ -287,6 +299,7 @@ def _run(
     out: Path, env_kwargs: dict[str, Any], workers: int, progress: bool, chunk_size: int | None = None,
     backend: str = "local", address: str | None = None, executor: Any = None,
     faults: dict[str, Any] | None = None, record_tokens: bool = False,
+    budget: dict[str, Any] | None = None,
 ) -> Any:
     from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
 
@@ -300,6 +313,7 @@ def _run(
         seed=seed,
         env_kwargs=env_kwargs,
         record_tokens=record_tokens,
+        **(budget or {}),
     )
     from agentenvs.eval.faults import fault_line
 
@@ -383,18 +397,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace, executor: Any) -> int:
+    env_kwargs, budget = dict(args.env_kwargs), {}
+    if args.budget_unit == "turns" and args.show_budget:
+        env_kwargs["show_budget"] = True  # the env shows its own turn budget
+    elif args.budget_unit != "turns":
+        budget = {"budget_unit": args.budget_unit, "max_turns": args.max_turns,
+                  "show_budget": args.show_budget}
     _run(
         args.env, args.policy, args.tasks, args.n, args.budgets, args.mode, args.seed, args.out,
-        args.env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
+        env_kwargs, _workers_for(args.workers, args.policy), not args.no_progress,
         args.chunk_size, args.backend,
         args.address, faults=_fault_kwargs(args), record_tokens=args.record_tokens,
-        executor=executor,
+        executor=executor, budget=budget,
     )
     print(f"report: agentenvs report {args.out}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from agentenvs.eval.records import read_manifest
     from agentenvs.eval.report import surface_markdown, write_report
 
     result = write_report(
@@ -404,6 +425,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     print((result.out_dir / "passk.md").read_text())
     if result.comparison is not None:
         print(surface_markdown(result.comparison, "second run minus first", signed=True))
+    if result.paired is not None:
+        from agentenvs.eval.paired import paired_markdown
+
+        labels = [str(read_manifest(d)["config"]["policy"]) for d in (args.run_dir, args.compare)]
+        print(paired_markdown(result.paired, *labels))
     print("files:")
     for path in result.files:
         print(f"  {path}")
@@ -560,6 +586,23 @@ def cmd_likelihood(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Tasks x samples per task that a paired comparison needs (``agentenvs.eval.plan``)."""
+    import json
+
+    from agentenvs.eval.plan import make_plan, pilot_from_rates, pilot_from_run, plan_markdown
+
+    pilot = pilot_from_run(args.pilot, args.budgets) if args.pilot else pilot_from_rates(args.rates)
+    samples = args.samples or [pilot.n or 16]
+    plan = make_plan(pilot, delta=args.delta, ks=args.ks, samples=samples, alpha=args.alpha,
+                     power=args.power, metric=args.metric, sims=args.sims, seed=args.seed)
+    print(plan_markdown(plan))
+    if args.json is not None:
+        args.json.write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+        print(f"plan: {args.json}")
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from agentenvs.data.cli import run
 
@@ -610,6 +653,7 @@ COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
     "report": cmd_report,
+    "plan": cmd_plan,
     "demo": cmd_demo,
     "step-quality": cmd_step_quality,
     "error-states": cmd_error_states,

@@ -277,6 +277,51 @@ def _backend_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--address", default=None, help="Ray address with --backend ray")
 
 
+def open_rate(text: str) -> float:
+    """A number strictly between 0 and 1 (a difference, a level, a power)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def rate_list(text: str) -> list[float]:
+    """``0.2,0.5,0.9``: success rates in [0, 1]."""
+    return [rate(v.strip()) for v in text.split(",") if v.strip()] or [rate(text)]
+
+
+def add_plan_parser(sub: Any) -> None:
+    """``agentenvs plan``: tasks x samples a paired comparison needs (agentenvs.eval.plan)."""
+    pl = sub.add_parser(
+        "plan",
+        help="how many tasks x samples per task detect a difference, from a pilot run",
+    )
+    source = pl.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pilot", type=Path, default=None,
+                        help="a pilot run directory: its per-task success rates per budget")
+    source.add_argument("--rates", type=rate_list, default=None,
+                        help="assumed per-task success rates instead, e.g. 0.1,0.4,0.8")
+    pl.add_argument("--delta", type=open_rate, required=True,
+                    help="the true difference to detect, e.g. 0.05 (B's mean minus A's)")
+    pl.add_argument("--alpha", type=open_rate, default=0.05, help="two-sided level")
+    pl.add_argument("--power", type=open_rate, default=0.8, help="power 1 - beta")
+    pl.add_argument("--ks", type=int_list, default=[1, 4], help="K values")
+    pl.add_argument("--budgets", type=int_list, default=None,
+                    help="the pilot's budgets to plan for (default: all of them)")
+    pl.add_argument("--samples", type=int_list, default=None,
+                    help="samples per task to consider, e.g. 4,8,16 (default: the pilot's n, "
+                    "or 16 with --rates)")
+    pl.add_argument("--metric", choices=("pass@k", "pass^k"), default="pass@k",
+                    help="pass@k (at least one of K succeeds) or pass^k (all K succeed)")
+    pl.add_argument("--sims", type=positive_int, default=1000,
+                    help="simulated experiments per task count")
+    pl.add_argument("--seed", type=int, default=0, help="simulation seed")
+    pl.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
+
+
 def add_analysis_parsers(sub: Any) -> None:
     sq = sub.add_parser(
         "step-quality",
@@ -512,6 +557,30 @@ def _check_eval(args: argparse.Namespace) -> None:
     _imports(args)
     check_env(args.env, args.env_kwargs)
     check_policy(args.policy, "--policy", args.env)
+    if args.budget_unit == "turns" and args.max_turns is not None:
+        raise UsageError(
+            "--max-turns is the turn cap of a token or seconds budget; with --budget-unit "
+            "turns, --budgets are the turn budgets"
+        )
+    if args.show_budget and args.mode == "derive":
+        raise UsageError(
+            f"--show-budget tells the agent its {args.budget_unit} left, so a run at the "
+            "largest budget says nothing about smaller ones: use --mode rerun"
+        )
+
+
+def _check_plan(args: argparse.Namespace) -> None:
+    if args.pilot is not None:
+        check_path(args.pilot, "--pilot", manifest=True)
+    elif args.budgets is not None:
+        raise UsageError("--budgets picks a pilot run's budgets; --rates are for one budget")
+    if args.sims < 10:
+        raise UsageError(f"--sims must be at least 10, got {args.sims}")
+    if args.samples is not None and max(args.ks) > max(args.samples):
+        raise UsageError(
+            f"K={max(args.ks)} needs at least that many samples per task; --samples "
+            f"{','.join(map(str, args.samples))} has none"
+        )
 
 
 def _check_report(args: argparse.Namespace) -> None:
@@ -592,6 +661,7 @@ def _check_data(args: argparse.Namespace) -> None:
 CHECKS = {
     "eval": _check_eval,
     "report": _check_report,
+    "plan": _check_plan,
     "demo": _check_demo,
     "step-quality": _check_state_analysis,
     "error-states": _check_state_analysis,

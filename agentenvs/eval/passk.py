@@ -19,6 +19,12 @@ Inputs come in two shapes:
   budget ``budgets[j]``, plus ``n`` (an int, or one int per task: tasks may have
   different sample counts).
 
+Budgets need not be turns: Pass@(K,B) with B in completion tokens or seconds reads the
+cumulative cost at each sample's first success instead of its turn
+(``success_counts_within``; ``agentenvs.eval.budget_units``), and the same estimator
+applies. ``pass_hat_k`` is the other end: pass^k, the chance that all K succeed,
+unbiased as ``C(c, K) / C(n, K)``.
+
 Every surface is indexed ``[k_index, t_index]``. A K larger than a task's n has no
 unbiased estimate: ``pass_at_k`` returns NaN for it, while ``pass_at_k_t`` and
 ``estimate_surface`` raise ``ValueError`` (a mean over tasks with a NaN would be NaN).
@@ -72,6 +78,45 @@ def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> np.ndarray:
         table = survival_table(int(n_value), int(k_arr[mask].max()))
         out[mask] = 1.0 - table[c_arr[mask], k_arr[mask]]
     return out
+
+
+def pass_hat_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> np.ndarray:
+    """pass^k: the unbiased per-task estimate ``C(c, k)/C(n, k)`` of the chance that all k
+    of k samples succeed, broadcast over inputs. NaN where ``k > n``.
+
+    ``C(c, k)/C(n, k)`` is ``survival_table``'s entry for ``n - c`` successes: drawing k
+    successes from c is drawing no failure from ``n - c``.
+    """
+    n_arr, c_arr, k_arr = np.broadcast_arrays(
+        np.asarray(n, dtype=np.int64), np.asarray(c, dtype=np.int64), np.asarray(k, dtype=np.int64)
+    )
+    if np.any(c_arr < 0) or np.any(c_arr > n_arr) or np.any(k_arr < 1):
+        raise ValueError("need 0 <= c <= n and k >= 1")
+    out = np.full(n_arr.shape, np.nan)
+    for n_value in np.unique(n_arr):
+        mask = n_arr == n_value
+        table = survival_table(int(n_value), int(k_arr[mask].max()))
+        out[mask] = table[n_value - c_arr[mask], k_arr[mask]]
+    return out
+
+
+def success_counts_within(first_cost: ArrayLike, budgets: Sequence[float]) -> np.ndarray:
+    """Per task and budget, how many samples first succeeded at a cumulative cost of at
+    most that budget (turns, completion tokens or seconds).
+
+    ``first_cost`` is ``(tasks, n)``: the cumulative cost at each sample's first success,
+    and 0 (or any value <= 0, or NaN) for a sample that never succeeded. Returns
+    ``(tasks, len(budgets))`` ints. With turns it equals ``success_counts``.
+    """
+    costs = np.asarray(first_cost, dtype=np.float64)
+    if costs.ndim != 2:
+        raise ValueError(f"first_cost must be 2-D (tasks, n), got shape {costs.shape}")
+    limits = np.asarray(budgets, dtype=np.float64)
+    if limits.ndim != 1 or limits.size == 0 or not np.all(limits > 0):
+        raise ValueError(f"budgets must be a non-empty list of positive numbers, got {budgets!r}")
+    succeeded = np.nan_to_num(costs, nan=0.0) > 0
+    within = succeeded[:, :, None] & (costs[:, :, None] <= limits[None, None, :])
+    return within.sum(axis=1).astype(np.int64)
 
 
 def success_counts(first_success: ArrayLike, budgets: Sequence[int]) -> np.ndarray:
@@ -260,6 +305,8 @@ class PassSurface:
     n_samples: tuple[int, ...] = ()
     boot: np.ndarray | None = field(default=None, repr=False)
     at_bound: np.ndarray | None = field(default=None, repr=False)
+    #: what the budgets count: turns, tokens or seconds (``agentenvs.eval.budget_units``)
+    unit: str = "turns"
 
     def value(self, k: int, t: int) -> float:
         return float(self.mean[_index(self.ks, k), _index(self.budgets, t)])
@@ -277,6 +324,7 @@ class PassSurface:
             "confidence": self.confidence,
             "n_tasks": self.n_tasks,
             "n_samples": sorted(set(self.n_samples)),
+            "budget_unit": self.unit,
             "ci_unreliable": ci_reliability(self),
         }
 
@@ -307,6 +355,7 @@ def estimate_surface(
     confidence: float = 0.95,
     seed: int = 0,
     keep_boot: bool = False,
+    unit: str = "turns",
 ) -> PassSurface:
     """Mean Pass@(K,T) over tasks with a seeded percentile bootstrap over tasks.
 
@@ -325,6 +374,7 @@ def estimate_surface(
         n_tasks=int(counts_arr.shape[0]),
         n_samples=tuple(int(v) for v in n_arr),
         at_bound=cells_at_bound(counts_arr, n_arr, ks),
+        unit=unit,
     )
     if n_boot > 0:
         weights = bootstrap_weights(counts_arr.shape[0], n_boot, np.random.default_rng(seed))
@@ -348,6 +398,7 @@ def difference_surface(a: PassSurface, b: PassSurface) -> PassSurface:
         n_samples=a.n_samples,
         # both runs without spread there: the paired interval has zero width too
         at_bound=None if a.at_bound is None or b.at_bound is None else a.at_bound & b.at_bound,
+        unit=a.unit,
     )
     if a.boot is not None and b.boot is not None and a.boot.shape == b.boot.shape:
         diff.boot = b.boot - a.boot

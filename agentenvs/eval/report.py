@@ -67,6 +67,12 @@ from typing import Any
 import numpy as np
 
 from agentenvs.eval.faults import fault_line, fault_markdown, read_fault_summary
+from agentenvs.eval.paired import (
+    PairedComparison,
+    budget_label,
+    paired_comparison,
+    paired_markdown,
+)
 from agentenvs.eval.passk import (
     PassSurface,
     ci_reliability,
@@ -112,6 +118,11 @@ class RunData:
     def label(self) -> str:
         return str(self.config["policy"])
 
+    @property
+    def unit(self) -> str:
+        """What the budgets count: turns, tokens or seconds."""
+        return str(self.config.get("budget_unit", "turns"))
+
     def task_ids(self) -> list[str]:
         """Tasks with data, in the config's order."""
         return [t for t in self.config["task_ids"] if self.outcomes.get(t)]
@@ -122,16 +133,20 @@ def load_run(run_dir: str | Path) -> RunData:
     manifest = read_manifest(run_dir)
     data = RunData(run_dir=run_dir, config=manifest["config"])
     derive = data.mode == "derive"
+    # a cost budget: success within B is read off the cumulative cost at first success
+    first = "first_success_turn" if data.unit == "turns" else "first_success_cost"
     records = read_trajectories(run_dir / TRAJECTORIES_NAME)
     data.faults = read_fault_summary(records, run_dir)
     for record in records:
         per_task = data.outcomes.setdefault(str(record["task_id"]), {})
         if derive:
-            per_task[int(record["sample"])] = int(record["first_success_turn"] or 0)
+            per_task[int(record["sample"])] = float(record.get(first) or 0)
         else:
             per_task[(int(record["sample"]), int(record["budget"]))] = bool(record["success"])
-        budget = int(record["budget"])
-        data.longest[budget] = max(data.longest.get(budget, 0), int(record.get("turns") or 0))
+        if data.unit == "turns":
+            budget = int(record["budget"])
+            longest = max(data.longest.get(budget, 0), int(record.get("turns") or 0))
+            data.longest[budget] = longest
         data.n_records += 1
     return data
 
@@ -146,9 +161,10 @@ def success_count_matrix(
     for i, task in enumerate(task_ids):
         outcome = data.outcomes.get(task, {})
         if data.mode == "derive":
-            first = np.fromiter(outcome.values(), dtype=np.int64, count=len(outcome))
+            # the turn (or cumulative cost) of first success; 0: never succeeded
+            first = np.fromiter(outcome.values(), dtype=np.float64, count=len(outcome))
             n[i] = len(first)
-            counts[i] = ((first[:, None] >= 1) & (first[:, None] <= budgets_arr[None, :])).sum(0)
+            counts[i] = ((first[:, None] > 0) & (first[:, None] <= budgets_arr[None, :])).sum(0)
         else:
             by_budget: dict[int, set[int]] = defaultdict(set)
             for sample, budget in outcome:
@@ -187,8 +203,10 @@ def faults_markdown(data: RunData) -> str:
 
 
 def _budget_visible(data: RunData) -> str | None:
-    """Why the run's policy sees its turn budget, or None: the env shows it
-    (``show_budget``) or the policy plans on the turns left (``conditions_on_budget``)."""
+    """Why the run's policy sees its budget, or None: the env shows it (``show_budget``),
+    the cost budget is shown, or the policy plans on the turns left (``conditions_on_budget``)."""
+    if data.unit != "turns":
+        return f"it is shown its {data.unit} left (show_budget)" if data.config.get("show_budget") else None
     if data.config.get("env_kwargs", {}).get("show_budget"):
         return "the env shows it (show_budget=True)"
     try:
@@ -278,6 +296,7 @@ def run_surface(
         seed=seed,
         confidence=confidence,
         keep_boot=keep_boot,
+        unit=data.unit,
     )
 
 
@@ -317,7 +336,7 @@ def surface_markdown(
         f"{surface.n_tasks} tasks, n = {', '.join(map(str, sorted(set(surface.n_samples))))} "
         f"samples per task{ci}.",
         "",
-        "| K \\ T | " + " | ".join(str(t) for t in surface.budgets) + " |",
+        f"| K \\ {budget_label(surface.unit)} | " + " | ".join(str(t) for t in surface.budgets) + " |",
         "|---|" + "---|" * len(surface.budgets),
     ]
     for i, k in enumerate(surface.ks):
@@ -388,6 +407,8 @@ class ReportResult:
     surface: PassSurface
     files: list[Path]
     comparison: PassSurface | None = None
+    #: pass@k and pass^k of both runs, task by task, with verdicts (``agentenvs.eval.paired``)
+    paired: PairedComparison | None = None
 
 
 def _meta(data: RunData) -> dict[str, Any]:
@@ -430,7 +451,8 @@ def write_report(
     data = load_run(run_dir)
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
-    title = f"{data.label} on {data.config['env_id']} ({data.mode} mode)"
+    unit = "" if data.unit == "turns" else f", budgets in {data.unit}"
+    title = f"{data.label} on {data.config['env_id']} ({data.mode} mode{unit})"
     surface = run_surface(data, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
     notes = budget_notes(data)
     files = _write_tables(
@@ -453,6 +475,11 @@ def write_report(
     if other.config["env_id"] != data.config["env_id"]:
         raise ValueError(
             f"cannot compare runs on different envs: {data.config['env_id']} vs {other.config['env_id']}"
+        )
+    if other.unit != data.unit:
+        raise ValueError(
+            f"cannot compare budgets of {data.unit} ({run_dir}) with budgets of {other.unit} "
+            f"({compare}): they count different things"
         )
     differences = config_differences(data.config, other.config)
     if differences and not allow_differences:
@@ -485,6 +512,14 @@ def write_report(
     base = run_surface(data, **common)
     second = run_surface(other, **common)
     diff = difference_surface(base, second)
+    counts_a, n_a = success_count_matrix(data, tasks, budgets)
+    counts_b, n_b = success_count_matrix(other, tasks, budgets)
+    paired = (
+        paired_comparison(counts_a, n_a, counts_b, n_b, grid_ks, budgets, n_boot=n_boot,
+                          seed=seed, confidence=confidence, unit=data.unit)
+        if n_boot > 0
+        else None
+    )
     diff_title = f"{other.label} minus {data.label} on {data.config['env_id']}"
     run_notes = {"first": budget_notes(data, budgets), "second": budget_notes(other, budgets)}
     meta = {
@@ -493,6 +528,7 @@ def write_report(
         "tasks": len(tasks),
         "config_differences": {k: list(v) for k, v in differences.items()},
         "notes": run_notes,
+        "paired": None if paired is None else paired.to_dict(),
     }
     # each run on the grid of the difference: passk.md has the first run on all its tasks
     runs_text = "".join(
@@ -523,7 +559,7 @@ def write_report(
             "The second run minus the first, task by task (a paired bootstrap over the "
             "tasks both runs have); each run's own table on the same grid follows."
         ),
-        extra=runs_text,
+        extra=(paired_markdown(paired, data.label, other.label) if paired else "") + runs_text,
         notes="### Faults\n\n" + notes,
     )
     if plots:
@@ -539,4 +575,5 @@ def write_report(
             )
         )
     result.comparison = diff
+    result.paired = paired
     return result
