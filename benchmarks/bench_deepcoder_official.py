@@ -18,7 +18,7 @@ import time
 
 from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.data import CodeTask, load_tasks, parse_row
-from agentenvs.envs.deepcoder.env import prepare_program
+from agentenvs.envs.deepcoder.lcb import prepare_program
 from agentenvs.sandbox import make_sandbox
 from agentenvs.sandbox.base import Limits, PyCase
 

@@ -709,7 +709,10 @@ def make_rollout_func(
                         with torch.no_grad():
                             gen = model.generate(
                                 input_ids=context, attention_mask=torch.ones_like(context),
-                                do_sample=True, temperature=temperature,
+                                # only the temperature shapes the draw (no top-k of the
+                                # model's generation_config): the logprobs are then those
+                                # the trainer computes for the same ids
+                                do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
                                 max_new_tokens=max(1, min(max_new_tokens, limit - len(ids[a]))),
                                 output_scores=True, return_dict_in_generate=True,
                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,

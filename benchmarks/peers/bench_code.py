@@ -61,7 +61,7 @@ from agentenvs.core.tasks import task_path
 from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.checker import NOT_RUN, judge
 from agentenvs.envs.deepcoder.data import BUNDLED_FILE, WRONG_SOLUTIONS_FILE, CodeTask, parse_row
-from agentenvs.envs.deepcoder.env import prepare_program
+from agentenvs.envs.deepcoder.lcb import prepare_program
 from agentenvs.envs.deepcoder.mutate import mutants
 from agentenvs.sandbox import make_sandbox
 from agentenvs.sandbox.base import Limits, PyCase

@@ -19,12 +19,8 @@ from _services import require_bwrap, require_docker
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.envs.deepcoder.checker import HIDDEN_FAILED_MESSAGE, NO_CODE_MESSAGE
-from agentenvs.envs.deepcoder.env import (
-    RECURSION_PRELUDE,
-    STAR_PRELUDE,
-    DeepCoderMTEnv,
-    prepare_program,
-)
+from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
+from agentenvs.envs.deepcoder.lcb import RECURSION_PRELUDE, STAR_PRELUDE, prepare_program
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import make_policy
 from agentenvs.sandbox.base import CaseRun, FilesSnapshot, PyCase, RunResult, Sandbox
