@@ -287,3 +287,38 @@ def test_the_refusal_is_said_once(tiny_model_dir: Path, caplog: pytest.LogCaptur
     assert "refused vLLM's token extensions" in (policy.token_note or "")
     said = [r for r in caplog.records if "token" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_vllm_shapes_ids_named_in_logprobs_and_stop_strings(tiny_tokenizer: Any) -> None:
+    """vLLM's answers as it shapes them: ids only as ``token_id:N`` log-prob tokens, and a
+    stop string whose tokens it keeps in ``token_ids`` (cut after what the text needs)."""
+    from agentenvs.policy.openai_tokens import choice_tokens, served_sample
+    from agentenvs.policy.tokens import TurnPrompt
+
+    ids = tiny_tokenizer("<answer>Left</answer> STOP here", add_special_tokens=False)["input_ids"]
+    values = [-0.5 - i for i in range(len(ids))]
+    named = {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": values}
+    assert choice_tokens({"text": "x", "logprobs": named}, chat=False) == (ids, values)
+    text = "<answer>Left</answer>"
+    choice = {
+        "text": text,
+        "token_ids": ids,
+        "logprobs": named,
+        "finish_reason": "stop",
+        "stop_reason": " STOP",
+    }
+    sample = served_sample(
+        choice,
+        text,
+        TurnPrompt((1, 2), "template"),
+        None,
+        chat=False,
+        tokenizer=tiny_tokenizer,
+        vocab="v",
+        stop=[" STOP"],
+        end_ids=[2],
+    )
+    kept = len(sample.completion_ids)
+    assert tiny_tokenizer.decode(list(sample.completion_ids)) == text
+    assert sample.completion_ids == tuple(ids[:kept]) and kept < len(ids)
+    assert sample.logprobs == tuple(values[:kept])
