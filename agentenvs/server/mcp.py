@@ -64,9 +64,11 @@ def _result(answer: ToolAnswer) -> Any:
     )
 
 
-def build_server(config: ServerConfig, find: Any) -> Any:
+def build_server(config: ServerConfig, find: Any, busy: Any = None) -> Any:
     """The SDK's low-level ``Server`` for ``config.env_id``; ``find(ctx)`` gives the
-    request's :class:`Episode` (or None: the session is gone)."""
+    request's :class:`Episode` (or None: the session is gone); ``busy(ctx, True)`` and
+    ``busy(ctx, False)``, where given, bracket each tool call (an episode that is stepping
+    is not idle)."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
@@ -91,7 +93,13 @@ def build_server(config: ServerConfig, find: Any) -> Any:
         episode = find(ctx)
         if episode is None:
             return missing()
-        answer, changed = await episode.call(params.name, params.arguments)
+        if busy is not None:
+            busy(ctx, True)
+        try:
+            answer, changed = await episode.call(params.name, params.arguments)
+        finally:
+            if busy is not None:
+                busy(ctx, False)
         if changed:
             with contextlib.suppress(Exception):  # advisory: a client without a stream misses it
                 await ctx.session.send_tool_list_changed()
@@ -177,7 +185,7 @@ class McpSessions:
 
         self.config = config
         self.timeout = config.session_timeout or HTTP_IDLE_TIMEOUT
-        self.server = build_server(config, self.find)
+        self.server = build_server(config, self.find, self._busy)
         self.security = None
         if host in ("127.0.0.1", "localhost", "::1"):  # DNS rebinding: as the SDK does
             self.security = TransportSecuritySettings(
@@ -189,12 +197,30 @@ class McpSessions:
         self.episodes: dict[str, Episode] = {}
         self.envs = 0  # sessions' envs not yet closed
         self._scopes: dict[str, Any] = {}
+        self._calls: dict[str, int] = {}  # tool calls under way, per session
         self._tg: Any = None
 
-    def find(self, ctx: Any) -> Episode | None:
+    def _sid(self, ctx: Any) -> str | None:
         request = getattr(ctx, "request", None)
-        sid = request.headers.get(SESSION_HEADER) if request is not None else None
+        return request.headers.get(SESSION_HEADER) if request is not None else None
+
+    def find(self, ctx: Any) -> Episode | None:
+        sid = self._sid(ctx)
         return self.episodes.get(sid) if sid else None
+
+    def _busy(self, ctx: Any, begin: bool) -> None:
+        """A session is not idle while a tool call of its runs (a slow reset or test run)."""
+        import math
+
+        sid = self._sid(ctx)
+        if sid is None or sid not in self._scopes:
+            return
+        count = self._calls.get(sid, 0) + (1 if begin else -1)
+        self._calls[sid] = count
+        if count > 0:
+            self._scopes[sid].deadline = math.inf
+        else:
+            self._touch(sid)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -212,7 +238,7 @@ class McpSessions:
         import anyio
 
         scope = self._scopes.get(sid)
-        if scope is not None:
+        if scope is not None and not self._calls.get(sid):
             scope.deadline = anyio.current_time() + self.timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -298,6 +324,7 @@ class McpSessions:
                 self.transports.pop(sid, None)
                 self.episodes.pop(sid, None)
                 self._scopes.pop(sid, None)
+                self._calls.pop(sid, None)
                 with anyio.CancelScope(shield=True):
                     try:
                         if not transport.is_terminated:
