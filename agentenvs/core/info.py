@@ -16,6 +16,12 @@ ERROR_INJECTED = "error_injected"
 #: where an env's grading found the agent changed what grades it (a list of str: the
 #: episode then scores 0); Terminal-Bench's safe grading sets it once the tests ran
 GRADING_FINDINGS = "grading_findings"
+#: the exact quality of the step just taken (a float, on step infos only), where an env can
+#: compute one: FrozenLake's oracle advantage ``Q_t(s, a) - V_t(s)`` of the action for the
+#: turns it had, InterCode-SQL's reward of the statement's result, DeepCoder-MT's change in
+#: the test pass rate. Envs that cannot compute one exactly leave the key out. Process
+#: rewards (``agentenvs.integrations.process``) read it; ``state_key`` stays GiGPO's anchor
+STEP_REWARD = "step_reward"
 
 STANDARD_KEYS: tuple[str, ...] = (
     TASK_ID,

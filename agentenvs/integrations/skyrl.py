@@ -9,7 +9,16 @@ the task as the user message), ``env_class``, ``reward_spec`` and ``extra_info``
 the reset's ``task_id``/``seed``/``max_turns``.
 
 Each step's observation comes back as one user message; the reward of a step is the
-env's; ``metadata`` carries the env's info (JSON-safe). The samples of one prompt share
+env's; ``metadata`` carries the env's info (JSON-safe).
+
+BudgetMix: ``skyrl_dataset(..., budgets=[2, 4, 8])`` draws each row's ``max_turns``
+(``agentenvs.integrations.process``); SkyRL samples every completion of a prompt from its
+row, so a group shares the budget, and ``get_metrics`` reports it (``max_turns``).
+Process reward: ``skyrl_dataset(..., process_weight=w)`` puts ``process_weight`` in each
+row's ``extra_info``, and every step's reward becomes the env's plus ``w`` times the step's
+``info["step_reward"]`` (an env that cannot grade steps raises on the first step): the
+per-step rewards SkyRL's step-wise trajectories (``generator.step_wise_trajectories``)
+train on, each step's advantage then coming from its own reward. The samples of one prompt share
 its row (its seed): each env object therefore draws the env's randomness from a stream
 of its own after the common reset, as ``GroupEnv`` does. ``close()`` closes the env
 (shell, sandbox, container, database); a finalizer does it too if SkyRL never calls it.
@@ -43,6 +52,7 @@ from agentenvs.integrations.common import (
     reset_with_retries,
     split_prompt,
 )
+from agentenvs.integrations.process import BudgetSpec, check_process_reward, step_rewards
 
 _instances = itertools.count()
 
@@ -81,6 +91,7 @@ class AgentEnvsTextEnv(BaseTextEnv):
         self.task_id = info.get("task_id")
         self.seed = info.get("seed")
         self.episode_max_turns = info.get("max_turns")
+        self.process_weight = float(info.get("process_weight") or 0.0)
         self._env_kwargs = _plain(env_config)
         self._holder: list[gym.Env | None] = [gym.make(env_id, **self._env_kwargs)]
         self._index = next(_instances)
@@ -143,6 +154,9 @@ class AgentEnvsTextEnv(BaseTextEnv):
             self.close()
             raise
         self.turns += 1
+        if self.process_weight:
+            graded = step_rewards([info], self._where())[0]
+            reward = float(reward) + self.process_weight * graded
         self.total_reward += float(reward)
         done = bool(terminated or truncated)
         self.last_info = json_safe(info)
@@ -161,6 +175,7 @@ class AgentEnvsTextEnv(BaseTextEnv):
             "score": float(self.last_info.get("score") or 0.0),
             "turns": self.turns,
             "return": self.total_reward,
+            "max_turns": self.max_turns,
         }
 
     def close(self) -> None:
@@ -195,16 +210,27 @@ def skyrl_dataset(
     task_ids: Iterable[str] | None = None,
     seeds: Iterable[int] = (0,),
     max_turns: int | None = None,
+    budgets: BudgetSpec | None = None,
+    budget_seed: int = 0,
+    process_weight: float = 0.0,
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
-    """Rows in SkyRL's dataset format, one per (task, seed)."""
+    """Rows in SkyRL's dataset format, one per (task, seed).
+
+    ``budgets``/``budget_seed``: each row's budget drawn as ``task_rows`` draws it
+    (BudgetMix; not with ``max_turns``). ``process_weight``: the weight of the steps'
+    ``info["step_reward"]`` in each step's reward (0: the env's reward alone)."""
     from agentenvs.integrations.trl import task_rows
 
+    check_process_reward(None, process_weight)
     rows = []
-    for row in task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs):
+    for row in task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns,
+                         budgets=budgets, budget_seed=budget_seed, **env_kwargs):
         extra = {"task_id": row["task_id"], "seed": row["seed"]}
-        if max_turns is not None:
-            extra["max_turns"] = max_turns
+        if row.get("max_turns") is not None:
+            extra["max_turns"] = row["max_turns"]
+        if process_weight:
+            extra["process_weight"] = float(process_weight)
         rows.append({
             "data_source": "agentenvs",
             "prompt": row["prompt"],

@@ -59,10 +59,8 @@ faulted).
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import json
-import keyword
 import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -84,6 +82,19 @@ from agentenvs.integrations.common import (
     tool_mode_system_prompt,
     tool_mode_text,
 )
+from agentenvs.integrations.process import (
+    BudgetSpec,
+    budget_drawer,
+    check_process_reward,
+    process_return,
+    step_rewards,
+)
+from agentenvs.integrations.tool_schemas import (
+    ToolParam,
+    make_tool_method,
+    schema_hint,
+    tool_params,
+)
 
 EPISODE_OVER = "The episode is over: no further actions are taken."
 #: what the model is told once its rollout's env has faulted (the rollout is not scored)
@@ -91,137 +102,6 @@ FAULT_NOTICE = (
     "The environment failed (an infrastructure fault, not your doing): this episode is "
     "over and is not scored."
 )
-
-
-# ------------------------------------------------------------------ tools from schemas
-@dataclass(frozen=True)
-class ToolParam:
-    """A Python parameter of a generated tool and the schema name it stands for."""
-
-    name: str  # a valid, non-keyword Python identifier
-    schema_name: str
-    hint: Any
-    description: str
-    required: bool
-
-
-def _python_name(name: str, taken: set[str]) -> str:
-    candidate = re.sub(r"\W", "_", name) or "arg"
-    if candidate[0].isdigit():
-        candidate = "_" + candidate
-    if keyword.iskeyword(candidate) or candidate in ("self",):
-        candidate += "_"
-    while candidate in taken:
-        candidate += "_"
-    taken.add(candidate)
-    return candidate
-
-
-_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
-
-
-def schema_hint(schema: Any) -> Any:
-    """A type hint whose JSON schema (as transformers writes it) matches ``schema``."""
-    if not isinstance(schema, dict):
-        return Any
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum and all(isinstance(v, str | int | float | bool) for v in enum):
-        return Literal[tuple(enum)]  # type: ignore[valid-type]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        hints = [schema_hint({**schema, "type": k}) for k in kind if k != "null"]
-        if not hints:
-            return Any
-        hint = hints[0]
-        for h in hints[1:]:
-            hint = hint | h
-        return hint | None if "null" in kind else hint
-    if kind in _SCALARS:
-        return _SCALARS[kind]
-    if kind == "array":
-        return list[schema_hint(schema.get("items"))] if schema.get("items") else list
-    if kind == "object":
-        return dict[str, Any]
-    return Any
-
-
-def _describe_param(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "A value."
-    text = " ".join(str(schema.get("description") or "").split()) or "A value."
-    if "default" in schema:
-        text += f" (default: {json.dumps(schema['default'])})"
-    nested = {k: schema[k] for k in ("properties", "items") if k in schema and k != "items"}
-    if schema.get("type") == "object" and nested:
-        text += f" Fields: {json.dumps(nested['properties'])}"
-    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
-        items = schema["items"]
-        if items.get("type") == "object" and items.get("properties"):
-            text += f" Each item has fields: {json.dumps(items['properties'])}"
-    return text
-
-
-def tool_params(parameters: Any) -> list[ToolParam]:
-    """The Python parameters of a tool whose arguments follow the JSON schema ``parameters``."""
-    props = (parameters or {}).get("properties") or {}
-    required = set((parameters or {}).get("required") or [])
-    taken: set[str] = set()
-    params = []
-    for schema_name, schema in props.items():
-        params.append(
-            ToolParam(
-                name=_python_name(str(schema_name), taken),
-                schema_name=str(schema_name),
-                hint=schema_hint(schema),
-                description=_describe_param(schema),
-                required=schema_name in required,
-            )
-        )
-    # required parameters first: a Python signature cannot put them after optional ones
-    return sorted(params, key=lambda p: not p.required)
-
-
-def make_tool_method(
-    name: str, description: str, params: Sequence[ToolParam], run: Callable[[Any, dict[str, Any]], str]
-) -> Callable[..., str]:
-    """A function to set on a class as a tool method: TRL reads its name, signature,
-    type hints and Google-style docstring; calling it runs ``run(self, arguments)`` with
-    the arguments under their schema names. Arguments may be passed by name (as TRL passes
-    a model's tool call) or by position, in the signature's order (required first)."""
-    by_python = {p.name: p.schema_name for p in params}
-
-    def tool(self: Any, *args: Any, **kwargs: Any) -> str:
-        if len(args) > len(params):
-            raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
-        for p, value in zip(params, args, strict=False):
-            if p.name in kwargs:
-                raise TypeError(f"{name}() got multiple values for argument {p.name!r}")
-            kwargs[p.name] = value
-        arguments = {by_python.get(k, k): v for k, v in kwargs.items()}
-        return run(self, arguments)
-
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    for p in params:
-        parameters.append(
-            inspect.Parameter(
-                p.name,
-                inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                default=inspect.Parameter.empty if p.required else None,
-                annotation=p.hint,
-            )
-        )
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {**{p.name: p.hint for p in params}, "return": str}
-    tool.__name__ = tool.__qualname__ = name
-    summary = " ".join(description.split()) or name
-    lines = [summary, ""]
-    if params:
-        lines.append("Args:")
-        lines += [f"    {p.name}: {p.description}" for p in params]
-        lines.append("")
-    lines += ["Returns:", "    What the environment answers."]
-    tool.__doc__ = "\n".join(lines)
-    return tool
 
 
 # ------------------------------------------------------------------ the env objects
@@ -250,6 +130,7 @@ class AgentEnvsTRLEnv:
         self._fault: Fault | None = None
         self._calls: list[tuple[str, dict[str, Any]]] = []
         self._steps: list[tuple[str, str, float, bool, bool, dict[str, Any]]] = []
+        self._max_turns: int | None = None
 
     # TRL: reset(**row) returns text appended to the prompt's last user message
     def reset(self, **row: Any) -> str:
@@ -274,6 +155,7 @@ class AgentEnvsTRLEnv:
             return FAULT_NOTICE
         reseed_rollout(self._env(), None if seed is None else int(seed), self._index)
         self._info = info
+        self._max_turns = info.get("max_turns")
         prompt = row.get("prompt")
         env = self._env()
         system, user = split_prompt(observation, info)
@@ -436,7 +318,44 @@ def agentenvs_reward(
     rewards = [env._episode_return() for env in environments]
     faults = [env._fault.kind if env._fault is not None else None for env in environments]
     _log_faults(faults, kwargs)
+    _log_budgets(environments, kwargs)
     return rewards
+
+
+def process_reward_func(how: str = "mean", weight: float = 1.0) -> Callable[..., list[float | None]]:
+    """A TRL reward function like ``agentenvs_reward`` that adds the steps' grades: each
+    rollout's episode return plus ``weight`` times the ``sum`` or ``mean`` (``how``) of its
+    steps' ``info["step_reward"]`` (``process.process_return``); ``None`` where the env
+    faulted. A step without a grade (an env that cannot grade steps) is a ``ValueError``.
+    Its name, which TRL logs, is ``agentenvs_process_reward_<how>``."""
+    check_process_reward(how, weight)
+
+    def reward(prompts: Any = None, completions: Any = None, environments: Any = None,
+               **kwargs: Any) -> list[float | None]:
+        if environments is None:
+            raise ValueError("a process reward reads the rollouts' envs: use it with environment_factory")
+        out: list[float | None] = []
+        for env in environments:
+            episode = env._episode_return()  # grades recorded calls first (a step of its own)
+            if episode is None:
+                out.append(None)
+                continue
+            graded = step_rewards([step[5] for step in env._steps], env._where())
+            out.append(process_return(episode, graded, how=how, weight=weight))
+        _log_faults([e._fault.kind if e._fault is not None else None for e in environments], kwargs)
+        _log_budgets(environments, kwargs)
+        return out
+
+    reward.__name__ = reward.__qualname__ = f"agentenvs_process_reward_{how}"
+    return reward
+
+
+def _log_budgets(environments: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Each rollout's turn budget as the ``agentenvs_max_turns`` column of TRL's completions
+    table, so the records of a BudgetMix run keep it."""
+    log_extra = kwargs.get("log_extra")
+    if callable(log_extra):
+        log_extra("agentenvs_max_turns", [getattr(env, "_max_turns", None) for env in environments])
 
 
 def _log_faults(kinds: Sequence[str | None], kwargs: dict[str, Any]) -> None:
@@ -467,6 +386,8 @@ def task_rows(
     seeds: Iterable[int] = (0,),
     max_turns: int | None = None,
     tools: bool = False,
+    budgets: BudgetSpec | None = None,
+    budget_seed: int = 0,
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """One row per (task, seed), with the system prompt, the task's tools where it has
@@ -479,8 +400,15 @@ def task_rows(
     ``tools``: the system prompt speaks of the env's tools (``tool_mode_system_prompt``),
     as ``for_trl``'s rows do; else of its text actions, as ``make_rollout_func``'s do.
 
+    ``budgets`` (BudgetMix; not with ``max_turns``): each row's ``max_turns`` is drawn
+    from them (a sequence of ints, a mapping ``{budget: weight}`` or ``f(rng)``), seeded by
+    ``budget_seed``, the task id and the seed only (``agentenvs.integrations.process``).
+
     A reset that faults is logged and tried again on a fresh env (``reset_with_retries``);
     one that still faults is raised: a dataset is never built without its rows."""
+    if budgets is not None and max_turns is not None:
+        raise ValueError("give max_turns (one budget) or budgets (one drawn per row), not both")
+    draw = budget_drawer(budgets, budget_seed) if budgets is not None else None
     holder: list[gym.Env | None] = [gym.make(env_id, **env_kwargs)]
     rows = []
 
@@ -494,8 +422,9 @@ def task_rows(
         for task_id in ids:
             for seed in seeds:
                 options: dict[str, Any] = {"task_id": task_id}
-                if max_turns is not None:
-                    options["max_turns"] = max_turns
+                budget = draw(task_id, int(seed)) if draw is not None else max_turns
+                if budget is not None:
+                    options["max_turns"] = budget
                 observation, info = reset_with_retries(
                     functools.partial(lambda s, o: env().reset(seed=s, options=o), int(seed), options),
                     functools.partial(_close_held, holder),
@@ -509,8 +438,8 @@ def task_rows(
                     "task_id": task_id,
                     "seed": int(seed),
                 }
-                if max_turns is not None:
-                    row["max_turns"] = max_turns
+                if budget is not None:
+                    row["max_turns"] = budget
                 if info.get("tools"):
                     row["_tools"] = info["tools"]
                 rows.append(row)
@@ -526,6 +455,10 @@ def for_trl(
     seeds: Iterable[int] = (0,),
     max_turns: int | None = None,
     close_after_episode: bool = True,
+    budgets: BudgetSpec | None = None,
+    budget_seed: int = 0,
+    process_reward: str | None = None,
+    process_weight: float = 1.0,
     **env_kwargs: Any,
 ) -> TRLSetup:
     """Environment factory, task dataset and reward function for ``GRPOTrainer``.
@@ -533,13 +466,23 @@ def for_trl(
     The dataset has one row per (task, seed): ``len(task_ids) * len(seeds)`` rows, all the
     env's tasks when ``task_ids`` is None (``task_rows``): FrozenLake's 38 maps ×
     ``seeds=range(256)`` give 9,728 rows. Its prompts, and everything the tools answer,
-    speak of the tools (``tool_mode_text``)."""
+    speak of the tools (``tool_mode_text``).
+
+    BudgetMix: ``budgets=[2, 4, 8]`` (instead of ``max_turns``) gives each row a budget
+    drawn from them, seeded by ``budget_seed`` (``task_rows``); TRL repeats a row for each
+    completion of its group, so a group shares its budget. ``show_budget=True`` (an env
+    keyword) shows it to the agent. The completions table gets an ``agentenvs_max_turns``
+    column. Process reward: ``process_reward="mean"`` (or ``"sum"``) makes the reward
+    function ``process_reward_func(process_reward, process_weight)``: the return plus the
+    steps' ``info["step_reward"]``, folded."""
     from datasets import Dataset
 
     if is_bfcl_single_turn(env_id):
         env_kwargs.setdefault("underscore_to_dot", True)
+    check_process_reward(process_reward, process_weight)
     rows = task_rows(
-        env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, tools=True, **env_kwargs
+        env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, tools=True, budgets=budgets,
+        budget_seed=budget_seed, **env_kwargs
     )
     factory: Any
     if is_bfcl_single_turn(env_id):
@@ -556,7 +499,10 @@ def for_trl(
         factory = environment_class(env_id, close_after_episode=close_after_episode, **env_kwargs)
     for row in rows:
         row.pop("_tools", None)
-    return TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows)
+    setup = TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows)
+    if process_reward is not None:
+        setup.reward_funcs = [process_reward_func(process_reward, process_weight)]
+    return setup
 
 
 # ------------------------------------------------------------------ rollout_func over GroupEnv
@@ -569,6 +515,9 @@ def reward_from_rollout(
         raise ValueError("reward_from_rollout reads 'env_reward' from make_rollout_func's output")
     faults = kwargs.get("env_fault") or [None] * len(env_reward)
     _log_faults(list(faults), kwargs)
+    budgets = kwargs.get("env_max_turns")
+    if budgets is not None and callable(kwargs.get("log_extra")):
+        kwargs["log_extra"]("agentenvs_max_turns", list(budgets))
     return [None if r is None else float(r) for r in env_reward]
 
 
@@ -609,6 +558,10 @@ def make_rollout_func(
     max_turns: int | None = None,
     max_new_tokens: int = 64,
     temperature: float = 1.0,
+    budgets: BudgetSpec | None = None,
+    budget_seed: int = 0,
+    process_reward: str | None = None,
+    process_weight: float = 1.0,
     **env_kwargs: Any,
 ) -> tuple[Callable[[list[Any], Any], dict[str, Any]], Any]:
     """``(rollout_func, dataset)`` for ``GRPOTrainer(rollout_func=..., train_dataset=dataset,
@@ -629,23 +582,33 @@ def make_rollout_func(
     A group whose reset faults is tried again on a fresh group (``RESET_TRIES`` times); a
     reset that still faults, or a step that faults, ends the group's live rollouts with
     ``env_reward`` ``None`` (rollouts that had already ended keep theirs), logged.
+
+    ``budgets``/``budget_seed`` (BudgetMix) give each row its budget as ``task_rows`` does;
+    rows whose prompts are equal (the budget hidden, one map) take turns, group by group,
+    so every row's budget and seed is played. ``env_max_turns`` holds each rollout's
+    budget (``reward_from_rollout`` logs it as the ``agentenvs_max_turns`` column).
+    ``process_reward="mean"`` or ``"sum"`` makes ``env_reward`` the return plus
+    ``process_weight`` times the fold of the steps' ``info["step_reward"]``.
     """
     import torch
     from datasets import Dataset
 
 
-    rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, **env_kwargs)
+    check_process_reward(process_reward, process_weight)
+    rows = task_rows(env_id, task_ids=task_ids, seeds=seeds, max_turns=max_turns, budgets=budgets,
+                     budget_seed=budget_seed, **env_kwargs)
     probe = gym.make(env_id, **env_kwargs)
-    by_key: dict[str, dict[str, Any]] = {}
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    turn_of: dict[str, int] = {}
     try:
         for row in rows:
             row.pop("_tools", None)
             options = {"task_id": row["task_id"]}
-            if max_turns is not None:
-                options["max_turns"] = max_turns
+            if row.get("max_turns") is not None:
+                options["max_turns"] = row["max_turns"]
             observation, info = probe.reset(seed=row["seed"], options=options)
             row["prompt"][1]["content"] = split_prompt(observation, info)[1]
-            by_key.setdefault(_prompt_key(row["prompt"]), row)
+            by_key.setdefault(_prompt_key(row["prompt"]), []).append(row)
     finally:
         probe.close()
 
@@ -659,7 +622,9 @@ def make_rollout_func(
         limit = int(getattr(trainer.args, "max_completion_length", None) or 256)
         device = next(model.parameters()).device
         out: dict[str, list[Any]] = {
-            k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "env_fault")
+            k: []
+            for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "env_fault",
+                      "env_max_turns")
         }
         i = 0
         while i < len(prompts):
@@ -667,9 +632,11 @@ def make_rollout_func(
             j = i
             while j < len(prompts) and _prompt_key(prompts[j]) == key:
                 j += 1
-            row = by_key.get(key)
-            if row is None:
+            candidates = by_key.get(key)
+            if candidates is None:
                 raise ValueError("a prompt that make_rollout_func's dataset does not hold")
+            row = candidates[turn_of.get(key, 0) % len(candidates)]
+            turn_of[key] = turn_of.get(key, 0) + 1
             options = {"task_id": row["task_id"]}
             if row.get("max_turns") is not None:
                 options["max_turns"] = row["max_turns"]
@@ -686,6 +653,7 @@ def make_rollout_func(
                         out["env_mask"].append([1])
                         out["env_reward"].append(None)
                         out["env_fault"].append(fault.kind)
+                        out["env_max_turns"].append(row.get("max_turns"))
                     i = j
                     continue
                 agents = list(group.possible_agents)
@@ -695,6 +663,7 @@ def make_rollout_func(
                 logps = {a: [] for a in agents}
                 mask = {a: [] for a in agents}
                 total = dict.fromkeys(agents, 0.0)
+                graded: dict[str, list[dict[str, Any]]] = {a: [] for a in agents}
                 faulted: dict[str, str] = {}
                 while group.agents:
                     live = [a for a in group.agents if len(ids[a]) < limit]
@@ -724,13 +693,14 @@ def make_rollout_func(
                         mask[a] += [1] * len(new)
                         actions[a] = tokenizer.decode(new, skip_special_tokens=True).strip()
                     try:
-                        observations, rewards, terms, truncs, _ = group.step(actions)
+                        observations, rewards, terms, truncs, step_infos = group.step(actions)
                     except Fault as fault:
                         log_fault(fault, f"{where}, a step")
                         faulted.update(dict.fromkeys(group.agents, fault.kind))
                         break
                     for a, text in actions.items():
                         total[a] += rewards[a]
+                        graded[a].append(step_infos[a])
                         if terms[a] or truncs[a]:
                             continue
                         # the observation as the template renders the next user turn
@@ -750,8 +720,13 @@ def make_rollout_func(
                     out["completion_ids"].append(ids[a] or [tokenizer.eos_token_id])
                     out["logprobs"].append(logps[a] or [0.0])
                     out["env_mask"].append(mask[a] or [1])
-                    out["env_reward"].append(None if a in faulted else total[a])
+                    reward: float | None = None if a in faulted else total[a]
+                    if reward is not None and process_reward is not None:
+                        folded = step_rewards(graded[a], where)
+                        reward = process_return(reward, folded, how=process_reward, weight=process_weight)
+                    out["env_reward"].append(reward)
                     out["env_fault"].append(faulted.get(a))
+                    out["env_max_turns"].append(row.get("max_turns"))
             finally:
                 slot.close()
             i = j
@@ -770,6 +745,7 @@ __all__ = [
     "for_trl",
     "make_rollout_func",
     "make_tool_method",
+    "process_reward_func",
     "reward_from_rollout",
     "schema_hint",
     "task_rows",

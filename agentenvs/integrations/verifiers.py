@@ -9,7 +9,9 @@ runs it.
 
 - ``AgentEnvsTaskset`` yields one task per (task id, seed): the system prompt as the
   task's ``system_prompt``, the task text as its ``prompt`` (the rules once), and the
-  reset's ``task_id``/``seed``/``max_turns`` in ``info``.
+  reset's ``task_id``/``seed``/``max_turns`` in ``info``. With ``budgets`` (BudgetMix)
+  each task's ``max_turns`` is drawn from them (``agentenvs.integrations.process``); the
+  rollouts of one task share it, and the trace's info records it (``agentenvs_max_turns``; ``None``: the env's own).
 - ``AgentEnvsEnv.run`` resets the env host-side with those, then plays the user: each
   assistant reply is one env action, the observation comes back as the next user turn,
   and the episode ends when the env terminates or truncates. The summed env reward is
@@ -69,6 +71,11 @@ class AgentEnvsConfig(vf.TasksetConfig):
     """One task per (task id, seed)."""
     max_turns: int | None = None
     """Turn budget per episode (default: the env's)."""
+    budgets: list[int] | None = None
+    """BudgetMix: each task's budget drawn from these (not with ``max_turns``); every
+    rollout of a task shares it."""
+    budget_seed: int = 0
+    """Seeds the budgets' draws (with each task's id and seed)."""
 
 
 class AgentEnvsData(vf.TaskData):
@@ -185,6 +192,7 @@ class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
             trace = interaction.trace
             trace.record_reward("agentenvs_reward", outcome["reward"], 1.0)
             trace.info.update({f"agentenvs_{k}": v for k, v in outcome.items() if k != "reward"})
+            trace.info["agentenvs_max_turns"] = task.data.info.get("max_turns")
 
 
 class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
@@ -193,7 +201,8 @@ class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
 
         config = self.config
         rows = task_rows(config.env, task_ids=config.task_ids, seeds=config.seeds,
-                         max_turns=config.max_turns, **config.env_kwargs)
+                         max_turns=config.max_turns, budgets=config.budgets,
+                         budget_seed=config.budget_seed, **config.env_kwargs)
         import gymnasium as gym
 
         holder: list[Any] = [gym.make(config.env, **config.env_kwargs)]
@@ -211,8 +220,8 @@ class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
         try:
             for row in rows:
                 options = {"task_id": row["task_id"]}
-                if config.max_turns is not None:
-                    options["max_turns"] = config.max_turns
+                if row.get("max_turns") is not None:
+                    options["max_turns"] = row["max_turns"]
                 observation, info = reset_with_retries(
                     functools.partial(reset, row["seed"], options),
                     discard,
@@ -227,7 +236,7 @@ class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
                         system_prompt=system or None,
                         info={"env": config.env, "env_kwargs": dict(config.env_kwargs),
                               "task_id": row["task_id"], "seed": row["seed"],
-                              "max_turns": config.max_turns},
+                              "max_turns": row.get("max_turns")},
                     ),
                     config.task,
                 )

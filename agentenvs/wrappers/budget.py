@@ -7,7 +7,7 @@ through ``options["max_turns"]``, which every agentenvs env accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -31,6 +31,34 @@ def _check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+def budget_sampler(
+    budgets: Sequence[int] | Mapping[int, float] | Callable[[np.random.Generator], int],
+    weights: Sequence[float] | None = None,
+) -> Callable[[np.random.Generator], int]:
+    """``f(rng) -> int``: one budget drawn as ``BudgetMix`` draws it, from a sequence of
+    positive ints (uniformly, or by ``weights``), a mapping ``{budget: weight}`` or a
+    callable given the generator (its result checked). Raises on an invalid spec."""
+    if isinstance(budgets, Mapping):
+        if weights is not None:
+            raise ValueError("weights come from the mapping's values: do not pass both")
+        budgets, weights = list(budgets.keys()), list(budgets.values())
+    if callable(budgets):
+        if weights is not None:
+            raise ValueError("weights apply only to a sequence of budgets, not a callable")
+        sampler = budgets
+
+        def checked(rng: np.random.Generator) -> int:
+            value = sampler(rng)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"the budget sampler returned {value!r}, not a positive integer")
+            return int(value)
+
+        return checked
+    values = BudgetMix._check_budgets(budgets)
+    probs = None if weights is None else BudgetMix._check_weights(weights, len(values))
+    return lambda rng: values[int(rng.choice(len(values), p=probs))]
+
+
 class BudgetMix(gym.Wrapper[str, str, str, str]):
     """Sample each episode's turn budget and pass it to the env as ``options["max_turns"]``.
 
@@ -44,6 +72,9 @@ class BudgetMix(gym.Wrapper[str, str, str, str]):
     Seeding: ``reset(seed=s)`` reseeds the wrapper's generator from ``s`` (mixed with
     ``seed`` when that was given), so the same reset seed gives the same budget in any
     process; unseeded resets keep drawing from the same generator.
+
+    ``budget_sampler`` draws the same way outside an env: the trainer integrations use it
+    to give each dataset row (each GRPO group) its budget.
 
     An explicit ``max_turns`` in the caller's ``reset`` options wins over the sample; a
     budget is still drawn, so later episodes get the same budgets either way.

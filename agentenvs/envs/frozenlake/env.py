@@ -13,6 +13,7 @@ import numpy as np
 
 from agentenvs.core.env import TextEnv, Transition, short_repr
 from agentenvs.core.errors import UnknownTaskError
+from agentenvs.core.info import STEP_REWARD
 from agentenvs.envs.frozenlake.maps import (
     MAP_ID_FORMS,
     Rows,
@@ -251,8 +252,12 @@ class FrozenLakeEnv(TextEnv):
     ``last_action`` (the moves of the last valid action, e.g. ``"Left"``, or None) and
     ``last_regret`` (``V(s) - score_action(a)`` for the last valid action ``a`` taken from
     ``s``, from the budget it had: 0 for an optimal move, > 0 for a mistake; 0 after
-    reset; an invalid action leaves both unchanged). ``reset``'s info also has
-    ``system_prompt`` (the rules).
+    reset; an invalid action leaves both unchanged). Every step's info has
+    ``step_reward``, the oracle's advantage of the action for the turns it had:
+    ``score_action(a) - V(s)`` (for one move a turn ``Q_t(s, a) - V_t(s)``, i.e.
+    ``-last_regret``; an invalid action's is ``V_{t-1}(s) - V_t(s)``, the cost of the
+    wasted turn), 0 for an optimal action and negative for a worse one. ``reset``'s info
+    also has ``system_prompt`` (the rules).
 
     ``snapshot()`` holds the state (map, cell, last action and regret, plus the base's
     turn, budget and RNG), a few hundred bytes; not the constructor's settings
@@ -459,14 +464,17 @@ class FrozenLakeEnv(TextEnv):
         view = self._view
         assert view is not None
         moves = parse_moves(action, self.actions_per_turn)
+        moves_left = self._decision_turns() * self.actions_per_turn
         if isinstance(moves, str):
+            # a wasted turn: the value of staying put with one turn fewer, less the value now
+            wasted = view.oracle.value(self._pos, moves_left - self.actions_per_turn)
             return Transition(
                 observation=f"Invalid action: {moves}. {self.action_format()}\n"
                 f"Map:\n{view.grid(self._pos)}",
                 action_valid=False,
+                info={STEP_REWARD: wasted - view.oracle.value(self._pos, moves_left)},
             )
         start = self._pos
-        moves_left = self._decision_turns() * self.actions_per_turn
         cum0, cum1, cum2 = view.model.cumulative
         lines = []
         pos = start
@@ -509,6 +517,7 @@ class FrozenLakeEnv(TextEnv):
             terminated=ended,
             success=reward > 0.0,
             score=reward,
+            info={STEP_REWARD: 0.0 - self._last_regret},
         )
 
     def _decision_turns(self) -> int:

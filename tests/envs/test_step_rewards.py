@@ -1,0 +1,51 @@
+"""``info["step_reward"]``: each env that grades single steps gives the exact grade of the
+step just taken, as its class docstring says; envs that cannot leave the key out."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agentenvs  # noqa: F401 - registers the ids
+from agentenvs.core.info import STEP_REWARD
+
+
+@pytest.mark.parametrize("actions_per_turn", [1, 2])
+def test_frozenlake_step_reward_is_the_oracle_advantage_of_the_action(
+    actions_per_turn: int,
+) -> None:
+    env = gym.make(
+        "agentenvs/FrozenLake-v0", map_name="8x8", max_turns=14, actions_per_turn=actions_per_turn
+    )
+    rng = np.random.default_rng(0)
+    seen = 0
+    for episode in range(6):
+        _, info = env.reset(seed=episode)
+        assert STEP_REWARD not in info  # a grade is of a step, not of a reset
+        done = False
+        while not done:
+            lake = env.unwrapped
+            moves = rng.choice(["Left", "Down", "Right", "Up"], size=actions_per_turn)
+            action = rng.choice([" || ".join(moves), "Jump", "Down"])
+            want = lake.score_action(action) - lake.optimal_success_probability()
+            _, _, terminated, truncated, info = env.step(action)
+            assert info[STEP_REWARD] == pytest.approx(want, abs=1e-12)
+            assert info[STEP_REWARD] <= 1e-12
+            if info["action_valid"] and actions_per_turn == 1:
+                assert info[STEP_REWARD] == pytest.approx(-info["last_regret"], abs=1e-15)
+            seen += info[STEP_REWARD] < 0
+            done = terminated or truncated
+    assert seen  # mistakes were graded below 0
+    if actions_per_turn == 1:  # an optimal move is graded 0
+        env.reset(seed=0)
+        best = ["Left", "Down", "Right", "Up"][int(np.argmax(env.unwrapped.q_values()))]
+        assert env.step(best)[4][STEP_REWARD] == pytest.approx(0.0, abs=1e-12)
+    env.close()
+
+
+def test_envs_that_cannot_grade_a_step_leave_the_key_out() -> None:
+    env = gym.make("agentenvs/BFCLMultiTurn-v0")
+    env.reset(seed=0)
+    assert STEP_REWARD not in env.step("nothing")[4]
+    env.close()
