@@ -354,7 +354,7 @@ def _workers_for(requested: int | None, *policies: str) -> int:
         return requested
     from agentenvs.policy.registry import is_model_policy
 
-    return 1 if any(is_model_policy(p) for p in policies) else _default_workers()
+    return 1 if any(is_model_policy(p) for p in policies if p) else _default_workers()
 
 
 class _ImportingExecutor:
