@@ -81,6 +81,7 @@ from agentenvs.envs.intercode_sql.backends.mysql_databases import (
 )
 from agentenvs.envs.intercode_sql.backends.mysql_server import (
     _acquire_server,
+    _error_text,
     _release_server,
     parse_mysql_url,
     sweep,
@@ -124,13 +125,6 @@ __all__ = [
     "sweep",
     "sweep_orphans",
 ]
-
-
-def _error_text(exc: Exception) -> str:
-    args = getattr(exc, "args", ())
-    if len(args) >= 2 and isinstance(args[1], str):
-        return args[1]
-    return str(exc) or type(exc).__name__
 
 
 class MySQLEpisode(Episode):
@@ -693,7 +687,6 @@ class MySQLBackend(Backend):
         ``case``), on the server's one gold connection (shared by the process's backends,
         each statement under this backend's limits)."""
         server = self.server
-        pymysql = server.pymysql
         if case is None:
             if template not in self._case:
                 self._case[template] = self.table_case(template)
@@ -706,43 +699,7 @@ class MySQLBackend(Backend):
                 comparable=self.comparable,
             )
         )
-        with server.gold_lock, server.guard("gold connection"):
-            conn = server.gold_conn
-            if conn is not None and conn.open:
-                try:  # one that went away while idle (a server restarted) is made anew
-                    conn.ping(reconnect=False)
-                except pymysql.err.MySQLError:
-                    server._close_quietly(conn)
-            if conn is None or not conn.open:
-                server.gold_conn, server.gold_settings = server.connect(), ()
-            with server.gold_conn.cursor() as cur:
-                if server.gold_settings != settings:
-                    for statement in settings:
-                        cur.execute(statement)
-                    server.gold_settings = settings
-                try:
-                    cur.execute(f"USE {_q(template)}")
-                except pymysql.err.MySQLError as exc:
-                    if faults.is_connection_error(exc, pymysql):
-                        raise
-                    # the template or the episode's database is gone: no agent can drop it
-                    raise Fault(
-                        f"the database the gold query runs on is gone: {_error_text(exc)}",
-                        kind="database",
-                        evidence=f"USE {template} failed on the gold connection, which runs "
-                        f"no statement of the agent: {_error_text(exc)}",
-                    ) from exc
-                try:
-                    cur.execute(sql)
-                    if cur.description is None:
-                        return QueryResult(rows=None, rowcount=cur.rowcount)
-                    return QueryResult(
-                        rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
-                    )
-                except pymysql.err.MySQLError as exc:
-                    if faults.is_connection_error(exc, pymysql):
-                        raise
-                    return QueryResult(error=_error_text(exc))
+        return server.run_gold(template, sql, settings)
 
     def translate_gold(self, source: DatabaseSource, gold: str) -> str:
         """The gold query as the server runs it: as written, as InterCode runs it (a gold

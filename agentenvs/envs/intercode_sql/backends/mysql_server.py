@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from agentenvs.core.errors import Fault, ServiceUnavailable, require
 from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
+from agentenvs.envs.intercode_sql.backends.base import QueryResult
 from agentenvs.envs.intercode_sql.backends.mysql_databases import _drop, _q, sweep_orphans
 from agentenvs.envs.intercode_sql.backends.mysql_pool import _Pool
 
@@ -207,6 +208,49 @@ class _Server:
         rows = self.run(sql, args)
         return rows[0][0] if rows else None
 
+    def run_gold(self, db: str, sql: str, settings: tuple[str, ...]) -> QueryResult:
+        """``sql`` on database ``db`` (a template, or an episode's) over the process's one
+        gold connection, made anew when it went away while idle; ``settings`` are the
+        session settings of the asking backend's limits, applied when they changed."""
+        pymysql = self.pymysql
+        with self.gold_lock, self.guard("gold connection"):
+            conn = self.gold_conn
+            if conn is not None and conn.open:
+                try:  # one that went away while idle (a server restarted) is made anew
+                    conn.ping(reconnect=False)
+                except pymysql.err.MySQLError:
+                    self._close_quietly(conn)
+            if conn is None or not conn.open:
+                self.gold_conn, self.gold_settings = self.connect(), ()
+            with self.gold_conn.cursor() as cur:
+                if self.gold_settings != settings:
+                    for statement in settings:
+                        cur.execute(statement)
+                    self.gold_settings = settings
+                try:
+                    cur.execute(f"USE {_q(db)}")
+                except pymysql.err.MySQLError as exc:
+                    if faults.is_connection_error(exc, pymysql):
+                        raise
+                    # the template or the episode's database is gone: no agent can drop it
+                    raise Fault(
+                        f"the database the gold query runs on is gone: {_error_text(exc)}",
+                        kind="database",
+                        evidence=f"USE {db} failed on the gold connection, which runs "
+                        f"no statement of the agent: {_error_text(exc)}",
+                    ) from exc
+                try:
+                    cur.execute(sql)
+                    if cur.description is None:
+                        return QueryResult(rows=None, rowcount=cur.rowcount)
+                    return QueryResult(
+                        rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
+                    )
+                except pymysql.err.MySQLError as exc:
+                    if faults.is_connection_error(exc, pymysql):
+                        raise
+                    return QueryResult(error=_error_text(exc))
+
     def session_settings(
         self, timeout_s: float, max_rows: int, *, comparable: bool = False
     ) -> list[str]:
@@ -222,6 +266,13 @@ class _Server:
             # AVG and division keep SQLite's precision, so floats come out the same
             settings.append("SET SESSION div_precision_increment = 30")
         return settings
+
+
+def _error_text(exc: Exception) -> str:
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], str):
+        return args[1]
+    return str(exc) or type(exc).__name__
 
 
 _SERVERS: dict[tuple[int, str], list[Any]] = {}  # (pid, url) -> [server, backends using it]
