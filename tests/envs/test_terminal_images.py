@@ -9,7 +9,6 @@ import pytest
 
 from agentenvs.core.errors import TaskError
 from agentenvs.envs.terminal.data import analyse_dockerfile, expand, load_task
-from agentenvs.envs.terminal.verdict import read_rewards
 from agentenvs.envs.terminal.images import (
     DEFAULT_IMAGE_MAP,
     UnprovidableError,
@@ -19,6 +18,7 @@ from agentenvs.envs.terminal.images import (
     plan_bases,
 )
 from agentenvs.envs.terminal.runtime_docker import network_plan
+from agentenvs.envs.terminal.verdict import read_rewards
 
 REAL = Path(__file__).parent / "terminal_real_fixtures"
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
