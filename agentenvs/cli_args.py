@@ -615,7 +615,7 @@ def _check_likelihood(args: argparse.Namespace) -> None:
 
 
 def _check_demo(args: argparse.Namespace) -> None:
-    from agentenvs.cli import DEMO_SUITES
+    from agentenvs.cli_demo import DEMO_SUITES
 
     if args.envs is not None:
         names = [n.strip() for n in args.envs.split(",") if n.strip()]

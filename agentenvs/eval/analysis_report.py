@@ -46,7 +46,7 @@ def _bar(
 
 def _kind_label(kind: str) -> str:
     """The name of a kind of state, the one the tables use."""
-    from agentenvs.eval.step_quality import KIND_LABELS
+    from agentenvs.eval.printing import KIND_LABELS
 
     return KIND_LABELS.get(kind, kind)
 

@@ -19,6 +19,9 @@ import numpy as np
 
 from agentenvs.eval.passk import PassSurface
 
+#: one name for each kind of state, in every table and figure
+KIND_LABELS = {"ordinary": "ordinary", "self_error": "self-made error", "error": "injected error"}
+
 #: the fewest and the most decimals a table or heat map prints (``decimals_for``)
 MIN_DECIMALS, MAX_DECIMALS = 3, 4
 #: below this a value (a float sum's remainder) counts as 0

@@ -64,7 +64,12 @@ from agentenvs.eval.faults import (
     retry_faults,
 )
 from agentenvs.eval.passk import MIN_TASKS_FOR_CI, bootstrap_weights, percentile_bounds
-from agentenvs.eval.printing import decimals_for, format_number, printed_excludes_zero
+from agentenvs.eval.printing import (
+    KIND_LABELS,
+    decimals_for,
+    format_number,
+    printed_excludes_zero,
+)
 from agentenvs.eval.records import (
     JsonlAppender,
     dumps_line,
@@ -618,7 +623,6 @@ def summarize(
 
 
 #: how each kind of state is named in tables and figures
-KIND_LABELS = {"ordinary": "ordinary", "self_error": "self-made error", "error": "injected error"}
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

@@ -169,12 +169,16 @@ def check_policy_spec(spec: str, *, env_id: str | None = None, scoring: bool = F
 
 
 def _check_env_of(name: str, env_id: str) -> None:
+    import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
 
-    from agentenvs.envs.lookup import check_env_id, entry_point
-
+    # the env id itself is checked where it is given (agentenvs.envs.lookup, a floor up)
+    spec = gym.registry.get(env_id.rpartition(":")[2].strip())
+    if spec is None or spec.entry_point is None:
+        return
     wanted = load_env_creator(_ENVS[name])
-    actual = entry_point(check_env_id(env_id))
+    target = spec.entry_point
+    actual = load_env_creator(target) if isinstance(target, str) else target
     if not inspect.isclass(actual) or issubclass(actual, wanted):
         return  # a function's env cannot be told before it is built
     fits = [
