@@ -55,6 +55,7 @@ from agentenvs.eval.advantages import Trajectory, gigpo_advantages, grpo_advanta
 from agentenvs.eval.records import stable_seed
 from agentenvs.eval.report import load_run, run_surface
 from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
+from agentenvs.integrations.process import process_return, step_rewards
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import register_policy
 from agentenvs.wrappers import BudgetMix
@@ -172,6 +173,10 @@ class TrainConfig:
     group_size: int  # K rollouts per group
     advantage: str = "gigpo"
     step_weight: float = 1.0
+    #: > 0: each episode's return gains this times the sum (or mean: ``process_how``) of its
+    #: steps' oracle grades (``info["step_reward"]``), as TRL's ``process_reward=`` gives it
+    process_weight: float = 0.0
+    process_how: str = "sum"
     gamma: float = 0.95
     lr: float = 3e-3
     epochs: int = 2
@@ -226,7 +231,15 @@ def collect(
     samples: list[list[tuple[list[np.ndarray], list[int], list[float]]]] = []
     for g, env in enumerate(envs):
         hs = [history[(g, agent)] for agent in env.possible_agents]
-        groups.append([Trajectory.from_steps(h["infos"][0], h["infos"][1:], h["r"]) for h in hs])
+        groups.append([
+            Trajectory.from_steps(
+                h["infos"][0], h["infos"][1:], h["r"],
+                process_return(sum(h["r"]), step_rewards(h["infos"][1:]), how=cfg.process_how,
+                               weight=cfg.process_weight)
+                if cfg.process_weight else None,
+            )
+            for h in hs
+        ])
         samples.append([(h["x"], h["a"], h["logp"]) for h in hs])
     return groups, samples
 

@@ -49,3 +49,28 @@ def test_envs_that_cannot_grade_a_step_leave_the_key_out() -> None:
     env.reset(seed=0)
     assert STEP_REWARD not in env.step("nothing")[4]
     env.close()
+
+
+@pytest.mark.parametrize("try_again", [False, True])
+def test_intercode_step_reward_is_intercodes_reward_of_each_result(try_again: bool) -> None:
+    env = gym.make("agentenvs/InterCodeSQL-v0", try_again=try_again)
+    _, info = env.reset(seed=5)
+    lake = env.unwrapped
+    gold = lake.gold_query
+    table = next(iter(info["schema"]))
+    for action, want in (
+        ("```sql\nSELECT 1 WHERE 0\n```", None),
+        (f"```sql\nSELECT * FROM {table}\n```", None),
+        ("```sql\n\n```", 0.0),  # invalid: no result set
+        (f"```sql\n{gold}\n```", 1.0),
+    ):
+        _, reward, _, _, step = env.step(action)
+        if want is None:  # InterCode's reward of this result, as submitting it would score
+            want = lake.reward_of(lake._last)
+        assert step[STEP_REWARD] == want
+        assert reward == (want if try_again and step["action_valid"] else 0.0)
+        if try_again and want == 1.0:
+            return env.close()
+    _, reward, terminated, _, step = env.step("submit")
+    assert terminated and step[STEP_REWARD] == reward == 1.0
+    env.close()

@@ -15,6 +15,7 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import Fault, SnapshotError, TaskError
+from agentenvs.core.info import STEP_REWARD
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
@@ -243,6 +244,11 @@ class InterCodeSQLEnv(TextEnv):
     once per database and describes the database as the episode began (tables the agent
     creates are not added); each info dict gets its own copy. Steps add ``executed`` (the statement ran
     without error) and ``reward_so_far``-style keys: ``best_reward`` with ``try_again``.
+    Every step's ``step_reward`` is InterCode's reward of that step as its ``try_again``
+    mode gives it after every statement: the reward of the statement's result were it
+    submitted (``reward_of``; the episode's reward stays 0 until ``submit`` without
+    ``try_again``), on ``submit`` the reward submitted (with ``try_again`` the best so far),
+    0.0 for an invalid action.
     ``info["system_prompt"]`` holds the instructions on reset.
 
     ## Arguments
@@ -503,14 +509,16 @@ class InterCodeSQLEnv(TextEnv):
         kind, payload = parse_action(action)
         if kind == "invalid":
             return Transition(
-                observation=f"Invalid action: {payload} {self.action_format()}", action_valid=False
+                observation=f"Invalid action: {payload} {self.action_format()}",
+                action_valid=False,
+                info={STEP_REWARD: 0.0},  # no result set: InterCode's reward is 0
             )
         if kind == "submit":
             if self.try_again:
                 return Transition(
                     observation=f"Submitted. Best reward: {self._best}",
                     terminated=True,
-                    info={"best_reward": self._best},
+                    info={"best_reward": self._best, STEP_REWARD: float(self._best)},
                 )
             reward = self.reward_of(self._last)
             return Transition(
@@ -519,7 +527,7 @@ class InterCodeSQLEnv(TextEnv):
                 terminated=True,
                 success=reward == 1,
                 score=clip_score(reward),
-                info=self._gold_problem(),
+                info={**self._gold_problem(), STEP_REWARD: reward},
             )
         result = self.episode.execute(payload)
         self._last = result
@@ -529,10 +537,11 @@ class InterCodeSQLEnv(TextEnv):
         observation = format_result(
             self._shown(result), max_rows=self.max_rows, max_chars=self.max_observation_chars
         )
-        info = {"executed": result.ok}
+        info: dict[str, Any] = {"executed": result.ok}
+        reward = self.reward_of(result)  # InterCode's reward of this result, were it submitted
+        info[STEP_REWARD] = reward
         if not self.try_again:
             return Transition(observation=observation, info=info)
-        reward = self.reward_of(result)
         self._best = max(self._best, reward)
         info["best_reward"] = self._best
         info.update(self._gold_problem())
