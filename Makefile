@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,integrations,bfcl
+EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,ors,integrations,bfcl
 # BFCL's official data and checkers; installed without its dependencies (see docs/bfcl.md)
 BFCL_EVAL ?= bfcl-eval==2026.3.23
 OUT ?= out/demo

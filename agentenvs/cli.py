@@ -139,6 +139,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     for dep in ("fastapi", "uvicorn", "mcp" if args.protocol == "mcp" else "websockets"):
         require(dep, "server")
+    if args.protocol == "ors":
+        from agentenvs.server.ors import require_ors
+
+        require_ors()
     from agentenvs.server.app import ServerConfig, serve
 
     config = ServerConfig(
@@ -155,6 +159,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             serve_stdio(config)
             return 0
         serve_mcp_http(
+            config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True)
+        )
+        return 0
+    if args.protocol == "ors":
+        from agentenvs.server.ors import serve_ors
+
+        serve_ors(
             config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True)
         )
         return 0

@@ -345,15 +345,18 @@ def add_analysis_parsers(sub: Any) -> None:
         help="also continue from ordinary states (error states always)",
     )
     sv = sub.add_parser(
-        "serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol, or as an MCP server"
+        "serve",
+        help="serve an env over OpenEnv's HTTP/WebSocket protocol, as an MCP server, or over "
+        "the Open Reward Standard",
     )
     sv.add_argument("--env", required=True, help="env id, e.g. agentenvs/InterCodeSQL-v0")
     sv.add_argument(
         "--protocol",
-        choices=("openenv", "mcp"),
+        choices=("openenv", "mcp", "ors"),
         default="openenv",
         help="openenv: OpenEnv's WebSocket sessions (default); mcp: one episode per MCP "
-        "session, the env's actions as tools",
+        "session, the env's actions as tools; ors: the Open Reward Standard over HTTP, one "
+        "episode per ORS session",
     )
     sv.add_argument(
         "--transport",
