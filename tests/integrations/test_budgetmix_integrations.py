@@ -110,6 +110,8 @@ def _example():
     return example
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # two TRL steps of a tiny model: minutes on a loaded 2-core machine
 @pytest.mark.parametrize("change", ["budgets", "process_reward"])
 def test_grpo_trainer_trains_two_steps_with_budgetmix_or_a_process_reward(
     change: str, tmp_path
