@@ -101,3 +101,15 @@ def test_skyrl_gym_exchanges_text_messages() -> None:
         assert not [key for key in step if "token" in key]  # no ids go with them
     finally:
         env.close()
+
+
+def test_env_server_messages_carry_text_and_no_token_ids() -> None:
+    """The env server's wire format (OpenEnv's) holds an action's text and an observation's
+    text: a client's model keeps the ids it sampled, none travel with the messages."""
+    pytest.importorskip("pydantic", reason="could not import pydantic: pip install 'agentenvs[server]'")
+    from agentenvs.server.models import TextAction, TextObservation
+
+    action = TextAction.model_json_schema()
+    assert action["required"] == ["text"] and action["properties"]["text"]["type"] == "string"
+    for schema in (action, TextObservation.model_json_schema()):
+        assert not [name for name in schema["properties"] if "token" in name or "logprob" in name]
