@@ -3,12 +3,17 @@ step just taken, as its class docstring says; envs that cannot leave the key out
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.core.info import STEP_REWARD
+
+DEEPCODER_FIXTURES = Path(__file__).parent / "deepcoder_fixtures"
 
 
 @pytest.mark.parametrize("actions_per_turn", [1, 2])
@@ -73,4 +78,52 @@ def test_intercode_step_reward_is_intercodes_reward_of_each_result(try_again: bo
             return env.close()
     _, reward, terminated, _, step = env.step("submit")
     assert terminated and step[STEP_REWARD] == reward == 1.0
+    env.close()
+
+
+def _py(code: str) -> str:
+    return f"```python\n{code}```"
+
+
+@pytest.mark.bwrap
+def test_deepcoder_step_reward_is_the_change_in_the_pass_rate() -> None:
+    # lcb-stdin: print the sum of n numbers; its four tests print 6, 5, 0 and 4
+    env = gym.make(
+        "agentenvs/DeepCoderMT-v0",
+        tasks_path=DEEPCODER_FIXTURES / "lcb.jsonl",
+        sandbox="local",
+        public_tests=2,
+        max_turns=6,
+    )
+    _, info = env.reset(seed=0, options={"task_id": "lcb-stdin"})
+    assert STEP_REWARD not in info and info["score"] == 0.0
+    read = "input()\nxs = list(map(int, input().split()))\n"
+    steps = [
+        (_py(read + "print(xs[0])\n"), 0.25, 0.25),  # buggy: only "5" right; baseline 0
+        (_py(read + "print(sum(map(abs, xs)))\n"), 0.75, 0.5),  # better: all but "-1 1"
+        ("I will think about it.", 0.75, 0.0),  # invalid: nothing changes
+        (_py(read + "print(0)\n"), 0.25, -0.5),  # a regression is graded below 0
+        (_py(read + "print(sum(xs))\n"), 1.0, 0.75),  # fixed
+    ]
+    total = 0.0
+    before = None
+    for number, (action, score, want) in enumerate(steps, 1):
+        if number == 4:
+            before = pickle.dumps(env.unwrapped.snapshot())
+        _, reward, terminated, _, info = env.step(action)
+        assert info["score"] == score, number
+        assert info[STEP_REWARD] == pytest.approx(want, abs=1e-12), number
+        total += info[STEP_REWARD]
+        assert terminated == (number == len(steps))
+    assert reward == 1.0 and total == pytest.approx(info["score"])
+    # the baseline travels with a snapshot: a restored copy grades the step alike
+    other = gym.make(
+        "agentenvs/DeepCoderMT-v0",
+        tasks_path=DEEPCODER_FIXTURES / "lcb.jsonl",
+        sandbox="local",
+        public_tests=2,
+    )
+    other.unwrapped.restore(pickle.loads(before))
+    assert other.step(steps[3][0])[4][STEP_REWARD] == pytest.approx(-0.5, abs=1e-12)
+    other.close()
     env.close()

@@ -18,6 +18,7 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import Fault, SnapshotError
+from agentenvs.core.info import STEP_REWARD
 from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.cache import LRU, task_digest
 from agentenvs.envs.deepcoder.checker import (
@@ -125,7 +126,11 @@ class DeepCoderMTEnv(TextEnv):
     fraction of *all* tests the last program passed; 0 before any program; an invalid
     action keeps it), ``state_key`` (a hash of the task, the last program's normalized
     code, comments and layout ignored, and which tests it passes: no turn count, no
-    earlier attempts). Also ``tests_passed``/``tests_total``,
+    earlier attempts). Every step's info has ``step_reward``
+    (``agentenvs.core.info.STEP_REWARD``): the change in that pass rate the step made,
+    ``score`` after it minus ``score`` before it, the first step's baseline being 0 (no
+    program yet), so an episode's step rewards sum to its last program's pass rate; an
+    invalid action's is 0. Also ``tests_passed``/``tests_total``,
     ``public_passed``/``public_total`` and ``difficulty``; steps add ``code_found`` and,
     after a program, ``test_results`` (pass/fail of every test, hidden ones included:
     for the trainer, not the agent). ``info["system_prompt"]`` on reset, and with the local
@@ -527,7 +532,11 @@ class DeepCoderMTEnv(TextEnv):
     def _apply(self, action: str) -> Transition:
         code, problem = self._extract(action)
         if code is None:
-            return Transition(observation=problem, action_valid=False, info={"code_found": False})
+            return Transition(
+                observation=problem,
+                action_valid=False,
+                info={"code_found": False, STEP_REWARD: 0.0},
+            )
         task = self.task
         outcomes = self.outcomes_of(code)
         self._attempts.append(code)
@@ -547,18 +556,27 @@ class DeepCoderMTEnv(TextEnv):
                 task.tests[:n_public], outcomes[:n_public], max_failures=self.max_feedback_tests
             )
         self._feedback = observation
+        rate = self._rate(task, outcomes)
         return Transition(
             observation=observation,
             reward=1.0 if success else 0.0,
             terminated=success,
             success=success,
-            score=self._rate(task, outcomes),
-            info={"code_found": True, "test_results": [o.passed for o in outcomes]},
+            score=rate,
+            info={
+                "code_found": True,
+                "test_results": [o.passed for o in outcomes],
+                # the score before this step is the last program's rate (0 before any)
+                STEP_REWARD: rate - self._score,
+            },
         )
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         try:
-            return super().step(action)
+            observation, reward, terminated, truncated, info = super().step(action)
+            # an action the base refused (too long, not a str) changed nothing either
+            info.setdefault(STEP_REWARD, 0.0)
+            return observation, reward, terminated, truncated, info
         except Fault:
             # the turn was never judged: only a reset may follow (the episode is re-run)
             self._done = True
