@@ -84,12 +84,14 @@ IDLE_TIMEOUT = 60.0
 SPLIT = "test"
 #: the keys of a task spec
 TASK_KEYS = ("task_id", "seed", "max_turns")
-_CODE = re.compile(r"^([A-Z][A-Z_]+): ")
+_CODE = re.compile(r"^(?:\(sid=[^)]*\) )?([A-Z][A-Z_]+): ")  # the SDK's client adds the sid
 _FAULT_TAIL = " fault="
 
 
 def error_code(error: str) -> str | None:
-    """The code an ORS tool error of this server starts with (``VALIDATION_ERROR``, ...)."""
+    """The code an ORS tool error of this server starts with (``VALIDATION_ERROR``, ...),
+    read from the error's text (or from the SDK client's ``ToolCallError``, which puts
+    ``(sid=...)`` before it)."""
     match = _CODE.match(error)
     return match.group(1) if match else None
 
@@ -219,6 +221,13 @@ def environment_class(config: ServerConfig) -> type:
 
         # ------------------------------------------------------------ the episode
         async def setup(self) -> None:
+            try:
+                await self._start()
+            except BaseException:  # refused, or cancelled (the session deleted meanwhile):
+                await _shielded(self._close())  # the SDK tears down only envs it keeps
+                raise
+
+        async def _start(self) -> None:
             spec = dict(self.task_spec)
             unknown = sorted(set(spec) - set(TASK_KEYS))
             if unknown:
@@ -227,16 +236,11 @@ def environment_class(config: ServerConfig) -> type:
                     f"VALIDATION_ERROR: a task spec's keys are {', '.join(TASK_KEYS)}; "
                     f"got {', '.join(map(repr, unknown))}",
                 )
-            try:
-                answer, _ = await self._episode.call("reset", spec)
-            except BaseException:  # cancelled (the session deleted while it started)
-                await _shielded(self._close())
-                raise
+            answer, _ = await self._episode.call("reset", spec)
             if answer.error:
                 if answer.data.get("code") == FAULT_CODE:
                     self._fault = dict(answer.data.get("fault") or {})
                     return  # every call answers the fault; the env closes with the session
-                await _shielded(self._close())
                 raise HTTPException(
                     400, f"{answer.data.get('code')}: task spec {spec}: {answer.text}"
                 )
