@@ -1,40 +1,56 @@
-"""The env server's cost per step: a round trip over a loopback WebSocket vs an in-process step.
+"""The env server under load: steps/s and step latency at many sessions, and its round trip.
 
-Starts ``agentenvs serve`` for FrozenLake (8x8) in a subprocess on 127.0.0.1, then plays
-the same episodes (fixed seeds and moves) in process and through one session
-(``RemoteEnv``), and through 16 concurrent sessions; prints µs per step for each, the
-overhead per step, and whether every observation matched.
+Starts ``agentenvs serve`` for FrozenLake (8x8) in a subprocess on 127.0.0.1 and drives it
+from load-generator *processes* (``--clients``), each holding its share of ``--sessions``
+WebSocket sessions on an event loop of its own, so the generator is not what is measured.
+Every session plays the same seeded episodes as the env does in process and checks each
+reply against them. Prints, per server: steps/s over all sessions, p50/p99 step latency
+(send to reply, as a session sees it), the CPU the server and the generators used per
+step, and the round trip of one session against an in-process step.
 
-Usage: python benchmarks/bench_server.py [--steps N]
+``--baseline REV`` also starts the server of git revision ``REV`` (its ``agentenvs``
+package, exported to a temporary folder) and drives both, taking turns, in the same run:
+the ratio between them holds on a loaded machine, where absolute figures do not.
+
+Usage: python benchmarks/bench_server.py [--sessions 64] [--clients 3] [--steps 400]
+       [--rounds 3] [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
+import multiprocessing as mp
 import os
 import re
+import struct
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.integrations.common import json_safe
-from agentenvs.server.client import RemoteEnv
 
 MOVES = ["Left", "Down", "Right", "Up"]
 KWARGS = {"map_name": "8x8", "max_turns": 20}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def script(steps: int) -> list[tuple[int, str]]:
-    return [(i // 20, MOVES[(i * 7) % 4]) for i in range(steps)]
+def script(steps: int, offset: int = 0) -> list[tuple[int, str]]:
+    """(episode seed, move) for each step: 20 steps an episode, a fixed move pattern."""
+    return [(offset + i // 20, MOVES[(i * 7) % 4]) for i in range(steps)]
 
 
-def in_process(plan: list[tuple[int, str]]) -> tuple[float, list]:
+def in_process(plan: list[tuple[int, str]]) -> tuple[float, list[Any]]:
+    """Seconds and (obs, reward, terminated, truncated, info) of each step, in process."""
     env = gym.make("agentenvs/FrozenLake-v0", **KWARGS)
     out, current, done = [], None, True
     t0 = time.perf_counter()
@@ -49,63 +65,240 @@ def in_process(plan: list[tuple[int, str]]) -> tuple[float, list]:
     return elapsed, [(*step[:4], json_safe(step[4])) for step in out]
 
 
-async def remote(url: str, plan: list[tuple[int, str]]) -> tuple[float, list]:
-    async with RemoteEnv(url) as env:
-        out, current, done = [], None, True
-        t0 = time.perf_counter()
-        for episode, move in plan:
-            if episode != current or done:
-                await env.areset(seed=episode)
-                current, done = episode, False
-            obs, reward, terminated, truncated, info = await env.astep(move)
-            done = terminated or truncated
-            out.append((obs, reward, terminated, truncated, info))
-        return time.perf_counter() - t0, out
+# ------------------------------------------------------------------ the load generator
+class _Socket:
+    """A minimal WebSocket client (RFC 6455 text frames, masked with a fresh key each),
+    lighter than a full client library, so that the generator costs little per step."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, url: str) -> _Socket:
+        host, port = url.removeprefix("ws://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise RuntimeError(f"no WebSocket upgrade: {head[:200]!r}")
+        return cls(reader, writer)
+
+    def send(self, text: str, opcode: int = 0x1) -> None:
+        from websockets.speedups import apply_mask
+
+        data = text.encode()
+        n = len(data)
+        if n < 126:
+            head = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+        elif n < 1 << 16:
+            head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
+        else:
+            head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
+        mask = os.urandom(4)
+        self.writer.write(head + mask + apply_mask(data, mask))
+
+    async def recv(self) -> str:
+        while True:
+            b0, b1 = await self.reader.readexactly(2)
+            n = b1 & 0x7F
+            if n == 126:
+                (n,) = struct.unpack("!H", await self.reader.readexactly(2))
+            elif n == 127:
+                (n,) = struct.unpack("!Q", await self.reader.readexactly(8))
+            data = await self.reader.readexactly(n)
+            opcode = b0 & 0x0F
+            if opcode == 0x1:
+                return data.decode()
+            if opcode == 0x9:  # a ping: pong with its data
+                self.send(data.decode("latin-1"), opcode=0xA)
+            elif opcode == 0x8:
+                raise ConnectionError(f"the server closed the session: {data!r}")
+
+    def close(self) -> None:
+        self.send(json.dumps({"type": "close"}))
+        self.writer.close()
 
 
-async def many(url: str, plans: list[list[tuple[int, str]]]) -> tuple[float, list]:
+async def _session(url: str, plan: list[tuple[int, str]], gate: float) -> tuple[list[int], list]:
+    """One session: the plan's resets and steps; the latency (ns) of each step."""
+    latencies: list[int] = []
+    got: list[Any] = []
+    steps = {m: json.dumps({"type": "step", "data": {"text": m}}) for m in MOVES}
+    ws = await _Socket.open(url)
+    ws.send(json.dumps({"type": "reset", "data": {"seed": 10**6}}))
+    await ws.recv()  # connected and served once before the clock starts
+    await asyncio.sleep(max(0.0, gate - time.time()))
+    current, done = None, True
+    clock = time.perf_counter_ns
+    for episode, move in plan:
+        if episode != current or done:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": episode}}))
+            await ws.recv()
+            current, done = episode, False
+        t0 = clock()
+        ws.send(steps[move])
+        raw = await ws.recv()
+        latencies.append(clock() - t0)
+        payload = json.loads(raw)["data"]
+        obs = payload["observation"]
+        done = obs["terminated"] or obs["truncated"]
+        got.append(
+            (
+                obs["text"],
+                float(payload["reward"]),
+                obs["terminated"],
+                obs["truncated"],
+                obs["info"],
+            )
+        )
+    ws.close()
+    return latencies, got
+
+
+def _client(url: str, plans: list[list[tuple[int, str]]], gate: float, out: Any) -> None:
+    """A generator process: its sessions on one event loop; reports through ``out``."""
+
+    async def run() -> tuple[float, float, float, list]:
+        tasks = [asyncio.ensure_future(_session(url, p, gate)) for p in plans]
+        await asyncio.sleep(max(0.0, gate - time.time()))
+        start, cpu0 = time.time(), time.process_time()
+        results = await asyncio.gather(*tasks)
+        return start, time.time(), time.process_time() - cpu0, results
+
+    start, end, cpu, results = asyncio.run(run())
+    expected = [in_process(p)[1] for p in plans]
+    same = all(got == want for (_, got), want in zip(results, expected, strict=True))
+    latencies = [x for lat, _ in results for x in lat]
+    out.put((start, end, latencies, same, cpu))
+
+
+def load(url: str, sessions: int, clients: int, steps: int, server_pid: int) -> dict[str, Any]:
+    """Drive ``sessions`` sessions of ``steps`` steps each from ``clients`` processes."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    gate = time.time() + 1.5 + 0.05 * sessions  # every session connected by then
+    plans = [script(steps, offset=1000 * s) for s in range(sessions)]
+    shares = [plans[i::clients] for i in range(clients)]
+    procs = [
+        ctx.Process(target=_client, args=(url, share, gate, queue)) for share in shares if share
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(max(0.0, gate - time.time()))
+    cpu0 = _cpu_seconds(server_pid)  # from the gate on: connecting and making envs left out
+    reports = [queue.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    server_cpu = _cpu_seconds(server_pid) - cpu0
+    start = min(r[0] for r in reports)
+    end = max(r[1] for r in reports)
+    lat = sorted(x for r in reports for x in r[2])
+    total = sessions * steps
+    return {
+        "steps_per_s": total / (end - start),
+        "p50_us": lat[len(lat) // 2] / 1e3,
+        "p99_us": lat[min(len(lat) - 1, int(len(lat) * 0.99))] / 1e3,
+        "server_cpu_us": server_cpu / total * 1e6,  # its resets included
+        "client_cpu_us": sum(r[4] for r in reports) / total * 1e6,
+        "same": all(r[3] for r in reports),
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------ servers
+def start_server(package_root: Path, sessions: int) -> tuple[subprocess.Popen, str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{package_root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentenvs.cli", "serve", "--env", "agentenvs/FrozenLake-v0",
+         "--port", "0", "--max-sessions", str(sessions + 8), "--env-kwargs", json.dumps(KWARGS)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+", line)
+    if match is None:
+        proc.kill()
+        raise SystemExit(f"the server did not start: {line}{proc.stdout.read()}")
+    return proc, match.group(0).replace("http://", "ws://")
+
+
+def export_revision(rev: str, into: Path) -> Path:
+    """The ``agentenvs`` package of git revision ``rev``, written under ``into``."""
+    archive = into / "tree.tar"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), rev, "agentenvs"],
+        check=True,
+    )
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def one_session(url: str, steps: int) -> float:
+    """µs per step of one session alone (after a warm-up)."""
+    plan = script(steps)
+    asyncio.run(_session(url, plan[:100], time.time()))
     t0 = time.perf_counter()
-    results = await asyncio.gather(*(remote(url, p) for p in plans))
-    return time.perf_counter() - t0, [r[1] for r in results]
+    asyncio.run(_session(url, plan, time.time()))
+    return (time.perf_counter() - t0) / steps * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--clients", type=int, default=3, help="load-generator processes")
+    parser.add_argument("--steps", type=int, default=400, help="steps per session")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per server (best kept)")
+    parser.add_argument("--baseline", default=None, help="a git revision to compare with")
     args = parser.parse_args()
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentenvs.cli", "serve", "--env", "agentenvs/FrozenLake-v0",
-         "--port", "0", "--env-kwargs", json.dumps(KWARGS)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+", line)
-        if match is None:
-            raise SystemExit(f"the server did not start: {line}")
-        url = match.group(0)
-        plan = script(args.steps)
-        local_s, local = in_process(plan)
-        asyncio.run(remote(url, plan[:100]))  # warm the connection path
-        remote_s, got = asyncio.run(remote(url, plan))
-        per = args.steps // 16
-        plans = [script(per) for _ in range(16)]
-        many_s, gots = asyncio.run(many(url, plans))
-        _, want16 = in_process(plans[0])
-        same = got == local and all(g == want16 for g in gots)
-        us_local = local_s / args.steps * 1e6
-        us_remote = remote_s / args.steps * 1e6
-        print(f"in-process step:            {us_local:9.1f} µs/step")
-        print(f"server round trip, 1 session:{us_remote:9.1f} µs/step  (+{us_remote - us_local:.0f} µs, {us_remote / us_local:.0f}x)")
-        print(f"16 concurrent sessions:     {many_s / (per * 16) * 1e6:9.1f} µs/step of wall time "
-              f"({per * 16 / many_s:.0f} steps/s)")
-        print(f"every observation equal to in-process: {same}")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = {"current": ROOT}
+        if args.baseline:
+            servers[f"baseline {args.baseline}"] = export_revision(args.baseline, Path(tmp))
+        running = {name: start_server(root, args.sessions) for name, root in servers.items()}
+        try:
+            best: dict[str, dict[str, Any]] = {}
+            for _ in range(args.rounds):
+                for name, (proc, url) in running.items():
+                    got = load(url, args.sessions, args.clients, args.steps, proc.pid)
+                    if name not in best or got["steps_per_s"] > best[name]["steps_per_s"]:
+                        best[name] = got
+            local_us = in_process(script(2000))[0] / 2000 * 1e6
+            print(
+                f"FrozenLake 8x8, {args.sessions} sessions from {args.clients} generator processes, "
+                f"{args.steps} steps each, best of {args.rounds} (CPUs: {os.cpu_count()}, load "
+                f"average {os.getloadavg()[0]:.1f}); in-process step {local_us:.1f} µs"
+            )
+            for name, (_, url) in running.items():
+                r = best[name]
+                print(
+                    f"  {name:<22} {r['steps_per_s']:8.0f} steps/s  p50 {r['p50_us']:7.0f} µs  "
+                    f"p99 {r['p99_us']:7.0f} µs  server CPU {r['server_cpu_us']:5.1f} µs/step  "
+                    f"generators {r['client_cpu_us']:5.1f} µs/step  "
+                    f"1 session {one_session(url, 1000):5.0f} µs/step  "
+                    f"replies equal to in-process: {r['same']}"
+                )
+            if args.baseline:
+                names = list(best)
+                ratio = best[names[0]]["steps_per_s"] / best[names[1]]["steps_per_s"]
+                print(f"  ratio current / baseline: {ratio:.2f}x steps/s")
+        finally:
+            for proc, _ in running.values():
+                proc.terminate()
+                proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,14 @@ Bounds against any client:
   arrive within ``request_timeout`` s, and its body too; a client that leaves the
   server's replies unread for ``stall_timeout`` s is disconnected and its env closed.
   Each session reads one message at a time and sends its reply before reading the
-  next, so a client that never reads its replies holds at most one reply and one
-  message on the server, besides the sockets' buffers.
+  next, and its connection stops being read while a second message waits, so a client
+  that never reads its replies holds at most one reply and two messages on the server,
+  besides the sockets' buffers.
+
+Speed (``benchmarks/bench_server.py``): replies are written with orjson, steps answered
+without the typed models (the same payload), a short env's step made in the session's own
+turn of the loop, per-message compression declined, and a connection read on while the
+app is about to take its message (``transport.lazy_pausing_ws_protocol``).
 
 Faults: an env that raises :class:`~agentenvs.core.errors.Fault` (its database lost, its
 container killed from outside) is answered ``{"type": "error", "data": {"message", "code":
@@ -62,6 +68,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -145,7 +153,7 @@ class ServerConfig:
 
 
 def _observe(
-    obs: str, info: dict[str, Any], *, reward: float | None, terminated: bool, truncated: bool
+    obs: str, info: dict[str, Any], reward: float | None, terminated: bool, truncated: bool
 ) -> TextObservation:
     return TextObservation(
         text=obs,
@@ -155,6 +163,32 @@ def _observe(
         reward=None if reward is None else float(reward),
         info=json_safe(info),
     )
+
+
+#: JSON scalars that ``json_safe`` keeps as they are (a float too, when finite)
+_SCALARS = frozenset({str, bool, int, type(None)})
+
+
+def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
+    """``json_safe(info)``, quickly for the usual info: text keys, and values that are
+    plain JSON scalars (kept) or tuples and lists of them (as lists); any other info goes
+    through ``json_safe``."""
+    out: dict[str, Any] | None = None
+    for key, value in info.items():
+        kind = type(value)
+        if type(key) is not str:
+            return json_safe(info)
+        if kind in _SCALARS or (kind is float and math.isfinite(value)):
+            continue
+        if (kind is tuple or kind is list) and all(
+            type(v) in _SCALARS or (type(v) is float and math.isfinite(v)) for v in value
+        ):
+            if out is None:
+                out = dict(info)
+            out[key] = list(value)
+            continue
+        return json_safe(info)
+    return info if out is None else out
 
 
 def _restored_view(env: gym.Env) -> tuple[str, dict[str, Any], bool]:
@@ -213,18 +247,49 @@ class Session:
         return _observe(obs, info, reward=None, terminated=False, truncated=False)
 
     async def step(self, data: dict[str, Any]) -> TextObservation:
+        return _observe(*await self._step(data))
+
+    async def step_payload(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``observation_payload(await self.step(data))``, built without the models."""
+        obs, info, reward, terminated, truncated = await self._step(data)
+        if type(obs) is not str:  # not an observation: the model refuses it
+            return observation_payload(_observe(obs, info, reward, terminated, truncated))
+        done = bool(terminated or truncated)
+        return {
+            "observation": {
+                "text": obs,
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "info": _plain_info(info),
+            },
+            "reward": float(reward),
+            "done": done,
+        }
+
+    async def _step(self, data: dict[str, Any]) -> tuple[Any, dict[str, Any], Any, Any, Any]:
+        text = data.get("text")
+        plain = type(text) is str and (
+            len(data) == 1 or (len(data) == 2 and type(data.get("metadata")) is dict)
+        )
+        if not plain:  # the model decides (and words the refusal)
+            try:
+                text = TextAction.model_validate(data).text
+            except ValidationError as exc:
+                raise SessionError(
+                    f'invalid action (expected {{"text": "..."}}): {_short(exc)}',
+                    "VALIDATION_ERROR",
+                ) from None
         try:
-            action = TextAction.model_validate(data)
-        except ValidationError as exc:
-            raise SessionError(
-                f'invalid action (expected {{"text": "..."}}): {_short(exc)}', "VALIDATION_ERROR"
-            ) from None
-        try:
-            obs, reward, terminated, truncated, info = await self.env.astep(action.text)
+            if self.env.inline and not self.env.closed:
+                # a short call: made here, since the session yields to the loop at its
+                # next receive anyway (AsyncEnv's inline call would also yield after it)
+                obs, reward, terminated, truncated, info = self.env.env.step(text)
+            else:
+                obs, reward, terminated, truncated, info = await self.env.astep(text)
         except gym.error.ResetNeeded as exc:
             raise SessionError(str(exc), "EXECUTION_ERROR") from None
         self.step_count += 1
-        return _observe(obs, info, reward=reward, terminated=terminated, truncated=truncated)
+        return obs, info, reward, terminated, truncated
 
     async def snapshot(self) -> str:
         try:
@@ -544,7 +609,7 @@ async def _serve_session(websocket: WebSocket, session: Session, limit: int) -> 
             raw = message.get("bytes")
         reply, closing = await _answer(session, raw, limit)
         if reply is not None:
-            await websocket.send_json(reply)
+            await websocket.send({"type": "websocket.send", "text": _dumps(reply)})
         if closing:
             return
         session.last_activity = time.monotonic()
@@ -561,10 +626,7 @@ async def _answer(
                 "data": observation_payload(await session.reset(data)),
             }, False
         if kind == "step":
-            return {
-                "type": "observation",
-                "data": observation_payload(await session.step(data)),
-            }, False
+            return {"type": "observation", "data": await session.step_payload(data)}, False
         if kind == "state":
             return {"type": "state", "data": (await session.state()).model_dump()}, False
         if kind == "snapshot":
@@ -586,6 +648,24 @@ async def _answer(
     ), False
 
 
+try:  # a fast JSON writer when installed (the server extra has it)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - without it, the standard library's
+    _orjson = None
+
+
+def _dumps(reply: dict[str, Any]) -> str:
+    """A reply as JSON text, as Starlette's ``send_json`` writes it (compact, UTF-8);
+    orjson where it can write the value (it refuses integers past 64 bits and lone
+    surrogates, which the standard library writes)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(reply).decode()
+        except TypeError:
+            pass
+    return json.dumps(reply, separators=(",", ":"), ensure_ascii=False)
+
+
 def _error(message: str, code: str, fault: dict[str, Any] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {"message": message, "code": code}
     if fault is not None:
@@ -604,7 +684,11 @@ def serve(
     """Run the server until interrupted; ``port=0`` picks a free port (announced)."""
     import uvicorn
 
-    from agentenvs.server.transport import listening_socket, timed_http_protocol
+    from agentenvs.server.transport import (
+        lazy_pausing_ws_protocol,
+        listening_socket,
+        timed_http_protocol,
+    )
 
     app = create_app(config)
     sock = listening_socket(host, port, config.stall_timeout)
@@ -617,8 +701,12 @@ def serve(
             app,
             log_level=log_level,
             http=http,
+            ws=lazy_pausing_ws_protocol() or "auto",
             ws_max_size=OVERSIZE_FACTOR * config.message_limit,
             ws_max_queue=1,
+            # compressing replies of a few hundred bytes costs more than it saves on a
+            # loopback or LAN; a client that offers the extension is answered without it
+            ws_per_message_deflate=False,
         )
     )
     announce(

@@ -127,7 +127,8 @@ class RemoteEnv:
         except ConnectionClosed:
             pass  # a server refusing the session (at capacity) says why, then closes: read it
         try:
-            raw = await asyncio.wait_for(ws.recv(), timeout=self.timeout)
+            async with asyncio.timeout(self.timeout):  # no task of its own, as wait_for has
+                raw = await ws.recv()
         except ConnectionClosed as exc:
             self._ws = None
             if exc.rcvd is not None and exc.rcvd.code == 1009:  # the caller's message

@@ -69,6 +69,34 @@ def timed_http_protocol(timeout: float) -> type[asyncio.Protocol]:
     return TimedHTTPProtocol
 
 
+def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
+    """uvicorn's WebSocket protocol (on ``websockets``' sans-I/O core) reading a
+    connection until a second message waits for the app, rather than pausing the socket
+    after every message and resuming it at the app's next receive (two system calls and
+    loop bookkeeping a message). A session reads one message at a time, so a client still
+    has at most two messages held on the server. None where that protocol is missing."""
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+    except ImportError:
+        return None
+
+    class LazyPausingWSProtocol(WebSocketsSansIOProtocol):  # type: ignore[misc, valid-type]
+        def send_receive_event_to_app(self) -> None:
+            if self.read_paused or not self.queue.empty():
+                super().send_receive_event_to_app()  # pauses reading, as uvicorn does
+                return
+            # the app takes this one next: keep reading (a second one pauses)
+            self.read_paused = True
+            try:
+                super().send_receive_event_to_app()
+            finally:
+                self.read_paused = False
+
+    return LazyPausingWSProtocol
+
+
 async def _reply(send: Any, status: int, message: str, code: str) -> None:
     body = json.dumps({"detail": message, "code": code}).encode()
     await send(
@@ -150,4 +178,9 @@ def listening_socket(host: str, port: int, stall_timeout: float | None) -> socke
     return sock
 
 
-__all__ = ["BoundedBodies", "listening_socket", "timed_http_protocol"]
+__all__ = [
+    "BoundedBodies",
+    "lazy_pausing_ws_protocol",
+    "listening_socket",
+    "timed_http_protocol",
+]
