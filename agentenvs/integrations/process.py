@@ -16,6 +16,10 @@
 - **Step-level advantages.** ``group_advantages`` gives GiGPO's (or GRPO's) advantage of
   every step of one group's trajectories from their step records
   (``agentenvs.eval.advantages``), for trainers that take advantages per token.
+  ``step_records`` is the record of one rollout that TRL's ``make_rollout_func`` returns
+  (the state each action left from, rewards, step rewards, each step's span of tokens);
+  ``records_advantages`` and ``token_advantages`` turn a group of them into per-token
+  advantages (``agentenvs.integrations.trl_gigpo.GiGPOTrainer`` hands them to TRL's loss).
 """
 
 from __future__ import annotations
@@ -128,12 +132,100 @@ def group_advantages(
     return gigpo_advantages(trajectories, step_weight=step_weight, gamma=gamma)
 
 
+def step_records(
+    reset_info: Mapping[str, Any] | None,
+    step_infos: Sequence[Mapping[str, Any]],
+    rewards: Sequence[float],
+    spans: Sequence[tuple[int, int]],
+) -> dict[str, list[Any]]:
+    """One rollout's step records, JSON-able: per step ``state_keys`` (the ``state_key`` of
+    the state its action was taken from: the reset info's, then the previous step's),
+    ``rewards`` (the env's), ``step_rewards`` (``info["step_reward"]``, None where the env
+    gives none) and ``spans`` (``[start, end)`` of the step's action in the rollout's
+    tokens: an empty span for an action no token was sampled for)."""
+    if not len(step_infos) == len(rewards) == len(spans):
+        raise ValueError(
+            f"one reward and one span per step: {len(step_infos)} steps, {len(rewards)} "
+            f"rewards, {len(spans)} spans"
+        )
+    before = [reset_info or {}, *step_infos[:-1]]
+    return {
+        "state_keys": [str(info.get(keys.STATE_KEY, "")) for info in before][: len(step_infos)],
+        "rewards": [float(r) for r in rewards],
+        "step_rewards": [
+            None if info.get(keys.STEP_REWARD) is None else float(info[keys.STEP_REWARD])
+            for info in step_infos
+        ],
+        "spans": [[int(start), int(end)] for start, end in spans],
+    }
+
+
+def records_advantages(
+    records: Sequence[Mapping[str, Any]],
+    returns: Sequence[float | None],
+    *,
+    step_weight: float = 1.0,
+    gamma: float = 0.95,
+    process_weight: float = 0.0,
+    normalize_std: bool = True,
+) -> list[np.ndarray]:
+    """GiGPO's advantage of every step of one group's rollouts (``step_records``).
+
+    The episode level normalizes ``returns`` (the trainer's reward of each rollout) over
+    the group; the step level groups steps by the state they left from and normalizes
+    their discounted returns-to-go of ``reward + process_weight * step_reward`` (a
+    ``process_weight`` other than 0 needs every step's ``step_reward``). A rollout whose
+    return is None or NaN (a faulted one) is left out of both groups: its steps get 0.
+    """
+    from agentenvs.eval.advantages import Trajectory, gigpo_advantages
+
+    if len(records) != len(returns):
+        raise ValueError(f"one return per record: {len(records)} records, {len(returns)} returns")
+    out = [np.zeros(len(r["rewards"]), dtype=np.float64) for r in records]
+    finite = {
+        i: float(ret) for i, ret in enumerate(returns) if ret is not None and np.isfinite(ret)
+    }
+    kept = list(finite)
+    if not kept:
+        return out
+    trajectories = []
+    for i in kept:
+        record = records[i]
+        rewards = np.asarray(record["rewards"], dtype=np.float64)
+        if process_weight:
+            graded = step_rewards(
+                [{keys.STEP_REWARD: v} for v in record["step_rewards"]], f"rollout {i}"
+            )
+            rewards = rewards + float(process_weight) * np.asarray(graded, dtype=np.float64)
+        trajectories.append(Trajectory(rewards, record["state_keys"], finite[i]))
+    found = gigpo_advantages(
+        trajectories, step_weight=step_weight, gamma=gamma, normalize_std=normalize_std
+    )
+    for i, advantages in zip(kept, found, strict=True):
+        out[i] = advantages
+    return out
+
+
+def token_advantages(
+    record: Mapping[str, Any], advantages: Sequence[float] | np.ndarray, length: int
+) -> np.ndarray:
+    """``length`` per-token advantages of one rollout: each step's advantage on the tokens
+    of its span, 0 elsewhere (observation tokens, padding)."""
+    out = np.zeros(int(length), dtype=np.float64)
+    for (start, end), value in zip(record["spans"], advantages, strict=True):
+        out[max(int(start), 0) : min(int(end), out.size)] = float(value)
+    return out
+
+
 __all__ = [
     "PROCESS_REWARDS",
     "budget_drawer",
     "check_process_reward",
     "group_advantages",
     "process_return",
+    "records_advantages",
     "row_budget",
+    "step_records",
     "step_rewards",
+    "token_advantages",
 ]

@@ -87,6 +87,7 @@ from agentenvs.integrations.process import (
     budget_drawer,
     check_process_reward,
     process_return,
+    step_records,
     step_rewards,
 )
 from agentenvs.integrations.tool_schemas import (
@@ -535,13 +536,14 @@ class _GroupSlot:
     ) -> None:
         self.args = (env_id, size, env_kwargs, seed, options)
         self.group: Any = None
+        self.infos: dict[str, dict[str, Any]] = {}
 
     def open(self) -> Any:
         from agentenvs.wrappers import GroupEnv
 
         env_id, size, env_kwargs, seed, options = self.args
         self.group = GroupEnv(env_id, group_size=size, **env_kwargs)
-        self.group.reset(seed=seed, options=options)
+        _, self.infos = self.group.reset(seed=seed, options=options)
         return self.group
 
     def close(self) -> None:
@@ -576,8 +578,11 @@ def make_rollout_func(
     (the model's turns and the observations between them, up to the trainer's
     ``max_completion_length``), ``logprobs`` (sampling log-probabilities; 0 for
     observation tokens), ``env_mask`` (1 for model tokens, 0 for observation tokens),
-    ``env_reward`` (each episode's summed reward) and ``env_fault`` (``None``, or the kind of
-    the fault that ended the rollout).
+    ``env_reward`` (each episode's summed reward), ``env_fault`` (``None``, or the kind of
+    the fault that ended the rollout) and ``env_steps``, each rollout's step records (the
+    ``state_key`` each action was taken from, the step's reward and ``step_reward`` or
+    None, and the ``[start, end)`` span of its model tokens in ``completion_ids``), which
+    ``agentenvs.integrations.trl_gigpo.GiGPOTrainer`` turns into per-token advantages.
 
     A group whose reset faults is tried again on a fresh group (``RESET_TRIES`` times); a
     reset that still faults, or a step that faults, ends the group's live rollouts with
@@ -624,7 +629,7 @@ def make_rollout_func(
         out: dict[str, list[Any]] = {
             k: []
             for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "env_fault",
-                      "env_max_turns")
+                      "env_max_turns", "env_steps")
         }
         i = 0
         while i < len(prompts):
@@ -654,6 +659,7 @@ def make_rollout_func(
                         out["env_reward"].append(None)
                         out["env_fault"].append(fault.kind)
                         out["env_max_turns"].append(row.get("max_turns"))
+                        out["env_steps"].append(step_records(None, [], [], []))
                     i = j
                     continue
                 agents = list(group.possible_agents)
@@ -664,12 +670,15 @@ def make_rollout_func(
                 mask = {a: [] for a in agents}
                 total = dict.fromkeys(agents, 0.0)
                 graded: dict[str, list[dict[str, Any]]] = {a: [] for a in agents}
+                rewards_of: dict[str, list[float]] = {a: [] for a in agents}
+                spans: dict[str, list[tuple[int, int]]] = {a: [] for a in agents}
                 faulted: dict[str, str] = {}
                 while group.agents:
                     live = [a for a in group.agents if len(ids[a]) < limit]
                     if not live:
                         break
                     actions = {}
+                    starts = {a: len(ids[a]) for a in group.agents}
                     for a in group.agents:
                         if a not in live:
                             actions[a] = ""
@@ -701,6 +710,8 @@ def make_rollout_func(
                     for a, text in actions.items():
                         total[a] += rewards[a]
                         graded[a].append(step_infos[a])
+                        rewards_of[a].append(float(rewards[a]))
+                        spans[a].append((starts[a], len(ids[a])))
                         if terms[a] or truncs[a]:
                             continue
                         # the observation as the template renders the next user turn
@@ -727,6 +738,9 @@ def make_rollout_func(
                     out["env_reward"].append(reward)
                     out["env_fault"].append(faulted.get(a))
                     out["env_max_turns"].append(row.get("max_turns"))
+                    out["env_steps"].append(
+                        step_records(slot.infos.get(a), graded[a], rewards_of[a], spans[a])
+                    )
             finally:
                 slot.close()
             i = j
