@@ -7,6 +7,13 @@ together tell a live owner from a dead one even after its pid was reused. ``swee
 removes only dirs of that exact shape, whose owner is gone, that are real directories
 (never a symlink), owned by this uid or by the sandbox's uid; it runs when a process
 first makes a dir of that prefix, so the next start cleans up after a killed one.
+
+A process ended by a signal (SIGTERM's default action, SIGKILL) runs no ``atexit`` either,
+so each dir is also handed to a *reaper*: a small process, detached from its owner (its
+own session, not a child of it), that reads the dirs' paths from a pipe whose only writer
+is the owner (and the owner's forks) and removes them when the pipe closes, that is when
+every one of them has ended, however it ended. The sweep stays the backstop for when the
+reaper is killed too.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import os
 import re
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 
@@ -56,11 +65,84 @@ def sweep_once(prefix: str, parent: str | None = None) -> list[str]:
 
 
 def owned_mkdtemp(prefix: str, dir: str | None = None) -> str:
-    """``tempfile.mkdtemp`` named after this process; dead owners' dirs are swept first."""
+    """``tempfile.mkdtemp`` named after this process; dead owners' dirs are swept first, and
+    this one is removed by the reaper once this process has ended, however it ended."""
     parent = dir or tempfile.gettempdir()
     sweep_once(prefix, parent)
     me = os.getpid()
-    return tempfile.mkdtemp(prefix=f"{prefix}{me}-{start_time(me) or 0}-", dir=parent)
+    path = tempfile.mkdtemp(prefix=f"{prefix}{me}-{start_time(me) or 0}-", dir=parent)
+    reap_at_exit(path)
+    return path
+
+
+# the reaper: forks away from its starter (so it is no child of the owner), says its pid,
+# then collects paths until EOF and removes them; read-only dirs are made writable first
+_REAPER = r"""
+import os, shutil, stat, sys
+if os.fork():
+    os._exit(0)
+os.setsid()
+os.write(1, b"%d\n" % os.getpid())
+null = os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, 1)
+paths = [os.fsdecode(line.rstrip(b"\n")) for line in sys.stdin.buffer]
+def retry(func, path, _exc):
+    try:
+        parent = os.path.dirname(path)
+        os.chmod(parent, stat.S_IRWXU)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, stat.S_IRWXU)
+        func(path)
+    except OSError:
+        pass
+for path in paths:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, onerror=retry)
+"""
+_reaper_fd: int | None = None
+_reaper_tried = False
+#: the reaper's pid (None until one is started)
+reaper_pid: int | None = None
+
+
+def _start_reaper() -> int | None:
+    global reaper_pid
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _REAPER],
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    os.close(read_end)
+    assert proc.stdout is not None
+    with proc.stdout:
+        line = proc.stdout.readline()
+    proc.wait()
+    if not line.strip().isdigit():
+        os.close(write_end)
+        return None
+    reaper_pid = int(line)
+    return write_end
+
+
+def reap_at_exit(path: str) -> None:
+    """Have ``path`` removed when this process (and every fork of it) has ended."""
+    global _reaper_fd, _reaper_tried
+    with _lock:
+        if not _reaper_tried:  # a fork shares its parent's reaper (it holds the pipe too)
+            _reaper_tried = True
+            _reaper_fd = _start_reaper()
+        if _reaper_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(_reaper_fd, os.fsencode(path) + b"\n")
 
 
 def _removable_uids() -> set[int]:

@@ -58,6 +58,10 @@ from agentenvs.envs.terminal.runtime_local import pytest_dir
 box = LocalSandbox()
 box.write_file("big", b"x" * (4 << 20))
 print(json.dumps([box.workdir, pytest_dir()]), flush=True)
+# the reaper (which removes them once this process is gone) killed too, as a whole
+# cgroup's kill would: the next start's sweep is the backstop
+from agentenvs.sandbox import _leftovers
+os.kill(_leftovers.reaper_pid, signal.SIGKILL)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
