@@ -2,7 +2,7 @@
 
 TB1 (``terminal-bench`` 0.2): ``<task>/task.yaml`` (instruction, difficulty,
 ``max_agent_timeout_sec`` 360, ``max_test_timeout_sec`` 60, ``run_tests_in_same_shell``,
-``parser_name`` pytest, tags), ``Dockerfile``, ``run-tests.sh``, ``tests/``,
+``parser_name``: see ``parser.py``, tags), ``Dockerfile``, ``run-tests.sh``, ``tests/``,
 ``solution.sh``. Harbor/TB2: ``<task>/task.toml`` (``[metadata]``, ``[agent]``/``[verifier]``
 ``timeout_sec``), ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh`` (writes
 ``/logs/verifier/reward.txt``), ``solution/solve.sh``.
@@ -32,6 +32,7 @@ from typing import Any
 
 from agentenvs.core.errors import TaskError
 from agentenvs.core.tasks import tasks_root
+from agentenvs.envs.terminal.parser import PARSERS
 
 BASE_IMAGE = "agentenvs/terminal:latest"
 DEFAULT_AGENT_TIMEOUT = 360.0
@@ -346,9 +347,14 @@ def load_tb1(task_dir: Path) -> TerminalTask:
     if difficulty not in ("easy", "medium", "hard", "unknown"):
         raise TaskError(str(source), "difficulty", f"expected easy/medium/hard, got {difficulty!r}")
     parser_name = data.get("parser_name", "pytest")
-    if parser_name != "pytest":
-        raise TaskError(
-            str(source), "parser_name", f"only 'pytest' is supported, got {parser_name!r}"
+    if not isinstance(parser_name, str):
+        raise TaskError(str(source), "parser_name", f"expected a string, got {parser_name!r}")
+    problems: list[str] = []
+    if parser_name not in PARSERS:
+        # a parser of a later harness: the task loads, and is refused with the reason
+        problems.append(
+            f"task.yaml: parser_name {parser_name!r} is not one this project reproduces "
+            f"({', '.join(PARSERS)})"
         )
     tags = data.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
@@ -386,7 +392,7 @@ def load_tb1(task_dir: Path) -> TerminalTask:
         base_image=image["base_image"],
         platform=image["platform"],
         workdir=image["workdir"],
-        problems=(compose,) if compose else (),
+        problems=(*problems, compose) if compose else tuple(problems),
     )
 
 
@@ -529,8 +535,9 @@ def load_tasks_report(
 ) -> tuple[dict[str, TerminalTask], dict[str, str]]:
     """(tasks, invalid): every loadable task under ``path``, and why each other one is not.
 
-    One malformed task folder does not take the rest down; a path with no task folder
-    at all, or none that loads, raises :class:`TaskError`.
+    One malformed task folder does not take the rest down, nor do all of them (the env
+    then says at reset why none can run); a path with no task folder at all raises
+    :class:`TaskError`.
     """
     root = Path(path) if path is not None else tasks_root() / "terminal"
     if not root.is_dir():
@@ -547,9 +554,6 @@ def load_tasks_report(
             invalid[d.name] = str(exc)
         except (OSError, UnicodeDecodeError) as exc:
             invalid[d.name] = f"{d}: field '<file>': cannot be read ({exc})"
-    if not tasks:
-        reasons = "; ".join(f"{k}: {v}" for k, v in invalid.items())
-        raise TaskError(str(root), "<dir>", f"no task folder loads: {reasons}")
     return tasks, invalid
 
 

@@ -1,6 +1,15 @@
-"""Terminal-Bench's pytest parser (``terminal_bench/parsers/pytest_parser.py``), reproduced.
+"""Terminal-Bench's test-output parsers (``terminal_bench/parsers/``), reproduced.
 
-The test run's output is split at the first ``short test summary info`` banner (which
+A TB1 task names its parser in ``task.yaml`` (``parser_name``, default ``pytest``);
+:data:`PARSERS` holds every one the official harness has, :func:`parse_results` runs the
+task's. ``swebench``, ``sweperf`` and ``mlebench`` are marker scrapes: the text between the
+first ``<Name> results starts here`` and the last ``<Name> results ends here`` line, stripped,
+is one synthetic test ``tests``, passed only when it is exactly ``PASSED`` (``ALL TESTS
+PASSED`` for mlebench); either marker missing is a parse error (never a pass). The task's
+own ``run-tests.sh`` prints the markers around its grader's verdict (SWE-bench's
+harness, in the image).
+
+pytest: the test run's output is split at the first ``short test summary info`` banner (which
 ``pytest -rA`` prints with a line per test); each following line ``STATUS path::name``
 gives one test. PASSED, SKIPPED and XFAIL count as passed; FAILED, ERROR and XPASS as
 failed; any other line is ignored. No banner is a parse error (never a pass). As
@@ -60,3 +69,33 @@ def parse_pytest(output: str) -> dict[str, bool]:
 def is_resolved(results: dict[str, bool]) -> bool:
     """The official verdict: every parsed test passed (vacuously true when none parsed)."""
     return all(results.values())
+
+
+#: marker-scrape parsers: name -> (the markers' dataset name, the block that passes)
+MARKER_PARSERS: dict[str, tuple[str, str]] = {
+    "swebench": ("SWEBench", "PASSED"),
+    "sweperf": ("SWE-Perf", "PASSED"),
+    "mlebench": ("MLEBench", "ALL TESTS PASSED"),
+}
+
+
+def parse_markers(output: str, dataset: str, passing: str) -> dict[str, bool]:
+    """``{"tests": passed}`` from the block between the markers; ParseError without them."""
+    start, end = f"{dataset} results starts here", f"{dataset} results ends here"
+    if start not in output or end not in output:
+        raise ParseError(f"no {dataset} results between the start/end markers in the output")
+    block = output.split(start, 1)[-1].rsplit(end, 1)[0].strip()
+    return {"tests": block == passing}
+
+
+#: every parser of the official harness (``ParserName``) this project reproduces
+PARSERS = ("pytest", *MARKER_PARSERS)
+
+
+def parse_results(parser_name: str, output: str) -> dict[str, bool]:
+    """Test name -> passed, by the task's parser; ParseError when the output has none."""
+    if parser_name == "pytest":
+        return parse_pytest(output)
+    if parser_name in MARKER_PARSERS:
+        return parse_markers(output, *MARKER_PARSERS[parser_name])
+    raise ValueError(f"unknown parser {parser_name!r} (known: {', '.join(PARSERS)})")

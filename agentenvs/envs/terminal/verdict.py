@@ -19,7 +19,7 @@ from typing import Any
 from agentenvs.core.errors import SandboxError
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
-from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_pytest
+from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_results
 from agentenvs.envs.terminal.shell import ShellSession
 
 #: where the offline stand-ins note what they could not provide (see offline.LOG)
@@ -232,11 +232,11 @@ class TaskTests:
             if problem:
                 output += f"\n[{problem}: counted as a failure]"
         try:
-            results = parse_pytest(output)
-        except ParseError:
+            results = parse_results(task.parser_name, output)
+        except ParseError as exc:
             results = {}
             if reward is None:
-                output += "\n[no pytest summary in the test output: counted as a failure]"
+                output += f"\n[{exc}: counted as a failure]"
                 reward = -1.0  # marks a parse error: not resolved, score 0
         return results, reward, output
 
