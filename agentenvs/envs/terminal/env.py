@@ -100,7 +100,19 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     ``exit_status`` (absent before the first command and after one interrupted without a
     status), ``timed_out``, ``runtime``, ``grading``; once the tests ran,
     ``grading_findings`` (what safe grading found the agent changed in what grades it:
-    the episode then scores 0) and ``processes_stopped``.
+    the episode then scores 0) and ``processes_stopped``. With ``step_rewards=True`` every
+    step's info has ``step_reward`` (``agentenvs.core.info.STEP_REWARD``): the change in
+    the fraction of tests passed that the step made. After each command the task's tests
+    run on a *copy* of the state (a snapshot restored into a second env of the same
+    settings, with its own sandbox or container, graded as ``grading`` says), never in the
+    agent's sandbox, whose processes never see the tests, their files or their output; on
+    the step that ends the episode the fraction is the episode's own ``score``. The first
+    step's baseline is 0 (no test ran at reset), so an episode's step rewards sum to its
+    ``score``; an invalid action that ends nothing gets 0. The copy holds what a snapshot
+    holds (the work dir, the shell's directory and exports): tests that check files
+    outside the work dir or processes the agent left running see the starting state
+    there until the final verdict. A fault of the copy's sandbox is raised from ``step``
+    like the agent's own.
 
     Snapshots hold the work dir's files (a tar keeping modes, owners where the runtime
     can keep them, symlinks, empty dirs and mtimes), the shell's directory and exported
@@ -132,6 +144,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
       whose tests check processes the agent left running, run only under it).
     - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
+    - ``step_rewards`` (False): grade every step (see Information). Off by default: each
+      step then pays a snapshot, a restore into the copy and a test run: on the local
+      runtime about 0.6 s a step for a bundled task's pytest suite against 0.02 s without
+      (measured on 2 loaded cores), plus the task's own test time for a slow suite.
     - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
 
     ## Version History
@@ -161,6 +177,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         image_map: Mapping[str, str] | None = None,
         wheelhouse: str | Path | None = None,
         grading: str = "safe",
+        step_rewards: bool = False,
     ) -> None:
         super().__init__(
             max_turns=max_turns,
@@ -173,6 +190,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if grading not in grading_rules.GRADINGS:
             raise ValueError(f"grading must be one of {grading_rules.GRADINGS}, got {grading!r}")
         self.grading = grading
+        if not isinstance(step_rewards, bool):
+            raise ValueError(f"step_rewards must be a bool, got {step_rewards!r}")
+        self.step_rewards = step_rewards
+        #: the second env whose sandbox grades copies of the state (step_rewards only)
+        self._copy_env: TerminalBenchEnv | None = None
         if not command_timeout > 0:
             raise ValueError(f"command_timeout must be positive, got {command_timeout!r}")
         self.runtime_name = runtime
@@ -223,6 +245,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
 
     def _reset_episode_state(self) -> None:
         self._tested = False
+        #: the fraction of tests the state passed after the last step (step_rewards)
+        self._fraction = 0.0
         #: what safe grading found the agent changed in the test toolchain or output
         self._findings: list[str] = []
         self._stopped = 0
@@ -492,7 +516,24 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 f"{observation}\n[turn budget exhausted]\n{summary}"
             )
             info = {**info, **self._info(action_valid=info[keys.ACTION_VALID])}
+        if self.step_rewards:
+            info[keys.STEP_REWARD] = self._step_reward(info[keys.ACTION_VALID])
         return observation, reward, terminated, truncated, info
+
+    def _copy_grader(self) -> TerminalBenchEnv:
+        """The env that grades copies of the state: the same tasks and settings, its own
+        runtime, made once."""
+        if self._copy_env is None:
+            self._copy_env = TerminalBenchEnv(
+                tasks_path=self.tasks_path,
+                runtime=self.runtime_name,
+                command_timeout=self.command_timeout,
+                max_output_chars=self.max_output_chars,
+                limits=self.limits,
+                grading=self.grading,
+                **self.docker_options,
+            )
+        return self._copy_env
 
     # ---------------------------------------------------------------- tests
     # running them and reading their verdict: TaskTests (verdict.py)
@@ -500,6 +541,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         """Test pass fraction after ``action`` (tests run even without ``submit``); a
         fault raises :class:`Fault` (the env is then left for a reset, not restored)."""
         snap = self.snapshot()
+        grading_steps, self.step_rewards = self.step_rewards, False  # the tests run below
         try:
             self.step(action)
             if not self._tested:
@@ -511,6 +553,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         except BaseException:
             self.restore(snap)
             raise
+        finally:
+            self.step_rewards = grading_steps
         self.restore(snap)
         return score
 
@@ -615,6 +659,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "lost": self._lost,
             "findings": list(self._findings),
             "stopped": self._stopped,
+            "fraction": self._fraction,
         }
         if self._lost is None and self._shell is not None:
             try:
@@ -684,6 +729,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._lost = lost
         self._findings = list(state["findings"])
         self._stopped = state["stopped"]
+        self._fraction = float(state.get("fraction", 0.0))
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -712,4 +758,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if self._runtime is not None:
             self._runtime.close()
             self._runtime = None
+        if self._copy_env is not None:
+            self._copy_env.close()
+            self._copy_env = None
         super().close()

@@ -28,9 +28,14 @@ def check_state(state: Any) -> None:
         raise ValueError(f"a TerminalBench state is a dict with at least {sorted(fields)}")
     lost = state["lost"]
     files = {"files", "cwd", "exports", "dir"}
-    if lost is None and set(state) != fields | files:
+    # "fraction" (the last step reward's baseline) is optional: older snapshots lack it
+    given = set(state) - {"fraction"}
+    fraction = state.get("fraction", 0.0)
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+        raise ValueError("fraction must be a number")
+    if lost is None and given != fields | files:
         raise ValueError(f"a TerminalBench state with its sandbox has {sorted(fields | files)}")
-    if lost is not None and (not isinstance(lost, str) or set(state) != fields):
+    if lost is not None and (not isinstance(lost, str) or given != fields):
         raise ValueError("a TerminalBench state of a lost sandbox has a str 'lost' and no files")
     names = ("test_output",) + (("cwd", "exports", "dir") if lost is None else ())
     for name in names:

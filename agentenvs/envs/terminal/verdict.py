@@ -33,13 +33,15 @@ class TaskTests:
     ``_new_session``) and its fault handling (``_check_fault``, ``_lose``, ``_lost``), and
     keeps the verdict in the env's episode state: ``_tested``, ``_results``,
     ``_harbor_reward``, ``_rewards``, ``_unmet``, ``_test_output``, ``_findings`` and
-    ``_stopped``.
+    ``_stopped``. Step rewards (``step_rewards=True``) grade copies of the state in the
+    env's ``_copy_grader()``, keeping the last fraction in ``_fraction``.
     """
 
     task: Any
     grading: str
     _shell: ShellSession | None
     _lost: str | None
+    _fraction: float
 
     def _upload_tests(self, shell: ShellSession) -> None:
         from agentenvs.envs.terminal.runtime_local import tar_of
@@ -264,6 +266,27 @@ class TaskTests:
             lines.append(self._test_output.splitlines()[0])
         lines.append("Task resolved." if self._success_now() else "Task not resolved.")
         return "\n".join(lines)
+
+    def _step_reward(self, action_valid: bool) -> float:
+        """The change in the fraction of tests passed that the step just taken made: from
+        the episode's verdict once the tests ran, else graded on a copy of the state
+        (``_copy_fraction``); 0 for an invalid action that ended nothing."""
+        if self._tested:
+            now = self._score_now()
+        elif not action_valid:
+            return 0.0
+        else:
+            now = self._copy_fraction()
+        change, self._fraction = now - self._fraction, now
+        return change
+
+    def _copy_fraction(self) -> float:
+        """The fraction of tests the current state passes, graded in another env's sandbox
+        (``_copy_grader``) from a snapshot: the agent's sandbox runs nothing of the tests."""
+        copy = self._copy_grader()
+        copy.restore(self.snapshot())  # a Fault here has left the copy for a new restore
+        copy._run_tests()
+        return copy._score_now()
 
     def _success_now(self) -> bool:
         if not self._tested or self._findings:
