@@ -7,6 +7,7 @@ loaded (``_load_task``), what an action does (``_apply``), its own state for sna
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import math
@@ -127,6 +128,12 @@ class TextEnv(gym.Env[str, str]):
         face runs an env whose calls are all short computations on the event loop's thread
         (``agentenvs.core.aio``); by default an env is assumed to take long."""
         return True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TextEnv:
+        # the constructor's arguments, so a fork can build siblings (``_sibling``)
+        self = super().__new__(cls)
+        self._init_args = (args, dict(kwargs))
+        return self
 
     def __init__(
         self,
@@ -379,6 +386,93 @@ class TextEnv(gym.Env[str, str]):
             if isinstance(exc, SnapshotError | Fault) or not isinstance(exc, Exception):
                 raise
             raise SnapshotError(f"cannot restore the snapshot: {_describe(exc)}") from exc
+
+    # ---------------------------------------------------------------- forking
+    def fork(self, k: int) -> list[TextEnv]:
+        """``k`` envs at exactly this env's state, each independent (see ``core.fork``).
+
+        Each child is as a fresh env of the same constructor arguments restored from
+        ``snapshot()`` would be: the same turn, budget, RNG, task and the benchmark's
+        state (attempts, database, files); stepping, restoring or closing one changes
+        neither the others nor this env, which may be closed first. All or nothing: on
+        an error every child made so far is closed, and this env is as it was.
+        """
+        from agentenvs.core.fork import check_fork_count
+
+        k = check_fork_count(k)
+        if self._task_id is None:
+            raise SnapshotError("nothing to fork: call reset() first")
+        return self._fork(k)
+
+    def _fork(self, k: int) -> list[TextEnv]:
+        """Make the ``k`` children of ``fork`` (the episode is live). The generic path:
+        ``_fork_by_restore``; envs with a cheaper copy of their state override this."""
+        return self._fork_by_restore(k)
+
+    def _fork_by_restore(self, k: int, *, concurrency: int = 1) -> list[TextEnv]:
+        """One snapshot, ``k`` envs built as this one was (``_sibling``), each restored
+        from it; ``concurrency`` of them at once (for restores that wait on a sandbox)."""
+        from agentenvs.core.fork import close_quietly, run_concurrently
+
+        snap = self.snapshot()
+        children: list[TextEnv] = []
+
+        def make(_: int) -> TextEnv:
+            child = self._sibling()
+            children.append(child)  # list.append is atomic: closed on failure either way
+            child.restore(snap)
+            return child
+
+        try:
+            return run_concurrently(make, range(k), concurrency)
+        except BaseException:
+            close_quietly(children)
+            raise
+
+    def _sibling(self) -> TextEnv:
+        """A new env of this class built with this env's constructor arguments (never
+        reset), with this env's spec."""
+        args, kwargs = self.__dict__.get("_init_args", ((), {}))
+        child = type(self)(*args, **kwargs)
+        child.spec = self.spec
+        return child
+
+    def _fork_by_copy(self, k: int) -> list[TextEnv]:
+        """``k`` shallow copies, each with its own RNG, spaces and the benchmark's state
+        (``_set_state(_get_state())``), after ``_detach`` dropped what a child must not
+        share: for envs whose whole state lives in this process."""
+        from agentenvs.core.fork import close_quietly
+
+        children: list[TextEnv] = []
+        try:
+            for _ in range(k):
+                child = self._shallow_child()
+                child._detach()
+                children.append(child)
+                child._set_state(self._get_state())
+        except BaseException:
+            close_quietly(children)
+            raise
+        return children
+
+    def _shallow_child(self) -> TextEnv:
+        """A shallow copy of this env with its own RNG (in this env's state) and spaces;
+        everything else is shared until the caller's ``_detach``."""
+        child = copy.copy(self)
+        child._np_random = rng_from_state(self.np_random.bit_generator.state)
+        child.action_space = copy.deepcopy(self.action_space)
+        child.observation_space = copy.deepcopy(self.observation_space)
+        return child
+
+    def _detach(self) -> None:
+        """Called on a fresh shallow copy made by ``_fork_by_copy``: replace every
+        resource the copy shares with its parent but must own (a sandbox it would close,
+        a database it would write), so that closing either leaves the other whole."""
+
+    def held_resources(self) -> frozenset[str]:
+        """Names of what this env holds outside the process right now (containers,
+        databases, sandbox dirs): empty once closed, and never shared with a fork."""
+        return frozenset()
 
     def score_action(self, action: str) -> float:
         """The quality of ``action`` from the current state, without advancing.

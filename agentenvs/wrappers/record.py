@@ -31,6 +31,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core.errors import SnapshotError
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 
 #: with flush_every_step=False, lines are written once this many bytes are pending
@@ -220,6 +221,13 @@ class RecordEpisode(gym.Wrapper[str, str, str, str]):
         super().close()
 
     # ---------------------------------------------------------------- snapshots
+    def fork_wrapper(self, env: gym.Env) -> RecordEpisode:
+        """Refused: the children of a fork would interleave their steps in one file."""
+        raise SnapshotError(
+            f"RecordEpisode({self.path}) cannot be forked: the children would write one "
+            "file; fork the env inside it and wrap each child in a RecordEpisode of its own"
+        )
+
     def wrapper_state(self) -> dict[str, int]:
         return {"episode": self._episode, "turn": self._turn}
 

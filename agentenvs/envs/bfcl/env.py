@@ -418,6 +418,9 @@ class BFCLEnv(TextEnv):
     def _get_state(self) -> dict[str, Any]:
         return {"verdict": None if self._verdict is None else self._verdict.as_dict()}
 
+    def _fork(self, k: int) -> list[TextEnv]:
+        return self._fork_by_copy(k)  # the verdict alone: copied
+
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
         if not isinstance(state, dict) or set(state) != {"verdict"}:
             raise SnapshotError("a BFCL state is a dict with 'verdict'")

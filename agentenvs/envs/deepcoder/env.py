@@ -756,6 +756,14 @@ class DeepCoderMTEnv(TextEnv):
         self._outcomes = outcomes
         self._feedback = state["feedback"]
 
+    def _fork(self, k: int) -> list[TextEnv]:
+        # the state is the attempts and their verdicts, in process: copied
+        return self._fork_by_copy(k)
+
+    def _detach(self) -> None:
+        if self._owns_sandbox:  # a child makes its own sandbox when it first runs code
+            self._sandbox = None
+
     def close(self) -> None:
         if self._sandbox is not None and self._owns_sandbox:
             self._sandbox.close()

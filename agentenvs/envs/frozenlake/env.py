@@ -565,6 +565,10 @@ class FrozenLakeEnv(TextEnv):
         self._last_action = state["last_action"]
         self._last_regret = float(state["last_regret"])
 
+    def _fork(self, k: int) -> list[TextEnv]:
+        # the state is a few immutable values beside the shared map and oracle: copied
+        return self._fork_by_copy(k)
+
     def _state_key(self) -> str:
         return str(self._pos)
 

@@ -363,6 +363,8 @@ class InterCodeSQLEnv(TextEnv):
         self.backend: Backend = make_backend(
             backend, self.limits, mysql_url, comparable=rules == "normalized"
         )
+        #: this env still counts among the backend's users (``Backend.release`` on close)
+        self._holds_backend = True
         self._episode: Episode | None = None
         self._episode_db: str | None = None
         self._gold: dict[str, QueryResult] = {}
@@ -698,9 +700,40 @@ class InterCodeSQLEnv(TextEnv):
         self._wrote = state.get("wrote", True)
         self._episode_gold = None
 
+    def _fork(self, k: int) -> list[TextEnv]:
+        """Copies of this env, each with a copy of the episode's database (SQLite: its
+        in-memory image; MySQL: a database of the pool refilled on the server) and the
+        backend shared (closed with the last env using it)."""
+        if self._episode is None:  # abandoned after a fault: nothing to copy
+            return super()._fork(k)
+        from agentenvs.core.fork import close_quietly
+
+        children: list[TextEnv] = []
+        try:
+            for _ in range(k):
+                child = self._shallow_child()
+                child._detach()
+                children.append(child)
+        except BaseException:
+            close_quietly(children)
+            raise
+        return children
+
+    def _detach(self) -> None:
+        assert self._episode is not None
+        self._episode = self._episode.fork()
+        self.backend.share()
+        self._holds_backend = True
+
+    def held_resources(self) -> frozenset[str]:
+        name = getattr(self._episode, "name", None)  # MySQL's episode database
+        return frozenset() if name is None else frozenset({f"mysql database {name}"})
+
     def close(self) -> None:
         if self._episode is not None:
             self._episode.close()
             self._episode = None
-        self.backend.close()
+        if self._holds_backend:
+            self._holds_backend = False
+            self.backend.release()
         super().close()

@@ -29,6 +29,10 @@ SYSTEM_PROMPT = (
 )
 
 
+#: sandboxes or containers a fork fills at once
+FORK_CONCURRENCY = 8
+
+
 class TerminalBenchEnv(TaskTests, TextEnv):
     """Solve a Terminal-Bench task with shell commands in one persistent shell.
 
@@ -750,6 +754,20 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if self._unmet:
             info["offline_unmet"] = list(self._unmet)
         return info
+
+    def _fork(self, k: int) -> list[TextEnv]:
+        """The work dir is read once (one snapshot) and unpacked into ``k`` new sandboxes
+        or containers at once, each with the shell's cwd and exported variables replayed;
+        background processes are not carried over (as in a restore)."""
+        return self._fork_by_restore(k, concurrency=min(k, FORK_CONCURRENCY))
+
+    def held_resources(self) -> frozenset[str]:
+        runtime = self._runtime
+        if runtime is None:
+            return frozenset()
+        if self.runtime_name == "docker":
+            return frozenset(f"container {c}" for c in runtime.container_ids)
+        return frozenset({f"sandbox dir {runtime.box.workdir}"} if runtime.box.workdir else ())
 
     def close(self) -> None:
         if self._shell is not None:

@@ -606,6 +606,10 @@ class BFCLMultiTurnEnv(TextEnv):
             "over": self._over,
         }
 
+    def _fork(self, k: int) -> list[TextEnv]:
+        # the backends' instances are copied through _get_state's pickle, once per child
+        return self._fork_by_copy(k)
+
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
         fields = {"instances", "user_turn", "call_steps", "turn_calls", "results", "passed", "over"}
         if not isinstance(state, dict) or set(state) != fields:

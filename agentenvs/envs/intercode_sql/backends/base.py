@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,6 +159,11 @@ class Episode(ABC):
         served to another episode (by default: ``close``)."""
         self.close()
 
+    def fork(self) -> Episode:
+        """A new episode whose database holds exactly this one's contents; each is then
+        changed and closed on its own."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be forked")
+
 
 class Backend(ABC):
     """Builds templates once and opens per-episode copies of them."""
@@ -183,3 +189,21 @@ class Backend(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def share(self) -> Backend:
+        """Count one more env using this backend (a fork's child): ``release`` closes it
+        when the last of them lets go."""
+        with _SHARING:
+            self._users = getattr(self, "_users", 1) + 1
+        return self
+
+    def release(self) -> None:
+        """One env is done with this backend; the last one closes it."""
+        with _SHARING:
+            self._users = users = getattr(self, "_users", 1) - 1
+        if users <= 0:
+            self.close()
+
+
+#: guards the count of envs sharing a backend
+_SHARING = threading.Lock()

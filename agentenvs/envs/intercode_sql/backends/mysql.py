@@ -75,6 +75,7 @@ from agentenvs.envs.intercode_sql.backends.mysql_databases import (
     _prepare,
     _q,
     _run_on,
+    copy_tables,
     episode_name,
     parse_episode_name,
     sweep_orphans,
@@ -134,6 +135,8 @@ class MySQLEpisode(Episode):
         self, backend: MySQLBackend, source: DatabaseSource, template: str, template_digest: str
     ) -> None:
         self.backend = backend
+        self.source = source
+        self.template_digest = template_digest
         # the random database name never reaches the agent: it reads as the task's db
         self.alias = source.name
         self.server = backend.server
@@ -378,6 +381,21 @@ class MySQLEpisode(Episode):
         if self._digest is None:
             self._digest = self.backend.digest(self.name)
         return self._digest
+
+    def fork(self) -> MySQLEpisode:
+        """A new episode database and user with this one's tables: a pristine one of the
+        pool, refilled from this one on the server (definitions and rows) when this one
+        was written; rows never travel through this process."""
+        child = MySQLEpisode(self.backend, self.source, self.template, self.template_digest)
+        if self.dirty:
+            try:
+                self.backend.copy_tables(self.name, child.name)
+            except BaseException:
+                child.discard()
+                raise
+            child.dirty = True
+            child._digest = self._digest
+        return child
 
     def discard(self) -> None:
         """Close after a fault: the session ends and the database and user are dropped
@@ -640,6 +658,19 @@ class MySQLBackend(Backend):
                     if rows:
                         marks = ", ".join(["%s"] * len(rows[0]))
                         cur.executemany(f"INSERT INTO {_q(table)} VALUES ({marks})", list(rows))
+            finally:
+                cur.execute("SET SESSION foreign_key_checks = 1")
+                cur.execute("USE information_schema")
+
+    def copy_tables(self, source: str, target: str) -> None:
+        """Make ``target``'s tables and rows those of ``source``, as a restore of
+        ``dump_tables(source)`` would (views dropped, tables as ``SHOW CREATE TABLE``
+        gives them, their auto-increment counters too), all on the server."""
+        server = self.server
+        with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
+            cur.execute("SET SESSION foreign_key_checks = 0")
+            try:
+                copy_tables(cur, source, target, self._tables(source), self._tables(target))
             finally:
                 cur.execute("SET SESSION foreign_key_checks = 1")
                 cur.execute("USE information_schema")

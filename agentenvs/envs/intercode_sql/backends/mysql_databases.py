@@ -17,6 +17,7 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agentenvs.core.procs import pid_alive
@@ -84,6 +85,26 @@ def _clone(run: Any, template: str, target: str) -> None:
     for table in tables:
         run(f"CREATE TABLE {_q(target)}.{_q(table)} LIKE {_q(template)}.{_q(table)}")
         run(f"INSERT INTO {_q(target)}.{_q(table)} SELECT * FROM {_q(template)}.{_q(table)}")
+
+
+def copy_tables(
+    cur: Any, source: str, target: str, tables: Sequence[str], old: Sequence[str]
+) -> None:
+    """On the admin's cursor ``cur`` (foreign key checks off): drop ``target``'s tables
+    ``old`` and views, then create ``source``'s ``tables`` there as ``SHOW CREATE TABLE``
+    gives them and fill them with ``INSERT ... SELECT``."""
+    for table in old:
+        cur.execute(f"DROP TABLE {_q(target)}.{_q(table)}")
+    cur.execute(
+        "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = %s", (target,)
+    )
+    for (view,) in cur.fetchall():
+        cur.execute(f"DROP VIEW {_q(target)}.{_q(view)}")
+    cur.execute(f"USE {_q(target)}")
+    for table in tables:
+        cur.execute(f"SHOW CREATE TABLE {_q(source)}.{_q(table)}")
+        cur.execute(cur.fetchone()[1])  # unqualified: made in target
+        cur.execute(f"INSERT INTO {_q(table)} SELECT * FROM {_q(source)}.{_q(table)}")
 
 
 def _prepare(
