@@ -58,4 +58,17 @@ if ! ping_engine; then
 fi
 
 bash "$ROOT/sandboxes/build_images.sh"
+# the wheels the official test bootstraps install at test time (one pip download, seconds);
+# a throwaway venv gives pip where the system python3 has none
+WH_PY=${PYTHON:-}
+if [ -z "$WH_PY" ]; then
+  if [ -x "$ROOT/.venv/bin/python" ]; then WH_PY=$ROOT/.venv/bin/python
+  elif python3 -m pip --version >/dev/null 2>&1; then WH_PY=python3
+  else
+    WH_VENV=$(mktemp -d /tmp/agentenvs-wheelhouse-venv.XXXXXX)
+    python3 -m venv "$WH_VENV" && WH_PY=$WH_VENV/bin/python
+  fi
+fi
+PYTHON=$WH_PY bash "$ROOT/sandboxes/build_wheelhouse.sh"
+[ -z "${WH_VENV:-}" ] || rm -rf "$WH_VENV"
 say "ready ($(elapsed))"

@@ -27,9 +27,16 @@ pytestmark = pytest.mark.docker("agentenvs/tb-python:3.13")
 
 
 @pytest.fixture(scope="module")
-def env() -> Iterator[TerminalBenchEnv]:
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TerminalBenchEnv]:
+    # an empty wheelhouse: what the images alone give (the project's own wheelhouse
+    # serves pytest-json-ctrf: tests/envs/test_terminal_registry_wheelhouse.py)
     env = TerminalBenchEnv(
-        tasks_path=REAL, runtime="docker", offline=True, command_timeout=120, max_turns=3
+        tasks_path=REAL,
+        runtime="docker",
+        offline=True,
+        command_timeout=120,
+        max_turns=3,
+        wheelhouse=tmp_path_factory.mktemp("no-wheels"),
     )
     yield env
     env.close()

@@ -49,6 +49,7 @@ from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
 from agentenvs.envs.terminal import faults, images, offline
+from agentenvs.envs.terminal import offline as offline_tools
 from agentenvs.envs.terminal.data import BASE_IMAGE, DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.grading_docker import DockerFrozen, _read_file
 from agentenvs.envs.terminal.shell import ShellSession
@@ -163,7 +164,11 @@ class DockerRuntime:
         self.cpus = cpus
         self.network = network
         self.image_map = {**images.DEFAULT_IMAGE_MAP, **dict(image_map or {})}
-        self.wheelhouse = Path(wheelhouse) if wheelhouse is not None else None
+        # the project's wheelhouse (sandboxes/build_wheelhouse.sh) unless another is named
+        default = offline_tools.default_wheelhouse()
+        self.wheelhouse = (
+            Path(wheelhouse) if wheelhouse is not None else default if default.is_dir() else None
+        )
         self.client = _client(timeout=BUILD_TIMEOUT_S)
         sweep_orphans(self.client)
         self.token = uuid.uuid4().hex[:16]

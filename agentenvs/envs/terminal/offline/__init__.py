@@ -6,10 +6,20 @@ in ``bin/`` are placed at :data:`MOUNT` in a sandbox; with ``MOUNT/bin`` first o
 ``pip install pytest`` and ``apt-get install curl`` of real task scripts are served from
 what the image has (or a wheelhouse), and what cannot be provided is logged to
 :data:`LOG` for the env's report.
+
+The project's own wheelhouse holds the packages the official test bootstraps fetch at
+test time (:data:`TEST_TIME_PACKAGES`: Harbor's ``uvx -w pytest==8.4.1 -w
+pytest-json-ctrf==0.3.5``, TB1's ``uv add pytest==8.4.1``), downloaded once with pip
+(``sandboxes/build_wheelhouse.sh``, or :func:`build_wheelhouse`) into
+:func:`default_wheelhouse`; the docker runtime serves it to every container offline
+unless ``wheelhouse=`` names another folder.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 #: the folder holding shim.py and bin/ on this machine
@@ -31,3 +41,45 @@ def environment() -> dict[str, str]:
         "PIP_CONFIG_FILE": f"{MOUNT}/pip.conf",
         "UV_OFFLINE": "1",
     }
+
+
+#: what the official bootstraps install at test time: pure-Python wheels, any platform
+TEST_TIME_PACKAGES = (
+    "pytest==8.4.1",
+    "pytest-json-ctrf==0.3.5",
+    "iniconfig",
+    "packaging",
+    "pluggy",
+    "pygments",
+)
+
+
+def default_wheelhouse() -> Path:
+    """``$AGENTENVS_WHEELHOUSE_DIR``, else ``$XDG_CACHE_HOME/agentenvs/wheelhouse``."""
+    explicit = os.environ.get("AGENTENVS_WHEELHOUSE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "agentenvs" / "wheelhouse"
+
+
+def build_wheelhouse(
+    dest: Path | None = None, packages: tuple[str, ...] = TEST_TIME_PACKAGES
+) -> Path:
+    """``pip download`` of ``packages`` (wheels only, for any Python 3 platform) into
+    ``dest`` (default :func:`default_wheelhouse`); raises ``RuntimeError`` with pip's
+    message when a package cannot be had."""
+    dest = dest or default_wheelhouse()
+    dest.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+         "--only-binary=:all:", "--python-version", "3.13", "--implementation", "py",
+         "--abi", "none", "--platform", "any", "-d", str(dest), *packages],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"pip download into {dest} failed: {done.stderr.strip()[-2000:]}")
+    return dest
+
