@@ -3,8 +3,8 @@
 From each state (see ``agentenvs.eval.states``) both policies sample ``n_actions``
 actions (16 as in the paper) from the same history; every action is scored from that
 state with the env's ``score_action`` (exact Q on FrozenLake, the test pass rate on
-DeepCoder-MT, the reward on InterCode-SQL, the checker on BFCL), the env restored before
-each scoring. Over all ``n_actions``² pairs (one action of A, one of B) a state gives
+DeepCoder-MT, the reward on InterCode-SQL, the checker on BFCL), each in its own fork of
+the state (``fork_env``), several at once where scoring waits on a sandbox or a server. Over all ``n_actions``² pairs (one action of A, one of B) a state gives
 P(A's action scores higher), P(B's scores higher) and P(tie) (within ``tie_tol``), which
 sum to 1. These per-state values, and the mean score of each policy, are averaged over
 states. States of one task are not independent (the same map, the same question), so
@@ -50,6 +50,7 @@ import numpy as np
 
 import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
 from agentenvs.core.errors import AgentEnvsError, Fault
+from agentenvs.core.fork import fork_env, run_concurrently
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
 from agentenvs.eval.faults import (
     DEFAULT_FAULT_BACKOFF,
@@ -188,32 +189,69 @@ def compare_scores(
     return a_better / pairs, b_better / pairs, (pairs - a_better - b_better) / pairs
 
 
-def score_from_state(env: gym.Env, snapshot: Snapshot, actions: Sequence[str]) -> list[float]:
+#: forked children scoring actions at once, for envs whose scoring waits (sandboxes,
+#: servers); in-process envs score one action after another, in forks of their own
+DEFAULT_SCORE_CONCURRENCY = 8
+
+
+def score_from_state(
+    env: gym.Env,
+    snapshot: Snapshot,
+    actions: Sequence[str],
+    *,
+    concurrency: int | None = None,
+) -> list[float]:
     """``score_action`` of each action from the snapshot's state; equal texts scored once.
 
-    The env is restored before every scoring, so no scoring sees another's effects; an
-    env whose ``score_action`` advanced the turn is a bug reported here.
+    No scoring sees another's effects: the env is restored to the snapshot, then each
+    distinct action is scored in its own fork of it (``fork_env``), up to
+    ``concurrency`` at once (default: ``DEFAULT_SCORE_CONCURRENCY`` for envs whose
+    calls wait, else 1), each fork closed after. The values are those of restoring
+    before each scoring. An env with ``score_actions`` (DeepCoder-MT runs new programs
+    concurrently itself) scores the batch from the restored env. An env whose
+    ``score_action`` advanced the turn is a bug reported here.
     """
     inner: Any = env.unwrapped
     unique = list(dict.fromkeys(actions))
-    batch = getattr(inner, "score_actions", None)
-    if callable(batch):  # e.g. DeepCoder-MT runs new programs concurrently
-        restore_snapshot(env, snapshot)
-        values = [float(v) for v in batch(unique)]
-    else:
-        values = []
-        for action in unique:
-            restore_snapshot(env, snapshot)
-            turn = inner.turn
-            values.append(float(inner.score_action(action)))
-            if inner.turn != turn:
-                raise AgentEnvsError(
-                    f"{type(inner).__name__}.score_action advanced the env (turn {turn} -> "
-                    f"{inner.turn}); it must score without stepping"
-                )
     restore_snapshot(env, snapshot)
+    batch = getattr(inner, "score_actions", None)
+    if callable(batch):
+        values = [float(v) for v in batch(unique)]
+        restore_snapshot(env, snapshot)
+    else:
+        if concurrency is None:
+            concurrency = DEFAULT_SCORE_CONCURRENCY if _calls_wait(inner) else 1
+
+        def score(action: str) -> float:
+            child = fork_env(env, 1)[0]
+            try:
+                kid: Any = child.unwrapped
+                turn = kid.turn
+                value = float(kid.score_action(action))
+                if kid.turn != turn:
+                    raise AgentEnvsError(
+                        f"{type(kid).__name__}.score_action advanced the env (turn {turn} -> "
+                        f"{kid.turn}); it must score without stepping"
+                    )
+                return value
+            finally:
+                child.close()
+
+        values = run_concurrently(score, unique, concurrency, pool="score")
     by_text = dict(zip(unique, values, strict=True))
     return [by_text[a] for a in actions]
+
+
+def _calls_wait(inner: Any) -> bool:
+    """Whether the env's calls wait (``TextEnv.calls_wait`` of its spec's arguments)."""
+    calls_wait = getattr(type(inner), "calls_wait", None)
+    if calls_wait is None:
+        return True
+    spec = getattr(inner, "spec", None)
+    try:
+        return bool(calls_wait(**dict(getattr(spec, "kwargs", None) or {})))
+    except Exception:  # arguments it does not take: assume it waits
+        return True
 
 
 def evaluate_state(

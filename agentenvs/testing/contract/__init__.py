@@ -55,6 +55,17 @@ Checks (names as reported), by module:
 - ``file_modes``: for envs with files, given a ``FileProbe``: modes, empty dirs,
   symlinks and mtimes survive a restore, in the same env and in a fresh one.
 
+``forks``
+
+- ``fork_equivalence``: ``fork(k)``'s children start at the parent's turn, state key and
+  RNG, and play the same actions as the parent restored from a snapshot taken at the
+  fork, and as a fresh env restored from it.
+- ``fork_independence``: stepping or restoring one child changes neither its siblings
+  nor the parent, stepping the parent changes no child, and no two of them hold the same
+  outside resource (``held_resources()``: containers, databases, sandbox dirs).
+- ``fork_close``: a child plays on after a sibling and the parent closed; closing every
+  child (twice) releases what they held: no resource named, no sandbox dir, no process.
+
 ``probes``
 
 - ``score_action``: returns a finite number and does not advance the env.

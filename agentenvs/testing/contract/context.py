@@ -42,6 +42,7 @@ class FileProbe:
 #: what each capability is, for a plain ``gymnasium.Env`` that lacks it
 PLAIN_NEEDS: dict[str, str] = {
     "snapshot": "env.unwrapped.snapshot() and env.unwrapped.restore(snapshot)",
+    "fork": "env.unwrapped.fork(k), k independent envs at the current state",
     "turn_state": "env.unwrapped.turn, env.unwrapped.done and env.unwrapped.state_key()",
     "error_action": "env.unwrapped.error_action(rng)",
     "score_action": "env.unwrapped.score_action(action)",
@@ -58,6 +59,7 @@ PLAIN_NEEDS: dict[str, str] = {
 _TEXTENV_NOTES = {
     "snapshot": "TextEnv builds snapshot() and restore() on the env's _get_state() and _set_state()",
     "score_action": "TextEnv's steps a snapshot",
+    "fork": "TextEnv builds fork(k) on snapshot() and restore()",
     "error_action": "each env writes its own error_action(rng), TextEnv's subclasses too",
 }
 
@@ -123,6 +125,11 @@ class Capabilities:
                     f"{name} to implement _get_state() and _set_state() (TextEnv builds "
                     "snapshot() and restore() on them)"
                 )
+            if not (snapshot or _overrides(inner, "_fork")):
+                missing["fork"] = (
+                    f"{name} to implement _get_state() and _set_state() (TextEnv's fork "
+                    "restores a snapshot into new envs) or _fork(k)"
+                )
             if not has_error_action(env):
                 missing["error_action"] = f"{name} to implement error_action(rng)"
             if not (snapshot or _overrides(inner, "score_action")):
@@ -133,6 +140,8 @@ class Capabilities:
             return cls(suite=True, env_class=name, missing=missing)
         if not (callable(getattr(inner, "snapshot", None)) and callable(getattr(inner, "restore", None))):
             missing["snapshot"] = PLAIN_NEEDS["snapshot"]
+        if not callable(getattr(inner, "fork", None)):
+            missing["fork"] = PLAIN_NEEDS["fork"]
         if not (
             hasattr(inner, "turn") and hasattr(inner, "done") and callable(getattr(inner, "state_key", None))
         ):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agentenvs.testing._trajectory import EnvTarget, target_name
-from agentenvs.testing.contract import basic, episode, probes, snapshots
+from agentenvs.testing.contract import basic, episode, forks, probes, snapshots
 from agentenvs.testing.contract.context import Context, FileProbe, hint
 from agentenvs.testing.contract.report import (
     CheckResult,
@@ -38,6 +38,9 @@ CHECKS: dict[str, Callable[[Context], Any]] = {
     "atomic_reset": episode.check_atomic_reset,
     "atomic_restore": snapshots.check_atomic_restore,
     "file_modes": snapshots.check_file_modes,
+    "fork_equivalence": forks.check_fork_equivalence,
+    "fork_independence": forks.check_fork_independence,
+    "fork_close": forks.check_fork_close,
 }
 
 #: the capabilities (``context.PLAIN_NEEDS``) each check needs; the others apply to any env
@@ -53,6 +56,9 @@ REQUIRES: dict[str, tuple[str, ...]] = {
     "atomic_reset": ("snapshot", "turn_state", "task_id_option", "budget_option"),
     "atomic_restore": ("snapshot", "turn_state"),
     "file_modes": ("snapshot",),
+    "fork_equivalence": ("snapshot", "turn_state", "fork"),
+    "fork_independence": ("snapshot", "turn_state", "fork"),
+    "fork_close": ("snapshot", "turn_state", "fork"),
 }
 
 
