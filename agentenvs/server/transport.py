@@ -168,7 +168,9 @@ class BoundedBodies:
 def listening_socket(host: str, port: int, stall_timeout: float | None) -> socket.socket:
     """A bound, listening TCP socket whose connections inherit ``TCP_USER_TIMEOUT``."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on connections whose proto says TCP,
+    # and without it a reply written in two parts waits for the client's delayed ACK (40 ms)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     user_timeout = getattr(socket, "TCP_USER_TIMEOUT", None)
     if stall_timeout is not None and user_timeout is not None:

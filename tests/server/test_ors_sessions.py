@@ -334,3 +334,30 @@ def test_a_fault_at_reset_is_the_fault_on_every_call() -> None:
                 assert record is not None and record["kind"] == "sandbox", error
 
         asyncio.run(main())
+
+
+def test_the_servers_connections_send_small_replies_at_once() -> None:
+    """Every ORS call is an HTTP request: the listening socket's connections have
+    TCP_NODELAY (as asyncio sets it on TCP sockets), so a reply written as head then body
+    does not wait for the client's delayed ACK."""
+    import socket
+
+    from agentenvs.server.transport import listening_socket
+
+    async def main() -> int:
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def accepted(reader: Any, writer: Any) -> None:
+            sock = writer.get_extra_info("socket")
+            seen.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=listening_socket("127.0.0.1", 0, 60))
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            value = await asyncio.wait_for(seen, 30)
+            writer.close()
+            return value
+
+    assert asyncio.run(main()) != 0
