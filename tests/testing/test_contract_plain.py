@@ -39,6 +39,9 @@ NEED_HOOKS = {
     "error_action",
     "atomic_reset",
     "atomic_restore",
+    "fork_equivalence",
+    "fork_independence",
+    "fork_close",
     "file_modes",
 }
 
@@ -70,7 +73,7 @@ def test_a_plain_gymnasium_env_gets_every_check_that_applies() -> None:
     # only the inputs its Text space holds (the empty string) are owed an answer
     assert report.result("bad_actions").detail.startswith("1 input within the action space")
     summary = report.summary()
-    assert "all applicable checks passed, 11 not applicable" in summary
+    assert "all applicable checks passed, 14 not applicable" in summary
     assert "  n/a  snapshot_roundtrip" in summary and "  ok   seed_determinism" in summary
 
 

@@ -59,7 +59,7 @@ Checks (names as reported), by module:
 
 - ``fork_equivalence``: ``fork(k)``'s children start at the parent's turn, state key and
   RNG, and play the same actions as the parent restored from a snapshot taken at the
-  fork, and as a fresh env restored from it.
+  fork.
 - ``fork_independence``: stepping or restoring one child changes neither its siblings
   nor the parent, stepping the parent changes no child, and no two of them hold the same
   outside resource (``held_resources()``: containers, databases, sandbox dirs).
