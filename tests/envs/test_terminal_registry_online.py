@@ -1,0 +1,87 @@
+"""The online path for real: task folders that name an image on a registry run with the
+image pulled by name (a Distribution registry on loopback, ``.ci/services/registry.sh``,
+holding the offline stand-ins under official names: a stand-in, not the real image), and
+pull errors are never a score: a registry that does not answer is a ``registry`` Fault, an
+image it says it does not have is the task's, refused with the engine's words."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentenvs.core.errors import Fault, TaskError
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+
+REGISTRY = os.environ.get("AGENTENVS_REGISTRY", "")
+pytestmark = [
+    pytest.mark.docker("agentenvs/tb-python:3.13"),
+    pytest.mark.skipif(
+        not REGISTRY, reason="no loopback registry (AGENTENVS_REGISTRY; .ci/services/registry.sh)"
+    ),
+]
+
+
+def harbor_task(root: Path, name: str, image: str) -> Path:
+    """A Harbor task on ``image`` whose tests need Python 3.13 and the agent's file."""
+    task = root / name
+    for sub in ("environment", "tests", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.toml").write_text(
+        'version = "1.0"\n\n[environment]\nnetwork_mode = "no-network"\n\n'
+        "[verifier]\ntimeout_sec = 120.0\n"
+    )
+    (task / "instruction.md").write_text("Write done to /app/status.txt.\n")
+    (task / "environment" / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho done > /app/status.txt\n")
+    (task / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if python3 -c 'import sys; assert sys.version_info[:2] == (3, 13)' "
+        '&& [ "$(cat /app/status.txt 2>/dev/null)" = done ]; '
+        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+    return task
+
+
+def test_a_task_naming_a_registry_image_runs_with_it_pulled(tmp_path: Path) -> None:
+    image = f"{REGISTRY}/library/python:3.13-slim"
+    # not on this machine under that name: the build must pull it
+    subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
+    harbor_task(tmp_path, "pulled", image)
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False, max_turns=3)
+    try:
+        assert env.check_tasks() == {}
+        env.reset(options={"task_id": "pulled"})
+        _, reward, term, _, info = env.step("submit")
+        assert term and reward == 0.0 and not info["success"]
+        env.reset(options={"task_id": "pulled"})
+        env.step(env.unwrapped.oracle_action())
+        obs, reward, term, _, info = env.step("submit")
+        assert term and reward == 1.0 and info["success"], obs
+    finally:
+        env.close()
+
+
+def test_an_image_the_registry_does_not_have_is_refused_by_name(tmp_path: Path) -> None:
+    harbor_task(tmp_path, "missing", f"{REGISTRY}/library/no-such-image:1")
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False, max_turns=3)
+    try:
+        # the registry answered about the image: the task's, refused with the engine's words
+        with pytest.raises(TaskError, match="no-such-image:1 not found"):
+            env.reset(options={"task_id": "missing"})
+        assert "manifest unknown" in env.unsupported_tasks["missing"]
+    finally:
+        env.close()
+
+
+def test_a_registry_that_is_down_is_a_registry_fault(tmp_path: Path) -> None:
+    harbor_task(tmp_path, "down", "127.0.0.1:9/library/python:3.13-slim")  # nothing listens
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False, max_turns=3)
+    try:
+        with pytest.raises(Fault) as caught:
+            env.reset(options={"task_id": "down"})
+        assert caught.value.kind == "registry"
+    finally:
+        env.close()
