@@ -268,7 +268,7 @@ class TextEnv(gym.Env[str, str]):
         self._turn += 1
         text, problem = self._coerce_action(action)
         if problem is not None:
-            transition = Transition(observation=problem, action_valid=False)
+            transition = self._refused(problem)
         else:
             transition = self._apply(text)
         if transition.success is not None:
@@ -283,6 +283,11 @@ class TextEnv(gym.Env[str, str]):
         if transition.info:
             info.update(transition.info)
         return observation, float(transition.reward), terminated, truncated, info
+
+    def _refused(self, problem: str) -> Transition:
+        """The turn of an action refused before it reached ``_apply`` (not a str, too long):
+        ``problem`` says why. An env whose infos carry per-step keys adds them here."""
+        return Transition(observation=problem, action_valid=False)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

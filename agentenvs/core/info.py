@@ -19,8 +19,10 @@ GRADING_FINDINGS = "grading_findings"
 #: the exact quality of the step just taken (a float, on step infos only), where an env can
 #: compute one: FrozenLake's oracle advantage ``Q_t(s, a) - V_t(s)`` of the action for the
 #: turns it had, InterCode-SQL's reward of the statement's result, DeepCoder-MT's change in
-#: the test pass rate. Envs that cannot compute one exactly leave the key out. Process
-#: rewards (``agentenvs.integrations.process``) read it; ``state_key`` stays GiGPO's anchor
+#: the test pass rate, Terminal-Bench's change in the fraction of tests passed (opt-in:
+#: ``step_rewards=True``, a test run per step). Envs that cannot compute one exactly leave
+#: the key out. Process rewards (``agentenvs.integrations.process``) read it; ``state_key``
+#: stays GiGPO's anchor
 STEP_REWARD = "step_reward"
 
 STANDARD_KEYS: tuple[str, ...] = (

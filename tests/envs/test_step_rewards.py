@@ -49,6 +49,20 @@ def test_frozenlake_step_reward_is_the_oracle_advantage_of_the_action(
     env.close()
 
 
+@pytest.mark.parametrize("refused", [5, "x" * 1_000_000], ids=["not a str", "too long"])
+def test_frozenlake_grades_an_action_the_base_env_refuses_as_a_wasted_turn(refused) -> None:
+    """An action refused before the env parses it costs the turn an unparsable one costs."""
+    rewards = []
+    for action in ("not a move", refused):
+        env = gym.make("agentenvs/FrozenLake-v0", max_turns=8)  # a turn short of 8 costs
+        env.reset(seed=3, options={"task_id": "4x4"})
+        _, _, _, _, info = env.step(action)
+        assert info["action_valid"] is False
+        rewards.append(info[STEP_REWARD])
+        env.close()
+    assert rewards[0] == rewards[1] < 0
+
+
 def test_envs_that_cannot_grade_a_step_leave_the_key_out() -> None:
     env = gym.make("agentenvs/BFCLMultiTurn-v0")
     env.reset(seed=0)

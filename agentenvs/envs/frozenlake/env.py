@@ -460,19 +460,32 @@ class FrozenLakeEnv(TextEnv):
         return {"system_prompt": self._intro}
 
     # ------------------------------------------------------------ dynamics
+    def _wasted_turn_advantage(self) -> float:
+        """A wasted turn's advantage: the value of staying put with one turn fewer, less the
+        value now."""
+        view = self._view
+        assert view is not None
+        moves_left = self._decision_turns() * self.actions_per_turn
+        wasted = view.oracle.value(self._pos, moves_left - self.actions_per_turn)
+        return wasted - view.oracle.value(self._pos, moves_left)
+
+    def _refused(self, problem: str) -> Transition:
+        return Transition(
+            observation=problem, action_valid=False,
+            info={STEP_REWARD: self._wasted_turn_advantage()},
+        )
+
     def _apply(self, action: str) -> Transition:
         view = self._view
         assert view is not None
         moves = parse_moves(action, self.actions_per_turn)
         moves_left = self._decision_turns() * self.actions_per_turn
         if isinstance(moves, str):
-            # a wasted turn: the value of staying put with one turn fewer, less the value now
-            wasted = view.oracle.value(self._pos, moves_left - self.actions_per_turn)
             return Transition(
                 observation=f"Invalid action: {moves}. {self.action_format()}\n"
                 f"Map:\n{view.grid(self._pos)}",
                 action_valid=False,
-                info={STEP_REWARD: wasted - view.oracle.value(self._pos, moves_left)},
+                info={STEP_REWARD: self._wasted_turn_advantage()},
             )
         start = self._pos
         cum0, cum1, cum2 = view.model.cumulative
