@@ -302,10 +302,11 @@ class SqliteEpisode(Episode):
         return self._digest
 
     def fork(self) -> SqliteEpisode:
-        """A new in-memory database with this one's contents. The in-memory image is
-        copied whole (``serialize``/``deserialize``): about 3x faster than SQLite's
-        backup API copying it page by page (``benchmarks/bench_fork.py``), and the copy
-        stays an in-memory image like every episode's."""
+        """A new in-memory database with this one's contents: its in-memory image copied
+        whole (``serialize``/``deserialize``), as fast as SQLite's backup API copying it
+        page by page on a task database (``benchmarks/bench_fork.py``), and the copy
+        stays an in-memory image like every episode's (a backup's copy would not be one,
+        and its ``serialize`` reads a table the authorizer refuses)."""
         return SqliteEpisode(self.conn.serialize(), self.limits, self._digest)
 
     def close(self) -> None:
