@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from agentenvs.envs.bfcl.ast_checker import check_reply
 from agentenvs.envs.bfcl.data import SINGLE_TURN_CATEGORIES, BfclTask
 from agentenvs.envs.bfcl.decode import Call, format_calls, format_calls_source
 from agentenvs.envs.bfcl.env import BFCLEnv, reply_text
@@ -445,21 +446,29 @@ def _time_graders(tasks_path: str, categories: Sequence[str], seed: int, rounds:
         for task, reply in cases:
             official_single_turn(reply, task.functions, task.ground_truth, task.category)
 
+    def grader() -> None:  # ours without the env: the same work as theirs
+        for task, reply in cases:
+            check_reply(reply, task.functions, task.ground_truth, task.category)
+
     def rate(fn: Any) -> float:
         start = time.perf_counter()
         fn()
         return len(cases) / (time.perf_counter() - start)
 
     first = {"ours": rate(ours), "theirs": rate(theirs)}
-    steady = {"ours": 0.0, "theirs": 0.0}
+    steady = {"ours": 0.0, "theirs": 0.0, "grader": 0.0}
     for _ in range(rounds):
-        steady["ours"] = max(steady["ours"], rate(ours))
-        steady["theirs"] = max(steady["theirs"], rate(theirs))
+        for name, fn in (("ours", ours), ("theirs", theirs), ("grader", grader)):
+            steady[name] = max(steady[name], rate(fn))
     for name, got in (("first sight", first), (f"steady, best of {rounds}", steady)):
         print(
             f"  speed on {len(cases)} replies, {name}: env reset + step {got['ours']:.0f}/s, "
             f"bfcl-eval decode + check {got['theirs']:.0f}/s (ratio {got['ours'] / got['theirs']:.2f})"
         )
+    print(
+        f"  the same work as bfcl-eval's (check_reply, no env): {steady['grader']:.0f}/s "
+        f"(ratio {steady['grader'] / steady['theirs']:.2f})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
