@@ -74,6 +74,7 @@ from agentenvs.sandbox._local_procs import (
     _seccomp_fd,
     _Status,
 )
+from agentenvs.sandbox._local_warm import WarmServers
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -198,6 +199,7 @@ class LocalSandbox(Sandbox):
         self._finalizer = weakref.finalize(
             self, _cleanup, self._procs, self._killed, self._lock, self.workdir
         )
+        self._warm = WarmServers(self)
 
     # -- command lines
     def _bwrap_argv(
@@ -464,6 +466,15 @@ class LocalSandbox(Sandbox):
         )
         return _LocalProcess(self, proc)
 
+    def spawn_warm(self, preload: str, entry: str, imports: Sequence[str] = ()) -> SandboxProcess:
+        """A process as ``spawn(scratch=True)`` gives one, forked from a warm server that
+        has run ``preload`` and imported ``imports`` already: it calls ``entry(request_fd,
+        answer_fd)`` of ``preload``, whose pipes are what ``write`` and ``read`` reach (fds
+        0-2 are ``/dev/null``). Nothing of one such process reaches the next (see
+        ``forkserver.py``)."""
+        self._check_open()
+        return self._warm.spawn(preload, entry, imports)
+
     def run_python_cases(
         self,
         source: str,
@@ -610,6 +621,7 @@ class LocalSandbox(Sandbox):
         # a second caller waits until the first one's cleanup is done
         with self._close_lock:
             self._closed = True
+            self._warm.close()
             self._finalizer()
 
 

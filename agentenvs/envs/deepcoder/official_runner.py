@@ -480,9 +480,16 @@ def _not_dumpable() -> None:
 
 
 def main() -> None:
+    serve(os.dup(0), os.dup(1))
+
+
+def serve(request_fd: int, answer_fd: int) -> None:
+    """Answer the host's requests read from ``request_fd`` on ``answer_fd``: what ``main``
+    does on the process's stdin and stdout, and what a fork of the warm server
+    (``agentenvs/sandbox/forkserver.py``, which preloads this file) does on its own pipes."""
     _not_dumpable()
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    answers = os.dup(1)
+    requests = os.fdopen(request_fd, "r", encoding="utf-8")
+    answers = answer_fd
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

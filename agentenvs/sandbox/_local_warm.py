@@ -1,0 +1,239 @@
+"""The host's side of the local sandbox's warm fork servers (``forkserver.py``).
+
+``LocalSandbox.spawn_warm(preload, entry, imports)`` returns a ``SandboxProcess`` like
+``spawn`` does, but the process is a fork of a server that has already started its
+interpreter and imported ``imports`` inside its own sandbox (a scratch tmpfs at
+``/work``, as ``spawn(scratch=True)``), so a program starts in milliseconds. Each process
+talks to the host over pipes of its own, made for it; ``kill()`` asks the server to kill
+everything the program started and put the sandbox back as it was; a server that cannot
+(``clean`` false), that does not answer or that died is retired, and a fresh one serves
+the next program. Idle servers are kept per ``(preload, entry, imports)``, one per
+program running at the same time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import selectors
+import socket
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentenvs.core.errors import Fault, SandboxError
+from agentenvs.sandbox import faults, forkserver
+from agentenvs.sandbox._local_procs import _CHUNK
+from agentenvs.sandbox.base import SandboxProcess
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from agentenvs.sandbox.local import LocalSandbox
+
+#: a server's start (bwrap, the interpreter, the imports) on a loaded machine
+_START_S = 60.0
+#: a server's answer to run/end/ping (killing a program's processes included)
+_ANSWER_S = 30.0
+_LIMIT_FIELDS = ("cpu_seconds", "memory_mb", "max_processes", "max_file_mb", "max_open_files")
+
+Key = tuple[str, str, tuple[str, ...]]
+
+
+class _Server:
+    """One fork server: its bwrap process and the host's end of its control socket."""
+
+    def __init__(self, box: LocalSandbox, key: Key) -> None:
+        self.box = box
+        self.key = key
+        host, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.ctl = host
+        try:
+            argv = forkserver.server_argv(box._python, inner.fileno())
+            self.proc: subprocess.Popen[bytes] = box._popen(
+                argv, scratch=True, pass_fds=(inner.fileno(),)
+            )
+        except BaseException:
+            host.close()
+            raise
+        finally:
+            inner.close()
+        preload, entry, imports = key
+        limits = {k: getattr(box.limits, k) for k in _LIMIT_FIELDS}
+        hello = {"preload": preload, "entry": entry, "imports": list(imports), "limits": limits}
+        answer = self.ask(hello, wait_s=_START_S)
+        if answer is None or not answer.get("ready"):
+            self._not_started()
+
+    def _not_started(self) -> None:
+        err = b""
+        with contextlib.suppress(Exception):
+            assert self.proc.stderr is not None
+            os.set_blocking(self.proc.stderr.fileno(), False)
+            err = self.proc.stderr.read() or b""
+        text = err.decode(errors="replace")
+        fault = self.box._end_fault(self.proc, "the warm server", stderr=text, wait_s=1.0)
+        self.retire()
+        if fault is not None:
+            raise fault
+        raise SandboxError(
+            f"the sandbox's warm server did not start: {text.strip()[-500:] or 'no answer'}"
+        )
+
+    def ask(
+        self, request: dict[str, Any], *, fds: Sequence[int] = (), wait_s: float = _ANSWER_S
+    ) -> dict[str, Any] | None:
+        """Send ``request`` (with ``fds`` attached); its answer, None if none came."""
+        try:
+            self.ctl.settimeout(wait_s)
+            socket.send_fds(self.ctl, [json.dumps(request).encode()], list(fds))
+            data = self.ctl.recv(1 << 16)
+        except OSError:
+            return None
+        if not data:
+            return None
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            return None
+        if "id" in request and answer.get("id") != request["id"]:
+            return None
+        return answer
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.ctl.fileno() >= 0
+
+    def retire(self) -> None:
+        self.box._forget(self.proc)
+        self.ctl.close()
+
+
+class WarmServers:
+    """A local sandbox's idle fork servers, by what they preload."""
+
+    def __init__(self, box: LocalSandbox) -> None:
+        self.box = box
+        self._idle: dict[Key, list[_Server]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: Key) -> _Server:
+        with self._lock:
+            idle = self._idle.get(key, [])
+            while idle:
+                server = idle.pop()
+                if server.alive:
+                    return server
+                server.retire()  # died idle (reset, closed, killed): no program ran there
+        return _Server(self.box, key)
+
+    def give_back(self, server: _Server) -> None:
+        with self._lock:
+            self._idle.setdefault(server.key, []).append(server)
+
+    def close(self) -> None:
+        with self._lock:
+            servers = [s for group in self._idle.values() for s in group]
+            self._idle.clear()
+        for server in servers:
+            server.retire()
+
+    def spawn(self, preload: str, entry: str, imports: Sequence[str]) -> SandboxProcess:
+        key = (preload, entry, tuple(imports))
+        for attempt in range(2):
+            server = self.take(key)
+            try:
+                return WarmProcess(self, server)
+            except _ServerGone:
+                # nothing of the program ran: a server that died idle is replaced once
+                fault = self.box._end_fault(server.proc, "the warm server", wait_s=1.0)
+                server.retire()
+                if attempt and fault is not None:
+                    raise fault from None
+                if attempt:
+                    raise SandboxError("the sandbox's warm server does not answer") from None
+        raise AssertionError("unreachable")
+
+
+class _ServerGone(Exception):
+    """The server did not start the program (it died or hangs): nothing of it ran."""
+
+
+class WarmProcess(SandboxProcess):
+    """A program forked by a warm server, on pipes of its own (stderr goes nowhere)."""
+
+    def __init__(self, servers: WarmServers, server: _Server) -> None:
+        self._servers = servers
+        self._server = server
+        req_r, self._req_w = os.pipe()
+        self._ans_r, ans_w = os.pipe()
+        try:
+            answer = server.ask({"op": "run", "id": secrets.token_hex(8)}, fds=(req_r, ans_w))
+        finally:
+            os.close(req_r)
+            os.close(ans_w)
+        if answer is None or not answer.get("started"):
+            os.close(self._req_w)
+            os.close(self._ans_r)
+            raise _ServerGone
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._ans_r, selectors.EVENT_READ)
+        self._eof = False
+        self._killed = False
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def write(self, data: bytes) -> None:
+        if self._killed:
+            raise SandboxError("the process was killed")
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._req_w, view) :]
+        except OSError as exc:
+            raise SandboxError(f"the process has exited: {exc}") from exc
+
+    def read(self, timeout: float) -> bytes:
+        if self._eof or self._killed:
+            return b""
+        if not self._sel.select(max(timeout, 0.0)):
+            return b""
+        try:
+            chunk = os.read(self._ans_r, _CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._eof = True
+        return chunk
+
+    def fault(self) -> Fault | None:
+        """The program's end is a fault only when its server (the sandbox's pid 1) went
+        with it: nothing inside can kill or stop pid 1."""
+        if self._killed:
+            return None
+        server = self._server
+        if server.alive and server.ask({"op": "ping", "id": secrets.token_hex(8)}, wait_s=5.0):
+            return None
+        wait_s = faults.LOCAL_EXIT_WAIT_S if server.proc.poll() is None else 0.0
+        return server.box._end_fault(server.proc, "a program", wait_s=min(wait_s, 2.0))
+
+    def kill(self) -> None:
+        if self._killed:
+            return
+        self._killed = self._eof = True
+        self._sel.close()
+        for fd in (self._req_w, self._ans_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        server = self._server
+        answer = None
+        if server.alive:
+            answer = server.ask({"op": "end", "id": secrets.token_hex(8)})
+        if answer is not None and answer.get("clean"):
+            self._servers.give_back(server)
+        else:
+            server.retire()
