@@ -2,10 +2,10 @@
 
 For each of the bundled problems' first N tasks of each kind (stdin, call-based), grades the
 reference solution under both rules (nothing cached) and prints the median time per
-program and per test, and the ratio. Official rules pay one interpreter start per program
-plus the numpy/pandas imports of the official preamble; strict rules fork a warm worker
-per test. Also times an APPS-style (TACO) stdin program, which officially runs as a fresh
-script per test.
+program and per test, and the ratio. Official rules fork each program from the local
+sandbox's warm server (the interpreter started and the preamble's numpy/pandas imported
+once per sandbox); strict rules start a worker per program and fork it per test. Also
+times an APPS-style (TACO) stdin program, which officially runs as a fresh script per test.
 
 Usage: python benchmarks/bench_deepcoder_official.py [--tasks N] [--sandbox local]
 """

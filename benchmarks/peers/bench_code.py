@@ -5,7 +5,7 @@ The same problems and programs on all three sides: the bundled DeepCoder-MT prob
 (LiveCodeBench rows, stdin and call-based), each graded with its reference solution
 (expected to pass), its known-wrong solution and its first mutant (expected to fail), and
 the same problems written as TACO rows (``{inputs, outputs[, fn_name]}``, APPS-style
-checker); the first ``--quirk-problems`` of each kind also with programs written here to
+checker) and as PrimeIntellect rows (typed tests, the same APPS-style checker); the first ``--quirk-problems`` of each kind also with programs written here to
 exercise the official checker's quirks (an exit or exception after a correct answer, deep
 recursion, a rewrapped stdin; tuple, numpy and inner-tuple results), which count for the
 agreement only. rLLM's side is its reward as DeepCoder's training calls it:
@@ -37,7 +37,8 @@ working directory and leaves its temporary scripts behind), and removes that dir
 afterwards. Our sides run in the ``local`` sandbox (or ``--sandbox docker``).
 
 Usage: python benchmarks/peers/bench_code.py --rllm-src PATH --rllm-python PY310
-       [--problems N] [--taco-problems N] [--quirk-problems N] [--sandbox local]
+       [--problems N] [--taco-problems N] [--pi-problems N] [--quirk-problems N]
+       [--sandbox local]
 """
 
 from __future__ import annotations
@@ -262,17 +263,36 @@ def _taco_tests(task: CodeTask) -> dict[str, Any]:
     }
 
 
-def workload(per_kind: int, taco_per_kind: int, quirk_per_kind: int) -> list[Case]:
+def _pi_tests(task: CodeTask) -> list[dict[str, Any]]:
+    """The same tests as a PrimeIntellect row: typed tests, a call's result wrapped."""
+    if task.func_name is None:
+        return [{"type": "stdin_stdout", "input": t.input, "output": t.output} for t in task.tests]
+    return [
+        {
+            "type": "function_call",
+            "fn_name": task.func_name,
+            "input": list(t.args),
+            "output": [t.accepted[0]],
+        }
+        for t in task.tests
+    ]
+
+
+def workload(
+    per_kind: int, taco_per_kind: int, quirk_per_kind: int, pi_per_kind: int = 0
+) -> list[Case]:
     rows, wrong = _bundled_rows()
     cases: list[Case] = []
     counts = {"stdin": 0, "call": 0}
     taco_counts = {"stdin": 0, "call": 0}
+    pi_counts = {"stdin": 0, "call": 0}
     for row in rows:
         base = parse_row(row, f"{BUNDLED_FILE[1]}:{row['id']}", row["id"])
         kind = base.tests[0].kind
         want_lcb = per_kind <= 0 or counts[kind] < per_kind
         want_taco = taco_counts[kind] < taco_per_kind
-        if not (want_lcb or want_taco) or base.reference is None:
+        want_pi = pi_counts[kind] < pi_per_kind
+        if not (want_lcb or want_taco or want_pi) or base.reference is None:
             continue
         quirks = counts[kind] < quirk_per_kind
         programs = list(_programs(base, wrong.get(base.id, []), quirks))
@@ -290,6 +310,13 @@ def workload(per_kind: int, taco_per_kind: int, quirk_per_kind: int) -> list[Cas
             task = parse_row(taco_row, f"{BUNDLED_FILE[1]}:{row['id']}", row["id"])
             for name, code in programs:
                 cases.append(Case(f"TACO {kind}", task, name, code, "taco", tests))
+        if want_pi:
+            pi_counts[kind] += 1
+            pi = _pi_tests(base)
+            pi_row = {**row, "tests": json.dumps(pi), "data_source": "primeintellect"}
+            task = parse_row(pi_row, f"{BUNDLED_FILE[1]}:{row['id']}", row["id"])
+            for name, code in programs:
+                cases.append(Case(f"PI {kind}", task, name, code, "primeintellect", pi))
     return cases
 
 
@@ -410,6 +437,12 @@ def main() -> None:
         "per stdin test there: seconds a program)",
     )
     parser.add_argument(
+        "--pi-problems",
+        type=int,
+        default=3,
+        help="problems of each kind also written as PrimeIntellect rows (typed tests)",
+    )
+    parser.add_argument(
         "--quirk-problems",
         type=int,
         default=2,
@@ -422,7 +455,7 @@ def main() -> None:
     if root is None:
         print(f"rLLM code checker: skipped ({how})")
         return
-    cases = workload(args.problems, args.taco_problems, args.quirk_problems)
+    cases = workload(args.problems, args.taco_problems, args.quirk_problems, args.pi_problems)
     with tempfile.TemporaryDirectory(prefix="agentenvs-bench-rllm-") as scratch:
         peer = Peer(args.rllm_python, root, Path(scratch))
         try:
