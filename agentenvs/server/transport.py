@@ -84,7 +84,9 @@ def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
 
     class LazyPausingWSProtocol(WebSocketsSansIOProtocol):  # type: ignore[misc, valid-type]
         def send_receive_event_to_app(self) -> None:
-            if self.read_paused or not self.queue.empty():
+            queue = self.__dict__.get("queue")
+            # (a uvicorn whose protocol keeps other names gets its own behaviour)
+            if self.__dict__.get("read_paused", True) or queue is None or not queue.empty():
                 super().send_receive_event_to_app()  # pauses reading, as uvicorn does
                 return
             # the app takes this one next: keep reading (a second one pauses)
