@@ -62,7 +62,7 @@ SUITE=${HOST_SUITE:-bookworm}
 # the whole package list of the bare machine (debootstrap's minbase adds Debian's
 # required packages: an init-less base with apt, coreutils, mount)
 PACKAGES=python3,python3-venv,git,make,ca-certificates
-EXTRAS=${AGENTENVS_BARE_EXTRAS:-test,plot,mysql,docker,ray,parquet,intercode,server,bfcl}
+EXTRAS=${AGENTENVS_BARE_EXTRAS:-test,plot,mysql,docker,ray,parquet,intercode,server,ors,bfcl}
 CACHE=${AGENTENVS_BARE_CACHE-/var/cache/agentenvs}
 MAX_AGE_D=${AGENTENVS_BARE_MAX_AGE_D:-14}
 TIMEOUT_S=${AGENTENVS_BARE_TIMEOUT_S:-2700}

@@ -341,6 +341,11 @@ env.step("```python\\nprint(input())\\n```")
 box = env.sandbox()
 print(json.dumps({"workdir": getattr(box, "workdir", None),
                   "container": getattr(box, "container_id", None)}), flush=True)
+# the reaper (which removes the work dir once this process is gone) killed too, as a whole
+# cgroup's kill would: the next start's sweep is what this test checks
+from agentenvs.sandbox import _leftovers
+if _leftovers.reaper_pid:
+    os.kill(_leftovers.reaper_pid, signal.SIGKILL)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
