@@ -284,7 +284,10 @@ def run_surface(
     counts, n = success_count_matrix(data, task_ids, budgets)
     keep = n > 0
     if not keep.any():
-        raise ValueError(f"{data.run_dir}: no finished trajectories to report on")
+        raise ValueError(
+            f"{data.run_dir}: no task has a finished sample at every budget yet: nothing to "
+            "report on (resume the run to finish it)"
+        )
     counts, n = counts[keep], n[keep]
     ks = list(ks) if ks is not None else default_ks(int(n.min()))
     return estimate_surface(
@@ -404,7 +407,8 @@ def _write_tables(
 @dataclass
 class ReportResult:
     out_dir: Path
-    surface: PassSurface
+    #: None for a run with no task sampled at every budget yet (passk.md says so)
+    surface: PassSurface | None
     files: list[Path]
     comparison: PassSurface | None = None
     #: pass@k and pass^k of both runs, task by task, with verdicts (``agentenvs.eval.paired``)
@@ -453,6 +457,16 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     unit = "" if data.unit == "turns" else f", budgets in {data.unit}"
     title = f"{data.label} on {data.config['env_id']} ({data.mode} mode{unit})"
+    if compare is None and not success_count_matrix(data, data.task_ids(), data.budgets)[1].any():
+        # a run stopped before any task had a sample at every budget (a fault, a kill):
+        # nothing to estimate, but its faults and short tasks are worth reading
+        path = out / "passk.md"
+        path.write_text(
+            f"# {title}\n\nNo task has a finished sample at every budget yet, so there is "
+            "nothing to estimate: resume the run (`agentenvs eval` with the same arguments) "
+            f"to finish it.\n\n{faults_markdown(data)}"
+        )
+        return ReportResult(out_dir=out, surface=None, files=[path])
     surface = run_surface(data, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
     notes = budget_notes(data)
     files = _write_tables(

@@ -94,6 +94,26 @@ def test_incomplete_run_uses_what_it_has(runs: dict[str, Path], tmp_path: Path) 
     assert surface.ks.tolist() == [1, 2, 4, 5]
 
 
+def test_a_run_with_no_task_at_every_budget_gets_a_report_saying_so(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    # a rerun-mode run stopped before any task had a sample at its largest budget
+    import shutil
+
+    shutil.copytree(runs["rerun"], tmp_path / "cut")
+    path = tmp_path / "cut" / TRAJECTORIES_NAME
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    largest = max(r["budget"] for r in records)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records if r["budget"] != largest))
+    with pytest.raises(ValueError, match="no task has a finished sample at every budget"):
+        run_surface(load_run(tmp_path / "cut"), n_boot=0)
+    result = write_report(tmp_path / "cut", n_boot=0, plots=False)
+    assert result.surface is None
+    text = (result.out_dir / "passk.md").read_text()
+    assert "No task has a finished sample at every budget yet" in text
+    assert "fewer than n =" in text  # the short tasks are named
+
+
 def test_report_files(runs: dict[str, Path], tmp_path: Path) -> None:
     result = write_report(runs["derive"], out_dir=tmp_path, n_boot=200)
     names = sorted(p.name for p in result.files)
