@@ -378,9 +378,9 @@ def test_the_gold_connection_lost_is_a_fault_and_made_anew_when_idle(
     try:
         server = env.unwrapped.backend.server
         env.reset(seed=0)
-        env.step(SLOW_GOLD)
-        # killed while the gold query runs: a fault, never a score
-        runner, outcome = in_thread(lambda: env.step("submit"))
+        # killed while the gold query runs (a step's reward compares its result with the
+        # gold's, so the first step runs it): a fault, never a score
+        runner, outcome = in_thread(lambda: env.step(SLOW_GOLD))
         deadline = time.monotonic() + WAIT_S
         while server.gold_conn is None and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -148,7 +148,7 @@ def test_trl_faulted_rollouts_have_no_reward_and_are_logged(
     )
     assert rewards[0] == 1.0 and rewards == [1.0, None, None, 1.0]
     assert metrics == {"agentenvs/faulted_rollouts": 2.0}
-    assert extra == {"agentenvs_fault": [None, "container", "container", None]}
+    assert extra["agentenvs_fault"] == [None, "container", "container", None]
     assert PLANS[plan].faults == 5
     logs = fault_logs(caplog)
     assert len(logs) == 5 and all('"kind": "container"' in line for line in logs)
