@@ -21,6 +21,7 @@ runtimes serve the standard test bootstraps offline (see ``agentenvs.envs.termin
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 import shlex
 import shutil
@@ -47,6 +48,26 @@ _SETUP_RUN = re.compile(
     r"(APP_DIR=/app )?bash /app/setup\.sh && rm -f /app/setup\.sh; fi$"
 )
 _BASE_REFS = {"${BASE_IMAGE}", "$BASE_IMAGE", BASE_IMAGE, "agentenvs/terminal"}
+#: official bases (``name:tag``, host and ``library/`` dropped) whose userland the host's
+#: Debian with Python stands in for on the local runtime (the difference is reported:
+#: ``runtime_local.standin_difference``)
+LOCAL_STANDIN_BASES = re.compile(
+    r"^(?:python:3\.\d+(?:\.\d+)?(?:-(?:slim|bookworm|trixie|slim-bookworm|slim-trixie))?"
+    r"|debian:[a-z0-9.-]+|ubuntu:[a-z0-9.-]+|laude-institute/t-bench/python-3-\d+:[\w.-]+)$"
+)
+
+
+def standin_base(image: str) -> str | None:
+    """``image`` as ``name:tag`` when the local runtime stands in for it (None: it cannot)."""
+    parts = image.strip().split("@", 1)[0].split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]
+    if len(parts) > 1 and parts[0] == "library":
+        parts = parts[1:]
+    name = "/".join(parts)
+    if ":" not in parts[-1]:
+        name += ":latest"
+    return name if LOCAL_STANDIN_BASES.match(name) else None
 
 
 @dataclass(frozen=True)
@@ -235,9 +256,14 @@ def analyse_dockerfile(path: Path) -> dict[str, Any]:
             if name:
                 stages.add(name)
             copies, runs_setup, workdir = [], False, "/"
-            if image not in _BASE_REFS and not image.startswith("agentenvs/terminal:"):
+            if (
+                image not in _BASE_REFS
+                and not image.startswith("agentenvs/terminal:")
+                and standin_base(image) is None
+            ):
                 problem = (
-                    f"{path.name}: base image {image!r} (the local runtime has only {BASE_IMAGE})"
+                    f"{path.name}: base image {image!r} (the local runtime has {BASE_IMAGE} "
+                    "and stands in for Debian/Ubuntu bases with Python only)"
                 )
             else:
                 problem = None
@@ -261,6 +287,8 @@ def analyse_dockerfile(path: Path) -> dict[str, Any]:
                 problem = f"{path.name}: WORKDIR {rest} (the local runtime works in /app)"
         elif word == "COPY":
             parts = shlex.split(rest)
+            if len(parts) == 2 and not parts[1].startswith("/"):  # relative to WORKDIR
+                parts[1] = posixpath.normpath(posixpath.join(workdir, parts[1]))
             if any(p.startswith("--") for p in parts) or len(parts) != 2:
                 problem = f"{path.name}: COPY {rest} (only `COPY <src> /app/...` is understood)"
             elif not (parts[1] == "/app" or parts[1].startswith("/app/")):

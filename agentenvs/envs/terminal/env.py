@@ -753,6 +753,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 info["rewards"] = dict(self._rewards)
         if self._unmet:
             info["offline_unmet"] = list(self._unmet)
+        if self.runtime_name == "local" and self._task_id is not None:
+            from agentenvs.envs.terminal.runtime_local import standin_difference
+
+            standin = standin_difference(self.task)
+            if standin is not None:
+                info["base_standin"] = standin
         return info
 
     def _fork(self, k: int) -> list[TextEnv]:

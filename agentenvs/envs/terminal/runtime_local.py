@@ -24,6 +24,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -35,7 +36,12 @@ from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.envs.terminal import faults, offline
-from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask, missing_binaries
+from agentenvs.envs.terminal.data import (
+    DEFAULT_PATH,
+    TerminalTask,
+    missing_binaries,
+    standin_base,
+)
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.sandbox._leftovers import owned_mkdtemp
 from agentenvs.sandbox.base import Limits
@@ -170,6 +176,86 @@ def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
             else:
                 tar.add(src, arcname=dest, recursive=False)
     return buf.getvalue()
+
+
+#: the Python minor version and distribution an official base image ships
+_BASE_DISTROS = {
+    "debian:13": ("3.13", "Debian 13"),
+    "debian:trixie": ("3.13", "Debian 13"),
+    "debian:12": ("3.11", "Debian 12"),
+    "debian:bookworm": ("3.11", "Debian 12"),
+    "ubuntu:24.04": ("3.12", "Ubuntu 24.04"),
+    "ubuntu:noble": ("3.12", "Ubuntu 24.04"),
+    "ubuntu:22.04": ("3.10", "Ubuntu 22.04"),
+    "ubuntu:jammy": ("3.10", "Ubuntu 22.04"),
+}
+_host_lock = threading.Lock()
+_host: tuple[str, str] | None = None
+
+
+def host_userland() -> tuple[str, str]:
+    """(Python ``major.minor``, distribution) of what the sandbox shows: the host's
+    ``python3`` on the image PATH and its ``/etc/os-release``."""
+    global _host
+    with _host_lock:
+        if _host is None:
+            version = "none"
+            python = shutil.which("python3", path=DEFAULT_PATH)
+            if python is not None:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    done = subprocess.run(
+                        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                        check=False,
+                    )
+                    version = done.stdout.strip() or version
+            distro = "an unknown distribution"
+            with contextlib.suppress(OSError):
+                fields = dict(
+                    line.split("=", 1)
+                    for line in Path("/etc/os-release").read_text().splitlines()
+                    if "=" in line
+                )
+                distro = fields.get("PRETTY_NAME", distro).strip('"')
+            _host = (version, distro)
+        return _host
+
+
+def base_userland(image: str) -> tuple[str | None, str]:
+    """(Python ``major.minor`` or None when unknown, distribution) an official base ships."""
+    name = standin_base(image) or image
+    repo, _, tag = name.partition(":")
+    if repo == "python" or repo.startswith("laude-institute/t-bench/python-"):
+        m = re.match(r"^(3\.\d+)", tag) if repo == "python" else re.search(r"3-(\d+)$", repo)
+        minor = (m.group(1) if repo == "python" else f"3.{m.group(1)}") if m else None
+        # python:3.X is built on Debian (bookworm for 3.12 and older tags, trixie for 3.13)
+        return minor, "Debian"
+    for key, found in _BASE_DISTROS.items():
+        if name == key or name.startswith(key + "."):
+            return found
+    return None, repo.capitalize()
+
+
+def standin_difference(task: TerminalTask) -> str | None:
+    """Where the host's userland differs from the task's base image, in words (None: the
+    task is on the project's own base, or nothing differs that is known)."""
+    if standin_base(task.base_image) is None:
+        return None
+    version, distro = host_userland()
+    want, family = base_userland(task.base_image)
+    said = []
+    if want is not None and want != version:
+        said.append(f"Python {version} for {want}")
+    if not distro.lower().startswith(family.split()[0].lower()) or (
+        family != family.split()[0] and family not in distro.replace(" GNU/Linux", "")
+    ):
+        said.append(f"{distro} for {family}")
+    base = standin_base(task.base_image)
+    if not said:
+        return f"base {base} stood in for by the host's {distro} (Python {version})"
+    return f"base {base} stood in for by the host's userland: " + ", ".join(said)
 
 
 def unsupported_reason(task: TerminalTask) -> str | None:
