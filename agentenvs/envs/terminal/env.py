@@ -352,19 +352,36 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         )
 
     def check_tasks(self, *, build: bool = False) -> dict[str, str]:
-        """Find what each task needs that this machine cannot give (Docker: its base
-        images; with ``build``, its whole image, built now). Updates and returns
-        ``unsupported_tasks`` (task id -> reason)."""
+        """Find what each task needs that this machine cannot give. Updates and returns
+        ``unsupported_tasks`` (task id -> the unmet need, named).
+
+        Docker, without ``build``: predicted (``agentenvs.envs.terminal.needs``): base
+        images neither in the engine, nor stood in for offline, nor known to the registry;
+        apt/pip packages of the Dockerfile that an offline build cannot serve; tests that
+        reach for the network when they have none. With ``build``, every image is built
+        now. A registry or engine that fails raises :class:`Fault` (an infrastructure
+        fault, not the task's). Local: the runtime's refusals (made at load time); a task
+        whose Debian/Python base the host stands in for is not refused, and where the
+        host differs (Python minor version, distribution) ``info["base_standin"]`` says so.
+        """
         if self.runtime_name == "docker":
             from agentenvs.envs.terminal.images import UnprovidableError
+            from agentenvs.envs.terminal.needs import DockerNeeds
 
             runtime = self.runtime()
+            predict = DockerNeeds(runtime)
             for task_id in list(self._task_ids):
                 task = self.tasks[task_id]
                 try:
-                    runtime.image(task) if build else runtime.plan(task)
+                    if build:
+                        runtime.image(task)
+                        why = None
+                    else:
+                        why = predict.unmet(task)
                 except (UnprovidableError, SandboxError) as exc:
-                    self._refuse(task, str(exc))
+                    why = str(exc)
+                if why is not None:
+                    self._refuse(task, why)
         return dict(self.unsupported_tasks)
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
