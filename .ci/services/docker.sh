@@ -7,6 +7,12 @@
 # debootstrap + `docker import` and agentenvs/python:latest and agentenvs/terminal:latest
 # on top of it, skipping images that are up to date. Prints timings to stderr. Stop the engine with
 # `kill "$(cat /var/run/docker.pid)"`.
+#
+# The engine it starts takes the loopback registry of registry.sh (127.0.0.1:$REGISTRY_PORT,
+# default 5000) as its Docker Hub mirror, so a task's `FROM python:3.13-slim` pulls from it
+# as written. The mirror needs not be up when the engine starts (it is asked at each pull of
+# a Docker Hub name); start registry.sh before the first pull. An engine that already
+# answers is used as it is (its mirrors unchanged).
 set -euo pipefail
 
 # A daemon must not hold the caller's pipes (fds above 2 inherited from whoever runs this
@@ -22,6 +28,7 @@ close_inherited_fds() {
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WAIT_S=${DOCKER_WAIT_S:-60}
+MIRROR=127.0.0.1:${REGISTRY_PORT:-5000}
 LOG=${DOCKERD_LOG:-/tmp/agentenvs-dockerd.log}
 T0=$(date +%s)
 
@@ -44,7 +51,7 @@ if ! ping_engine; then
     rm -f /var/run/docker.pid
   fi
   (close_inherited_fds; cd / && exec setsid nohup dockerd --storage-driver=overlay2 --iptables=false --ip6tables=false \
-    --bridge=none </dev/null >"$LOG" 2>&1 &)
+    --bridge=none --registry-mirror="http://$MIRROR" --insecure-registry="$MIRROR" </dev/null >"$LOG" 2>&1 &)
   for _ in $(seq 1 "$WAIT_S"); do
     ping_engine && break
     sleep 1

@@ -11,6 +11,14 @@ the task's with only two kinds of edits: each ``FROM`` names the resolved image 
 ``--platform`` dropped: the local image is native), and ``RUN`` steps run through the
 stand-ins (a ``SHELL`` that puts them first on PATH), so ``apt-get install curl`` or
 ``pip install pytest`` at build time are served from the image or refused by name.
+
+Registries: the engine's ``--registry-mirror`` applies to Docker Hub names only, so with a
+registry configured (``AGENTENVS_REGISTRY``, or the docker runtime's ``registry=``) a name
+on another registry is pulled through it by prefix (:func:`via_registry`:
+``ghcr.io/org/img:tag`` -> ``<registry>/ghcr.io/org/img:tag``) and tagged locally with the
+name the Dockerfile writes. A failed pull is told apart (:func:`pull_problem`): a registry
+that did not answer, refused the credentials or limits the rate is the infrastructure's;
+its answer that it has no such image is the task's.
 """
 
 from __future__ import annotations
@@ -67,6 +75,105 @@ def normalize(image: str) -> str:
     return name
 
 
+#: the hosts of Docker Hub (a name with no host is on it), the registry the engine mirrors
+DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+def registry_host(image: str) -> str:
+    """The registry ``image`` is pulled from as written: its host, or ``docker.io``."""
+    parts = image.strip().split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        return parts[0]
+    return "docker.io"
+
+
+def _local_host(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in ("localhost", "[::1]") or name.startswith("127.")
+
+
+def via_registry(image: str, registry: str | None) -> str:
+    """The name to pull ``image`` by when ``registry`` (``host[:port]``, optionally with a
+    path) stands in for the registries the engine does not mirror.
+
+    Docker Hub names stay as written (the engine's mirror serves them), and so do names
+    already on ``registry`` or on a loopback host; any other host's name gets the prefix:
+    ``ghcr.io/org/img:tag`` -> ``127.0.0.1:5000/ghcr.io/org/img:tag``.
+    """
+    registry = (registry or "").strip().rstrip("/")
+    for scheme in ("http://", "https://"):
+        registry = registry.removeprefix(scheme)
+    if not registry:
+        return image
+    host = registry_host(image)
+    if host in DOCKER_HUB or _local_host(host) or image.startswith(registry + "/"):
+        return image
+    return f"{registry}/{image}"
+
+
+#: (what the engine's pull error says, why the pull failed) when the registry was not the
+#: image's answer: the task cannot be blamed, so the pull is a ``registry`` Fault
+PULL_PROBLEMS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("toomanyrequests", "too many requests", "http 429", " 429 "),
+        "the registry is limiting the rate of pulls (429 too many requests)",
+    ),
+    (
+        (
+            "no basic auth credentials",
+            "unauthorized",
+            "authentication required",
+            "denied: requested access",
+            "forbidden",
+        ),
+        "the registry refused the credentials (unauthorized)",
+    ),
+    (
+        (
+            "context deadline exceeded",
+            "i/o timeout",
+            "tls handshake timeout",
+            "client.timeout exceeded",
+            "timeout awaiting response headers",
+            "read timed out",
+        ),
+        "the registry did not answer in time",
+    ),
+    (
+        (
+            "dial tcp",
+            "no such host",
+            "connection refused",
+            "connection reset",
+            "network is unreachable",
+            "temporary failure in name resolution",
+            "503 service unavailable",
+            "502 bad gateway",
+            "unexpected eof",
+        ),
+        "the registry could not be reached",
+    ),
+)
+
+
+def pull_problem(error: str) -> str | None:
+    """Why a pull failed when it is the registry's doing (None: the registry answered that
+    it has no such image, or the error is not a pull's).
+
+    Docker Hub's "pull access denied ..., repository does not exist or may require 'docker
+    login'" is its answer for a missing repository, so it stays the task's.
+    """
+    text = error.lower()
+    if "non-zero code" in text:  # a RUN step's own failure: the Dockerfile's
+        return None
+    for markers, why in PULL_PROBLEMS:
+        if any(m in text for m in markers):
+            if why.endswith("(unauthorized)") and "repository does not exist" in text:
+                return None
+            return why
+    return None
+
+
 def map_image(image: str, image_map: Mapping[str, str]) -> str | None:
     """The local equivalent of ``image`` from ``image_map`` (None: no entry)."""
     name = normalize(image)
@@ -92,8 +199,10 @@ def plan_bases(
     present: Callable[[str], bool],
     image_map: Mapping[str, str],
     build_args: Mapping[str, str] | None = None,
+    registry: str | None = None,
 ) -> list[BasePlan]:
-    """Each ``FROM`` of the task's Dockerfile (or its prebuilt image), resolved.
+    """Each ``FROM`` of the task's Dockerfile (or its prebuilt image), resolved; a base
+    to pull is pulled by its name through ``registry`` (:func:`via_registry`).
 
     Raises :class:`UnprovidableError` naming the image that is neither on this machine,
     nor pullable (``online``), nor in the map.
@@ -121,7 +230,7 @@ def plan_bases(
         elif present(image):
             plans.append(BasePlan(image, image, "local"))
         elif online:
-            plans.append(BasePlan(image, image, "pull"))
+            plans.append(BasePlan(image, via_registry(image, registry), "pull"))
         else:
             mapped = map_image(image, image_map)
             if mapped is None:

@@ -30,8 +30,11 @@ Faults: the runtime holds the engine's event stream for its containers open
 (:class:`~agentenvs.envs.terminal.faults.EngineWatch`), and :meth:`DockerRuntime.diagnose`
 tells a failure of the agent's (its container ended from inside) from the infrastructure's
 (a container killed or removed through the API, an engine that restarted, does not answer
-or refused a request), as ``faults`` says; an image that cannot be pulled because the
-registry does not answer is a ``registry`` fault, never the task's.
+or refused a request), as ``faults`` says. Base images are pulled by name before the
+build (through ``registry``, for the names the engine's Docker Hub mirror does not serve:
+see ``images``); a pull the registry failed (no answer in time, unreachable, credentials
+refused, 429 too many requests) is a ``registry`` fault naming the image and the registry,
+never the task's; the registry's answer that it has no such image is the task's.
 """
 
 from __future__ import annotations
@@ -69,23 +72,6 @@ from agentenvs.sandbox.docker import (
 
 #: each runtime's containers carry its own token: its event stream selects them by it
 RUNTIME_LABEL = "agentenvs.terminal-runtime"
-#: what a build or pull error says when the registry could not be reached (the engine's
-#: resolver, dialer or TLS, or the registry's own "try later"), as opposed to its answer
-#: about the image (``manifest unknown``, ``pull access denied``)
-REGISTRY_UNREACHABLE = (
-    "dial tcp",
-    "no such host",
-    "i/o timeout",
-    "tls handshake timeout",
-    "connection refused",
-    "connection reset",
-    "client.timeout exceeded",
-    "network is unreachable",
-    "temporary failure in name resolution",
-    "toomanyrequests",
-    "503 service unavailable",
-    "502 bad gateway",
-)
 #: what an engine's refusal to start a container says when the image lacks its command
 IMAGE_LACKS = ("executable file not found", "no such file or directory")
 BUILD_TIMEOUT_S = 600
@@ -152,6 +138,7 @@ class DockerRuntime:
         network: str = "task",
         image_map: Mapping[str, str] | None = None,
         wheelhouse: str | Path | None = None,
+        registry: str | None = None,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
@@ -164,6 +151,11 @@ class DockerRuntime:
         self.cpus = cpus
         self.network = network
         self.image_map = {**images.DEFAULT_IMAGE_MAP, **dict(image_map or {})}
+        #: the registry other registries' names are pulled through (``images.via_registry``)
+        self.registry = (
+            registry if registry is not None else os.environ.get("AGENTENVS_REGISTRY")
+        ) or None
+        self._mirrors: list[str] | None = None
         # the project's wheelhouse (sandboxes/build_wheelhouse.sh) unless another is named
         default = offline_tools.default_wheelhouse()
         self.wheelhouse = (
@@ -226,6 +218,7 @@ class DockerRuntime:
             present=self._present,
             image_map=self.image_map,
             build_args={"BASE_IMAGE": self.base_image},
+            registry=self.registry,
         )
 
     def image(self, task: TerminalTask) -> str:
@@ -244,13 +237,16 @@ class DockerRuntime:
             if not offline_build and not task.dockerfile.is_file():
                 # a Harbor task with a prebuilt image and no Dockerfile: that image
                 tag = plans[0].use
-                if not self._present(tag):
-                    self._pull(tag)
+                if plans[0].how == "pull":
+                    tag = self._pull_base(plans[0])
                 self._images[task.id] = tag
                 return tag
+            for p in plans:
+                if p.how == "pull":
+                    self._pull_base(p)
             ids = [
-                self.client.api.inspect_image(p.use)["Id"]
-                if p.how in ("local", "mapped")
+                self.client.api.inspect_image(p.written if p.how == "pull" else p.use)["Id"]
+                if p.how != "stage"
                 else p.use
                 for p in plans
             ]
@@ -269,18 +265,63 @@ class DockerRuntime:
             self._images[task.id] = tag
             return tag
 
-    def _pull(self, image: str) -> None:
+    def _pull_base(self, plan: images.BasePlan) -> str:
+        """Pull a base image, so that the build finds it under the name its Dockerfile
+        writes (the build pulls nothing itself); returns that name.
+
+        Through the configured registry first; where it has no such image, from the name's
+        own registry, as the engine's mirror does for Docker Hub.
+        """
+        if plan.use != plan.written:
+            try:
+                self._pull(plan.use, plan.written)
+                return plan.written
+            except SandboxError:
+                pass  # the registry's answer that it has no such image
+        self._pull(plan.written)
+        return plan.written
+
+    def _pull(self, image: str, written: str | None = None) -> None:
+        """Pull ``image`` (tagged ``written`` too when the Dockerfile names it so).
+
+        Raises a ``registry`` :class:`Fault` when the registry failed, else
+        :class:`SandboxError` (the registry has no such image: the task's)."""
         try:
-            self.client.api.pull(image)
+            for chunk in self.client.api.pull(image, stream=True, decode=True):
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise SandboxError(str(chunk["error"]))
+            if written is not None and written != image and "@" not in written:
+                repo, _, tag = written.rpartition(":")
+                if not repo or "/" in tag:  # no tag (a colon of a host's port, or none)
+                    repo, tag = written, "latest"
+                self.client.api.tag(image, repo, tag)
         except Exception as exc:
-            fault = self._build_fault(exc, str(exc), online=True)
+            fault = self._build_fault(exc, str(exc), online=True, image=image)
             if fault is not None:
                 raise fault from exc
-            raise SandboxError(f"cannot build the image: cannot pull {image!r}: {exc}") from exc
+            where = self._registry_name(image)
+            raise SandboxError(
+                f"cannot build the image: cannot pull {image!r} from {where}: {exc}"
+            ) from exc
 
-    def _build_fault(self, exc: BaseException, error: str, *, online: bool) -> Fault | None:
+    def _registry_name(self, image: str) -> str:
+        """The registry a pull of ``image`` asks, in words (Docker Hub's with its mirrors)."""
+        host = images.registry_host(image)
+        if host != "docker.io":
+            return host
+        if self._mirrors is None:
+            try:
+                config = self.client.info().get("RegistryConfig") or {}
+                self._mirrors = [str(m) for m in config.get("Mirrors") or []]
+            except Exception:  # noqa: BLE001 - only the message's wording depends on it
+                self._mirrors = []
+        return f"docker.io (mirror {', '.join(self._mirrors)})" if self._mirrors else host
+
+    def _build_fault(
+        self, exc: BaseException, error: str, *, online: bool, image: str | None = None
+    ) -> Fault | None:
         """The Fault a failed build or pull is (None: the task's): an engine that does not
-        answer, or online, a registry the engine could not reach."""
+        answer, or online, a registry that failed (``images.pull_problem``)."""
         why = self.watch.ping()
         if why is not None:
             return Fault(
@@ -288,15 +329,16 @@ class DockerRuntime:
                 kind="engine",
                 evidence=f"ping: {why}",
             )
-        text = error.lower()
-        # a RUN step's own failure ("returned a non-zero code") is the Dockerfile's
-        if online and "non-zero code" not in text and any(m in text for m in REGISTRY_UNREACHABLE):
-            return Fault(
-                f"cannot pull an image: the registry does not answer ({error[:200]})",
-                kind="registry",
-                evidence=f"the engine's pull error: {error[:300]}",
-            )
-        return None
+        why = images.pull_problem(error) if online else None
+        if why is None:
+            return None
+        said = " ".join(error.split())[:200]
+        what = f"{image!r} from {self._registry_name(image)}" if image else "a base image"
+        return Fault(
+            f"cannot pull {what}: {why} ({said})",
+            kind="registry",
+            evidence=f"the engine's pull error: {error[:300]}",
+        )
 
     def image_config(self, task: TerminalTask) -> dict[str, Any]:
         """The task image's ``Env`` (as a dict) and ``WorkingDir``."""
