@@ -5,11 +5,13 @@
 #
 # The registry listens on 127.0.0.1:${REGISTRY_PORT:-5000} with no auth and its storage in
 # a temp dir. Docker treats 127.0.0.0/8 registries as insecure-allowed (plain HTTP), so
-# names like 127.0.0.1:5000/library/python:3.12-slim pull with no daemon option. Making
-# plain Docker Hub names (python:3.12-slim) resolve to it needs dockerd started with
-# --registry-mirror=http://127.0.0.1:5000 (the engine mirrors only Docker Hub: ghcr.io/...
-# names are never mirrored and must be pushed and named with the local host). What is
-# pushed is a stand-in: the offline Debian base re-tagged, not the real python image.
+# names like 127.0.0.1:5000/library/python:3.13-slim pull with no daemon option. Plain
+# Docker Hub names (python:3.13-slim) resolve to it through the engine's mirror, which
+# docker.sh starts dockerd with (--registry-mirror=http://127.0.0.1:5000); run this before
+# the first pull. The engine mirrors only Docker Hub: a ghcr.io/org/img:tag name is pulled
+# by the project as 127.0.0.1:5000/ghcr.io/org/img:tag when AGENTENVS_REGISTRY names this
+# registry, so push such images under that path. What is pushed is a stand-in: the offline
+# Debian base re-tagged, not the real python image.
 # Prints the registry's address. Stop it with `kill "$(cat /tmp/agentenvs-registry.pid)"`.
 set -euo pipefail
 PORT=${REGISTRY_PORT:-5000}

@@ -62,9 +62,14 @@ def docker(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check)
 
 
-def make_env(root: Path) -> gym.Env:
+def make_env(root: Path, **kwargs: object) -> gym.Env:
     return gym.make(
-        "agentenvs/TerminalBench-v0", tasks_path=root, runtime="docker", offline=False, max_turns=3
+        "agentenvs/TerminalBench-v0",
+        tasks_path=root,
+        runtime="docker",
+        offline=False,
+        max_turns=3,
+        **kwargs,
     )
 
 
@@ -115,11 +120,16 @@ def ghcr_image() -> Iterator[str]:
     docker("rmi", pushed, name)
 
 
+@pytest.mark.parametrize("configured", ["AGENTENVS_REGISTRY", "registry="])
 def test_a_ghcr_name_is_pulled_through_the_configured_registry(
-    tmp_path: Path, ghcr_image: str
+    tmp_path: Path, ghcr_image: str, configured: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     harbor_task(tmp_path, "ghcr-name", ghcr_image)
-    env = make_env(tmp_path)
+    if configured == "registry=":
+        monkeypatch.delenv("AGENTENVS_REGISTRY")
+        env = make_env(tmp_path, registry=REGISTRY)
+    else:
+        env = make_env(tmp_path)
     try:
         assert env.unwrapped.runtime().registry == REGISTRY
         assert solved_and_empty(env, "ghcr-name") == (1.0, 0.0)

@@ -143,7 +143,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       pull), ``network`` (``"task"``: the official defaults; ``"tests-only"``: the agent
       has none, the tests do; ``"none"``), ``image_map`` (more official-name → local
       image entries, globs allowed), ``wheelhouse`` (a folder of wheels the offline
-      stand-ins install from).
+      stand-ins install from), ``registry`` (None: ``AGENTENVS_REGISTRY``; the registry
+      base images on registries other than Docker Hub are pulled through).
     - ``grading``: ``"safe"`` (the default) or ``"official"`` (the harnesses' own way,
       open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
       whose tests check processes the agent left running, run only under it).
@@ -180,6 +181,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         network: str = "task",
         image_map: Mapping[str, str] | None = None,
         wheelhouse: str | Path | None = None,
+        registry: str | None = None,
         grading: str = "safe",
         step_rewards: bool = False,
     ) -> None:
@@ -217,6 +219,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "network": network,
             "image_map": dict(image_map or {}),
             "wheelhouse": wheelhouse,
+            "registry": registry,
         }
         if runtime == "docker":
             from agentenvs.envs.terminal.runtime_docker import NETWORKS, unsupported_reason

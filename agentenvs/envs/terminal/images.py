@@ -16,7 +16,8 @@ Registries: the engine's ``--registry-mirror`` applies to Docker Hub names only,
 registry configured (``AGENTENVS_REGISTRY``, or the docker runtime's ``registry=``) a name
 on another registry is pulled through it by prefix (:func:`via_registry`:
 ``ghcr.io/org/img:tag`` -> ``<registry>/ghcr.io/org/img:tag``) and tagged locally with the
-name the Dockerfile writes. A failed pull is told apart (:func:`pull_problem`): a registry
+name the Dockerfile writes (where it lacks the image, the name's own registry is asked, as
+the engine's mirror falls back to Docker Hub). A failed pull is told apart (:func:`pull_problem`): a registry
 that did not answer, refused the credentials or limits the rate is the infrastructure's;
 its answer that it has no such image is the task's.
 """
