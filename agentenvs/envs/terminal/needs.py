@@ -246,17 +246,21 @@ class DockerNeeds:
 
     def _registry_has(self, plan: images.BasePlan) -> str | None:
         """Why ``plan``'s image cannot be pulled (None: its registry knows it); raises the
-        registry's fault when the registry failed."""
-        try:
-            self.runtime.client.api.inspect_distribution(plan.use)
-        except Exception as exc:  # noqa: BLE001 - the engine's answer is read below
-            fault = self.runtime._build_fault(exc, str(exc), online=True, image=plan.use)
-            if fault is not None:
-                raise fault from exc
-            where = self.runtime._registry_name(plan.use)
-            said = " ".join(str(exc).split())[:200]
-            return f"base image {plan.written!r} cannot be pulled from {where}: {said}"
-        return None
+        registry's fault when the registry failed. A name pulled through the configured
+        registry is asked of its own registry too where that one lacks it, as a pull does."""
+        why = None
+        for name in dict.fromkeys((plan.use, plan.written)):
+            try:
+                self.runtime.client.api.inspect_distribution(name)
+                return None
+            except Exception as exc:  # noqa: BLE001 - the engine's answer is read below
+                fault = self.runtime._build_fault(exc, str(exc), online=True, image=name)
+                if fault is not None:
+                    raise fault from exc
+                where = self.runtime._registry_name(name)
+                said = " ".join(str(exc).split())[:200]
+                why = f"base image {plan.written!r} cannot be pulled from {where}: {said}"
+        return why
 
     def unmet(self, task: TerminalTask) -> str | None:
         """What ``task`` needs that this machine cannot give (None: nothing)."""
@@ -285,10 +289,11 @@ class DockerNeeds:
                 self.contents(plan.use) if plan.how != "pull" else (frozenset(), frozenset())
             )
             debs, dists = set(base_debs), set(base_dists)
+            image = plan.written if plan.how != "mapped" else f"{plan.use}, for {plan.written}"
             for run in runs:
                 for p in apt_installs(run):
                     if offline and p not in STAND_IN_PACKAGES and p not in debs:
-                        needs.append(f"the Debian package {p!r} (not in {plan.written})")
+                        needs.append(f"the Debian package {p!r} (not in {image})")
                     debs.add(p)
                 for name in pip_installs(run):
                     if offline and name not in dists and name not in wheels:
