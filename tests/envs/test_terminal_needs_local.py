@@ -105,3 +105,32 @@ def test_slim_task_runs_locally(tmp_path: Path) -> None:
         assert not info["success"] and info["tests_passed"] == 1
     finally:
         env.close()
+
+
+REAL = Path(__file__).parent / "terminal_real_fixtures"
+
+
+@pytest.mark.bwrap
+def test_harbor_tasks_on_a_slim_base_run_or_are_refused_by_name(tmp_path: Path) -> None:
+    """``uvx ... pytest`` finds pytest; a plugin the sandbox lacks refuses the task."""
+    import shutil
+
+    for name in ("harbor-multi-reward", "harbor-ctrf"):
+        shutil.copytree(REAL / name, tmp_path / name)
+    env = gym.make("agentenvs/TerminalBench-v0", tasks_path=tmp_path, runtime="local")
+    try:
+        why = env.unwrapped.check_tasks()
+        assert list(why) == ["harbor-ctrf"] and "'pytest-json-ctrf'" in why["harbor-ctrf"]
+        env.reset(seed=0, options={"task_id": "harbor-multi-reward"})
+        *_, info = env.step(env.unwrapped.oracle_action() + "\nsubmit")
+        assert info["success"] and info["rewards"] == {"sorted": 1.0, "count": 1.0}
+        env.reset(seed=0, options={"task_id": "harbor-multi-reward"})
+        *_, info = env.step("submit")
+        assert not info["success"]
+    finally:
+        env.close()
+
+
+def test_a_standin_base_without_workdir_app_is_refused(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, "FROM ubuntu:24.04\n"))
+    assert "WORKDIR /" in (task.local_problem or "")

@@ -299,6 +299,12 @@ def analyse_dockerfile(path: Path) -> dict[str, Any]:
             runs_setup = True
         else:
             problem = f"{path.name}: {word} {rest[:80]!r} (needs the docker runtime)"
+    if problem is None and standin_base(base_image) and workdir.rstrip("/") != "/app":
+        # a stood-in base's own work dir is /, where the local runtime cannot work
+        problem = (
+            f"{path.name}: base image {base_image!r} with WORKDIR {workdir} "
+            "(the local runtime works in /app)"
+        )
     return {
         "copies": tuple(copies),
         "env": tuple(env.items()),

@@ -355,36 +355,17 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         )
 
     def check_tasks(self, *, build: bool = False) -> dict[str, str]:
-        """Find what each task needs that this machine cannot give. Updates and returns
-        ``unsupported_tasks`` (task id -> the unmet need, named).
-
-        Docker, without ``build``: predicted (``agentenvs.envs.terminal.needs``): base
-        images neither in the engine, nor stood in for offline, nor known to the registry;
-        apt/pip packages of the Dockerfile that an offline build cannot serve; tests that
-        reach for the network when they have none. With ``build``, every image is built
-        now. A registry or engine that fails raises :class:`Fault` (an infrastructure
-        fault, not the task's). Local: the runtime's refusals (made at load time); a task
-        whose Debian/Python base the host stands in for is not refused, and where the
-        host differs (Python minor version, distribution) ``info["base_standin"]`` says so.
-        """
+        """Find what each task needs that this machine cannot give, and name it. Docker:
+        predicted without building (``agentenvs.envs.terminal.needs``), or with ``build``
+        every image built now; a registry or engine that fails raises :class:`Fault`.
+        Local: the refusals made at load time (``info["base_standin"]`` says where a
+        stood-in base differs). Updates and returns ``unsupported_tasks``."""
         if self.runtime_name == "docker":
-            from agentenvs.envs.terminal.images import UnprovidableError
-            from agentenvs.envs.terminal.needs import DockerNeeds
+            from agentenvs.envs.terminal.needs import unmet_on_docker
 
-            runtime = self.runtime()
-            predict = DockerNeeds(runtime)
-            for task_id in list(self._task_ids):
-                task = self.tasks[task_id]
-                try:
-                    if build:
-                        runtime.image(task)
-                        why = None
-                    else:
-                        why = predict.unmet(task)
-                except (UnprovidableError, SandboxError) as exc:
-                    why = str(exc)
-                if why is not None:
-                    self._refuse(task, why)
+            tasks = [self.tasks[t] for t in self._task_ids]
+            for task_id, why in unmet_on_docker(self.runtime(), tasks, build=build).items():
+                self._refuse(self.tasks[task_id], why)
         return dict(self.unsupported_tasks)
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:

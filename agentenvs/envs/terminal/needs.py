@@ -46,7 +46,8 @@ _NET_MODULES = re.compile(
 _SEPARATORS = {"&&", "||", ";", "|", "&", ")", "("}
 
 
-def _norm(name: str) -> str:
+def normalize(name: str) -> str:
+    """A distribution's name as pip compares names."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -55,7 +56,7 @@ def _requirement(word: str) -> str | None:
     if word.startswith(("-", ".", "/", "~")) or "://" in word or word.endswith((".whl", ".txt")):
         return None
     m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)", word)
-    return _norm(m.group(1)) if m else None
+    return normalize(m.group(1)) if m else None
 
 
 def _commands(script: str) -> Iterable[list[str]]:
@@ -169,7 +170,7 @@ def host_calls(source: str) -> list[str]:
     ]
 
 
-def _texts(task: TerminalTask) -> list[tuple[Path, str]]:
+def test_texts(task: TerminalTask) -> list[tuple[Path, str]]:
     """The test runner and the text files of ``tests/`` (up to 1 MB each)."""
     paths = [task.path / task.test_script]
     if task.tests_dir.is_dir():
@@ -215,7 +216,7 @@ class DockerNeeds:
         where = self.runtime.wheelhouse
         if where is None or not Path(where).is_dir():
             return frozenset()
-        return frozenset(_norm(p.name.split("-", 1)[0]) for p in Path(where).glob("*.whl"))
+        return frozenset(normalize(p.name.split("-", 1)[0]) for p in Path(where).glob("*.whl"))
 
     def contents(self, image: str) -> tuple[frozenset[str], frozenset[str]]:
         """(installed Debian packages, Python distributions) of a local image, read by a
@@ -240,7 +241,7 @@ class DockerNeeds:
             debs, _, dists = out.decode(errors="replace").partition("@@")
             self._contents[image] = (
                 frozenset(w.split(":", 1)[0] for w in debs.split()),
-                frozenset(_norm(w) for w in dists.split()),
+                frozenset(normalize(w) for w in dists.split()),
             )
         return self._contents[image]
 
@@ -317,7 +318,7 @@ class DockerNeeds:
         self, task: TerminalTask, debs: set[str], reach: set[str] | frozenset[str]
     ) -> list[str]:
         needs: list[str] = []
-        for path, text in _texts(task):
+        for path, text in test_texts(task):
             rel = path.relative_to(task.path).as_posix()
             if path.suffix == ".py":
                 needs += [f"the host of {u} (called by {rel})" for u in host_calls(text)]
@@ -334,3 +335,24 @@ class DockerNeeds:
                 if p not in reach
             ]
         return needs
+
+
+def unmet_on_docker(runtime: Any, tasks: Iterable[TerminalTask], *, build: bool) -> dict[str, str]:
+    """{task id: unmet need} of ``tasks`` on a docker runtime: predicted, or with ``build``
+    found by building each image (a build that fails is the task's need)."""
+    from agentenvs.core.errors import SandboxError
+
+    predict = DockerNeeds(runtime)
+    found: dict[str, str] = {}
+    for task in tasks:
+        try:
+            if build:
+                runtime.image(task)
+                why = None
+            else:
+                why = predict.unmet(task)
+        except (images.UnprovidableError, SandboxError) as exc:
+            why = str(exc)
+        if why is not None:
+            found[task.id] = why
+    return found

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
-from agentenvs.envs.terminal import faults, offline
+from agentenvs.envs.terminal import faults, needs, offline
 from agentenvs.envs.terminal.data import (
     DEFAULT_PATH,
     TerminalTask,
@@ -115,6 +115,11 @@ def pytest_dir() -> str | None:
             os.chmod(d, 0o755)
             for f in files:
                 os.chmod(os.path.join(d, f), 0o644)
+        # pytest's console script, last on PATH: the uv stand-ins run `pytest` by name
+        launcher = Path(root) / "bin" / "pytest"
+        launcher.parent.mkdir(mode=0o755)
+        launcher.write_text('#!/bin/sh\nexec python3 -m pytest "$@"\n')
+        launcher.chmod(0o755)
         _pylib = root
         return root
 
@@ -258,6 +263,72 @@ def standin_difference(task: TerminalTask) -> str | None:
     return f"base {base} stood in for by the host's userland: " + ", ".join(said)
 
 
+_provides: tuple[frozenset[str], frozenset[str]] | None = None
+
+
+def sandbox_provides() -> tuple[frozenset[str], frozenset[str]]:
+    """(Debian packages, Python distributions) a local sandbox has: the host's installed
+    packages and its ``python3``'s distributions, plus the pytest packages it is given."""
+    global _provides
+    with _host_lock:
+        if _provides is None:
+            debs, dists = "", ""
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                debs = subprocess.run(
+                    ["dpkg-query", "-W", "-f=${Package} ${Status}\\n"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                ).stdout
+            python = shutil.which("python3", path=DEFAULT_PATH)
+            if python is not None:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    dists = subprocess.run(
+                        [
+                            python,
+                            "-c",
+                            "import importlib.metadata as m; "
+                            "print(' '.join(d.metadata['Name'] or '' for d in m.distributions()))",
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                        check=False,
+                        env={"PATH": DEFAULT_PATH},
+                    ).stdout
+            installed = {
+                line.split()[0].split(":", 1)[0]
+                for line in debs.splitlines()
+                if line.endswith("install ok installed")
+            }
+            names = {needs.normalize(n) for n in (*dists.split(), *PYTEST_PACKAGES)}
+            _provides = (frozenset(installed), frozenset(names))
+        return _provides
+
+
+def test_time_needs(task: TerminalTask) -> list[str]:
+    """Packages the task's tests install that a local sandbox cannot provide (it has no
+    wheelhouse and no network), and downloads they make."""
+    debs, dists = sandbox_provides()
+    found: list[str] = []
+    for path, text in needs.test_texts(task):
+        if path.suffix == ".py":
+            continue
+        rel = path.relative_to(task.path).as_posix()
+        found += [
+            f"the Python package {p!r} at test time (in {rel})"
+            for p in needs.pip_installs(text)
+            if p not in dists
+        ]
+        found += [
+            f"the Debian package {p!r} at test time (in {rel})"
+            for p in needs.apt_installs(text)
+            if p not in debs and p not in needs.STAND_IN_PACKAGES
+        ]
+    return list(dict.fromkeys(found))
+
+
 def unsupported_reason(task: TerminalTask) -> str | None:
     """Why the local runtime cannot run ``task`` (None: it can)."""
     if task.problems:
@@ -267,6 +338,9 @@ def unsupported_reason(task: TerminalTask) -> str | None:
     missing = missing_binaries(task)
     if missing:
         return f"needs {', '.join(missing)} on the host (tags {list(task.tags)})"
+    unmet = test_time_needs(task)
+    if unmet:
+        return "needs offline (the local sandbox has no wheelhouse): " + "; ".join(unmet)
     # the copy itself waits for the first sandbox (a driver process that only lists
     # tasks never makes it)
     if importlib.util.find_spec("pytest") is None:
@@ -360,7 +434,7 @@ class LocalRuntime:
                 **offline.environment(),
             }
         )
-        env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
+        env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}:{PYLIB}/bin"
         return env
 
     def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
