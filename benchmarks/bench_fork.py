@@ -6,7 +6,7 @@ children closed after). Terminal-Bench on Docker and InterCode-SQL on MySQL run 
 their services answer; the script says what it skipped and why. Also: an SQLite
 episode's database copied by its in-memory image against SQLite's backup API.
 
-    .venv/bin/python benchmarks/bench_fork.py [--k 8] [--repeat 3]
+    .venv/bin/python benchmarks/bench_fork.py [--k 8] [--repeat 5] [--skip Terminal]
 """
 
 from __future__ import annotations
@@ -124,24 +124,30 @@ def sqlite_copies(repeat: int = 50) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--skip", action="append", default=[], help="leave out the cases whose name has this"
+    )
     args = parser.parse_args()
     extra, skipped = _services()
-    print(f"{'env':<18} {args.k} x (restore+step) s   fork({args.k})+steps s   speedup")
+    print(f"{'env':<18} {args.k} x (restore+step) ms  fork({args.k})+steps ms  speedup")
     for name, env_id, kwargs, action in [*CASES, *extra]:
+        if any(part in name for part in args.skip):
+            continue
         try:
             seq, fork = measure(env_id, kwargs, action, args.k, args.repeat)
         except Exception as exc:  # noqa: BLE001 - one env that cannot run here is reported
             print(f"{name:<18} skipped: {type(exc).__name__}: {str(exc)[:120]}")
             continue
-        print(f"{name:<18} {seq:>22.4f} {fork:>20.4f} {seq / fork:>9.2f}x")
+        print(f"{name:<18} {seq * 1e3:>22.3f} {fork * 1e3:>20.3f} {seq / fork:>9.2f}x")
     image, backup = sqlite_copies()
     print(
         f"SQLite episode copy: in-memory image {image * 1e3:.3f} ms, backup API "
         f"{backup * 1e3:.3f} ms ({backup / image:.2f}x)"
     )
     for line in skipped:
-        print(f"skipped {line}")
+        if not any(part in line for part in args.skip):
+            print(f"skipped {line}")
 
 
 if __name__ == "__main__":

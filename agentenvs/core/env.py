@@ -7,7 +7,6 @@ loaded (``_load_task``), what an action does (``_apply``), its own state for sna
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import math
@@ -463,10 +462,14 @@ class TextEnv(gym.Env[str, str]):
     def _shallow_child(self) -> TextEnv:
         """A shallow copy of this env with its own RNG (in this env's state) and spaces;
         everything else is shared until the caller's ``_detach``."""
-        child = copy.copy(self)
-        child._np_random = rng_from_state(self.np_random.bit_generator.state)
-        child.action_space = copy.deepcopy(self.action_space)
-        child.observation_space = copy.deepcopy(self.observation_space)
+        from agentenvs.core.fork import copy_rng, copy_space
+
+        # the instance dict copied as it is: ``copy.copy`` would go through __reduce_ex__
+        child = object.__new__(type(self))
+        child.__dict__.update(self.__dict__)
+        child._np_random = copy_rng(self.np_random)
+        child.action_space = copy_space(self.action_space)
+        child.observation_space = copy_space(self.observation_space)
         return child
 
     def _detach(self) -> None:

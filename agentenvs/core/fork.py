@@ -33,6 +33,7 @@ import numpy as np
 
 from agentenvs.core.errors import SnapshotError
 from agentenvs.core.snapshot import SnapshotParticipant
+from agentenvs.core.spaces import FreeText
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -98,6 +99,31 @@ def _executor(name: str) -> ThreadPoolExecutor:
                 _POOL_THREADS, thread_name_prefix=f"agentenvs-{name}"
             )
         return executor
+
+
+#: the seed sequence a copied RNG's bit generator is built from; its state is set right
+#: after, so the seeds never show. Building from it skips the OS entropy that a bit
+#: generator built without a seed draws (the most costly part of a child's copy).
+_COPY_SEED = np.random.SeedSequence(0)
+
+
+def copy_rng(rng: np.random.Generator) -> np.random.Generator:
+    """A generator of its own in ``rng``'s state: the same draws, sharing nothing."""
+    bit_generator = type(rng.bit_generator)(_COPY_SEED)
+    bit_generator.state = rng.bit_generator.state
+    return np.random.Generator(bit_generator)
+
+
+def copy_space(space: gym.Space[Any]) -> gym.Space[Any]:
+    """A copy of ``space`` sharing nothing mutable with it: a ``FreeText`` (a size limit
+    and a lazily made RNG) is copied by its attributes, any other space deep."""
+    if type(space) is not FreeText:
+        return copy.deepcopy(space)
+    made = object.__new__(FreeText)
+    made.__dict__.update(space.__dict__)
+    if space._np_random is not None:  # sampled (or seeded) already: its own generator
+        made._np_random = copy_rng(space._np_random)
+    return made
 
 
 def check_fork_count(k: Any) -> int:
