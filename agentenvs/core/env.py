@@ -19,6 +19,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.errors import Fault, SnapshotError, UnknownTaskError
+from agentenvs.core.fork import copy_rng, copy_space
 from agentenvs.core.rng import BIT_GENERATORS, rng_from_state
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
@@ -462,8 +463,6 @@ class TextEnv(gym.Env[str, str]):
     def _shallow_child(self) -> TextEnv:
         """A shallow copy of this env with its own RNG (in this env's state) and spaces;
         everything else is shared until the caller's ``_detach``."""
-        from agentenvs.core.fork import copy_rng, copy_space
-
         # the instance dict copied as it is: ``copy.copy`` would go through __reduce_ex__
         child = object.__new__(type(self))
         child.__dict__.update(self.__dict__)

@@ -109,8 +109,9 @@ _COPY_SEED = np.random.SeedSequence(0)
 
 def copy_rng(rng: np.random.Generator) -> np.random.Generator:
     """A generator of its own in ``rng``'s state: the same draws, sharing nothing."""
-    bit_generator = type(rng.bit_generator)(_COPY_SEED)
-    bit_generator.state = rng.bit_generator.state
+    source = rng.bit_generator
+    bit_generator = type(source)(_COPY_SEED)
+    bit_generator.state = source.state
     return np.random.Generator(bit_generator)
 
 
