@@ -11,6 +11,7 @@ from agentenvs.core.errors import (
     TaskError,
     UnknownTaskError,
 )
+from agentenvs.core.ray_pool import EnvActorLostError, RayEnv, RayEnvPool
 from agentenvs.core.snapshot import (
     Snapshot,
     SnapshotParticipant,
@@ -23,8 +24,11 @@ __all__ = [
     "AgentEnvsError",
     "AsyncEnv",
     "AsyncEnvPool",
+    "EnvActorLostError",
     "FreeText",
     "MissingExtraError",
+    "RayEnv",
+    "RayEnvPool",
     "SandboxError",
     "ServiceUnavailable",
     "Snapshot",
