@@ -57,9 +57,13 @@ LOCAL_STANDIN_BASES = re.compile(
 )
 
 
-def standin_base(image: str) -> str | None:
-    """``image`` as ``name:tag`` when the local runtime stands in for it (None: it cannot)."""
-    parts = image.strip().split("@", 1)[0].split("/")
+def normalize(image: str) -> str:
+    """The image's name without its registry host and ``library/`` (a mirror's copy of an
+    official image is that image): ``<host>/library/python:3.13`` -> ``python:3.13``; no
+    tag -> ``:latest``; a digest is dropped."""
+    name = image.strip().split("@", 1)[0]
+    parts = name.split("/")
+    # Docker's reference grammar: a first part with a dot or a port, or localhost, is a host
     if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
         parts = parts[1:]
     if len(parts) > 1 and parts[0] == "library":
@@ -67,6 +71,12 @@ def standin_base(image: str) -> str | None:
     name = "/".join(parts)
     if ":" not in parts[-1]:
         name += ":latest"
+    return name
+
+
+def standin_base(image: str) -> str | None:
+    """``image`` as ``name:tag`` when the local runtime stands in for it (None: it cannot)."""
+    name = normalize(image)
     return name if LOCAL_STANDIN_BASES.match(name) else None
 
 

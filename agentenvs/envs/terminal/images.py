@@ -35,7 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentenvs.envs.terminal import offline
-from agentenvs.envs.terminal.data import TerminalTask, _dockerfile_steps, expand, parse_from
+from agentenvs.envs.terminal.data import (
+    TerminalTask,
+    _dockerfile_steps,
+    expand,
+    normalize,
+    parse_from,
+)
 
 PYTHON_313 = "agentenvs/tb-python:3.13"
 DEBIAN_13 = "agentenvs/tb-debian:13"
@@ -57,23 +63,6 @@ DEFAULT_IMAGE_MAP: dict[str, str] = {
 
 class UnprovidableError(Exception):
     """Something a task needs that cannot be had on this machine (the message says what)."""
-
-
-def normalize(image: str) -> str:
-    """The image's name without its registry host and ``library/`` (a mirror's copy of an
-    official image is that image): ``<host>/library/python:3.13`` -> ``python:3.13``; no
-    tag -> ``:latest``; a digest is dropped."""
-    name = image.strip().split("@", 1)[0]
-    parts = name.split("/")
-    # Docker's reference grammar: a first part with a dot or a port, or localhost, is a host
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
-        parts = parts[1:]
-    if len(parts) > 1 and parts[0] == "library":
-        parts = parts[1:]
-    name = "/".join(parts)
-    if ":" not in parts[-1]:
-        name += ":latest"
-    return name
 
 
 #: the hosts of Docker Hub (a name with no host is on it), the registry the engine mirrors
