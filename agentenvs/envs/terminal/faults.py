@@ -30,7 +30,9 @@ Docker (:func:`docker_verdict`), asked in this order once something failed:
      end it from inside (``kill -TERM 1``: Docker's init forwards it to the main
      process), and an ``OOMKilled`` container hit the memory limit the agent was given;
    - stopped with no ``die`` event seen: ``container``, ``unknown``.
-4. **Running, nothing from outside:** an engine call that failed (an API error, an exec
+4. **Running, nothing from outside**, and still so after the verdict has watched it for
+   :data:`SETTLE_S` (a killed container's processes can end, and its exec return, before
+   the engine logs the ``kill`` and marks it stopped): an engine call that failed (an API error, an exec
    the engine refused, a connection it closed on a request) is ``engine``, unless the
    container's writable layer holds :data:`AGENT_DISK_MB` or more (the agent can fill the
    host's disk through it, and the engine's calls then fail for lack of space: the
@@ -80,6 +82,11 @@ KEPT_ACTIONS = frozenset(
 #: how long a verdict waits for the engine to report a stopped container's ``die`` (or a
 #: removed one's ``destroy``) on the event stream: the events follow the state at once
 EVENT_WAIT_S = 15.0
+#: how long a verdict watches a container that still reads as running, with nothing from
+#: outside, before it takes it as running: a killed container's processes can end before
+#: the engine logs the kill and marks it stopped (a few ms; seconds on a loaded machine)
+SETTLE_S = 5.0
+SETTLE_POLL_S = 0.1
 #: requests of the watch's own client (pings, inspections) give up after this long
 PROBE_TIMEOUT_S = 30.0
 #: a container's writable layer holding this much is the agent's filling of the host's
@@ -171,6 +178,16 @@ class EngineWatch:
 
         with self._cond:
             return self._cond.wait_for(seen, timeout=timeout)
+
+    def wait_until(
+        self,
+        cid: str,
+        done: Callable[[list[tuple[str, dict[str, str]]]], bool],
+        timeout: float,
+    ) -> bool:
+        """Wait until ``done`` holds for ``cid``'s events so far (or ``timeout`` passes)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: done(self._events.get(cid, [])), timeout=timeout)
 
     def broken_since(self, since: float) -> str | None:
         """When the stream broke at or after ``since`` (wall clock), said; None: unbroken."""
@@ -275,6 +292,8 @@ def docker_verdict(
             )
         return None
     state, missing = _state(watch, container)
+    if state is not None and _running(state) and not _outside(watch.events(container), own_kills):
+        state, missing = _settled(watch, container, own_kills)
     if missing is not None:
         if state is None and missing == "gone":
             if watch.wait_for(container, ("destroy",)):
@@ -295,7 +314,7 @@ def docker_verdict(
             evidence=f"inspect failed: {missing}",
         )
     assert state is not None
-    running = bool(state.get("Running")) and not state.get("Paused")
+    running = _running(state)
     if not running and not state.get("Paused"):
         watch.wait_for(container, ("die", "destroy"))
     events = watch.events(container)
@@ -356,6 +375,40 @@ def _state(watch: EngineWatch, container: str) -> tuple[dict[str, Any] | None, s
     except Exception as exc:  # noqa: BLE001 - the engine failed the request
         return None, f"{type(exc).__name__}: {exc}"
     return dict(info.get("State") or {}), None
+
+
+def _running(state: dict[str, Any]) -> bool:
+    return bool(state.get("Running")) and not state.get("Paused")
+
+
+def _outside(events: list[tuple[str, dict[str, str]]], own_kills: int) -> bool:
+    """Whether ``events`` hold an action from outside the env (see the module's rules)."""
+    kills = sum(1 for action, _ in events if action == "kill")
+    return kills > own_kills or any(action in OUTSIDE_ACTIONS for action, _ in events)
+
+
+def _settled(
+    watch: EngineWatch, container: str, own_kills: int
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The container's state once it has settled, as :func:`_state` gives it.
+
+    A process of a killed container can end (and the exec that ran it return) before the
+    engine logs the ``kill`` and before it marks the container stopped. So a container
+    that still reads as running, with nothing from outside, is watched for up to
+    :data:`SETTLE_S`: it is settled once it stops, goes, or an action from outside shows.
+    """
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        watch.wait_until(
+            container,
+            lambda events: _outside(events, own_kills),
+            timeout=min(SETTLE_POLL_S, max(0.0, deadline - time.monotonic())),
+        )
+        state, missing = _state(watch, container)
+        if state is None or not _running(state) or _outside(watch.events(container), own_kills):
+            return state, missing
+        if time.monotonic() >= deadline:
+            return state, missing
 
 
 def _state_text(state: dict[str, Any]) -> str:
