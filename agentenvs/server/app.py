@@ -45,7 +45,10 @@ Bounds against any client:
 Speed (``benchmarks/bench_server.py``): replies are written with orjson, steps answered
 without the typed models (the same payload), a short env's step made in the session's own
 turn of the loop, per-message compression declined, and a connection read on while the
-app is about to take its message (``transport.lazy_pausing_ws_protocol``).
+app is about to take its message (``transport.lazy_pausing_ws_protocol``). A short env's
+step that arrives while the session waits for its next message is answered in the
+protocol's own call (``_answer_now``, registered as the connection's
+``transport.FastReplies``): the same reply, without the ASGI round a message.
 
 Faults: an env that raises :class:`~agentenvs.core.errors.Fault` (its database lost, its
 container killed from outside) is answered ``{"type": "error", "data": {"message", "code":
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 import math
@@ -94,7 +98,7 @@ from agentenvs.server.models import (
 )
 from agentenvs.server.protocol import SessionError, default_message_bytes, parse_json, parse_message
 from agentenvs.server.snapshots import SnapshotStore
-from agentenvs.server.transport import BoundedBodies
+from agentenvs.server.transport import FAST_REPLIES, BoundedBodies, FastReplies
 
 #: a message up to this many times ``max_message_bytes`` is read and refused; a larger
 #: one closes the connection unread
@@ -199,6 +203,24 @@ def _restored_view(env: gym.Env) -> tuple[str, dict[str, Any], bool]:
     return inner._last_obs, info, bool(inner.done)
 
 
+def _step_payload(
+    obs: Any, info: dict[str, Any], reward: Any, terminated: Any, truncated: Any
+) -> dict[str, Any]:
+    """A step's reply data, as ``observation_payload`` of the model writes it."""
+    if type(obs) is not str:  # not an observation: the model refuses it
+        return observation_payload(_observe(obs, info, reward, terminated, truncated))
+    return {
+        "observation": {
+            "text": obs,
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": _plain_info(info),
+        },
+        "reward": float(reward),
+        "done": bool(terminated or truncated),
+    }
+
+
 class Session:
     """One client's env and episode bookkeeping; its snapshots are kept in ``store``
     under its id."""
@@ -251,34 +273,37 @@ class Session:
 
     async def step_payload(self, data: dict[str, Any]) -> dict[str, Any]:
         """``observation_payload(await self.step(data))``, built without the models."""
-        obs, info, reward, terminated, truncated = await self._step(data)
-        if type(obs) is not str:  # not an observation: the model refuses it
-            return observation_payload(_observe(obs, info, reward, terminated, truncated))
-        done = bool(terminated or truncated)
-        return {
-            "observation": {
-                "text": obs,
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "info": _plain_info(info),
-            },
-            "reward": float(reward),
-            "done": done,
-        }
+        return _step_payload(*await self._step(data))
+
+    def step_now(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``step_payload(data)`` of an env on the event loop (``env.inline``), made in
+        this call: the server's direct replies (``transport.FastReplies``)."""
+        text = self._action(data)
+        try:
+            obs, reward, terminated, truncated, info = self.env.env.step(text)
+        except gym.error.ResetNeeded as exc:
+            raise SessionError(str(exc), "EXECUTION_ERROR") from None
+        self.step_count += 1
+        return _step_payload(obs, info, reward, terminated, truncated)
+
+    def _action(self, data: dict[str, Any]) -> Any:
+        """A step's text: ``data["text"]`` of a plain ``{"text": ...}`` (with optional
+        ``metadata``), else as ``TextAction`` reads it (which words a refusal)."""
+        text = data.get("text")
+        if type(text) is str and (
+            len(data) == 1 or (len(data) == 2 and type(data.get("metadata")) is dict)
+        ):
+            return text
+        try:
+            return TextAction.model_validate(data).text
+        except ValidationError as exc:
+            raise SessionError(
+                f'invalid action (expected {{"text": "..."}}): {_short(exc)}',
+                "VALIDATION_ERROR",
+            ) from None
 
     async def _step(self, data: dict[str, Any]) -> tuple[Any, dict[str, Any], Any, Any, Any]:
-        text = data.get("text")
-        plain = type(text) is str and (
-            len(data) == 1 or (len(data) == 2 and type(data.get("metadata")) is dict)
-        )
-        if not plain:  # the model decides (and words the refusal)
-            try:
-                text = TextAction.model_validate(data).text
-            except ValidationError as exc:
-                raise SessionError(
-                    f'invalid action (expected {{"text": "..."}}): {_short(exc)}',
-                    "VALIDATION_ERROR",
-                ) from None
+        text = self._action(data)
         try:
             if self.env.inline and not self.env.closed:
                 # a short call: made here, since the session yields to the loop at its
@@ -581,9 +606,16 @@ def create_app(config: ServerConfig) -> FastAPI:
                 env = await manager.make_env()
                 session = Session(str(uuid.uuid4()), env, config, manager.store)
                 manager.register(session, websocket)
+                fast = websocket.scope.get("extensions", {}).get(FAST_REPLIES)
+                if not isinstance(fast, FastReplies) or not env.inline:
+                    fast = None
                 try:
+                    if fast is not None:
+                        fast.handler = functools.partial(_answer_now, session, limit)
                     await _serve_session(websocket, session, limit)
                 finally:
+                    if fast is not None:
+                        fast.handler = None  # nothing is answered past the session's end
                     await asyncio.shield(manager.close(session))
         except SessionError as exc:  # at capacity, or the env could not be made
             with contextlib.suppress(Exception):
@@ -613,6 +645,31 @@ async def _serve_session(websocket: WebSocket, session: Session, limit: int) -> 
         if closing:
             return
         session.last_activity = time.monotonic()
+
+
+def _answer_now(session: Session, limit: int, raw: str) -> str | None:
+    """A step's reply text, made at once for an env on the event loop (the connection's
+    direct replies, ``transport.FastReplies``); None for any other message, which the
+    session's receive loop answers (``_answer``). The same replies as ``_answer``."""
+    if session.env.closed:
+        return None
+    try:
+        kind, data = parse_message(raw, max_bytes=limit)
+    except SessionError:
+        return None  # worded by the receive loop
+    if kind != "step":
+        return None
+    session.last_activity = time.monotonic()
+    try:
+        reply = {"type": "observation", "data": session.step_now(data)}
+    except SessionError as exc:
+        reply = _error(str(exc), exc.code, exc.fault)
+    except Fault as exc:
+        reply = _error(str(_fault_error(exc)), FAULT_CODE, exc.record())
+    except Exception as exc:  # an env bug: report it, keep the session
+        reply = _error(f"{type(exc).__name__}: {_short(exc)}", "EXECUTION_ERROR")
+    session.last_activity = time.monotonic()
+    return _dumps(reply)
 
 
 async def _answer(

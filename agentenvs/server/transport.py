@@ -10,6 +10,10 @@
   ``stall_timeout`` seconds (``TCP_USER_TIMEOUT``; this covers a client that stops reading
   and leaves the server's replies in a full window), so a client that never reads cannot
   hold a session, its env and the replies buffered for it.
+- ``lazy_pausing_ws_protocol()``: uvicorn's WebSocket protocol, reading on while the app
+  is about to take the message, and answering the messages the app registers a handler
+  for (``FastReplies``: a step of an env on the event loop) in its own call, without the
+  ASGI round of queue, task switch and send a message.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import Callable
 from typing import Any
 
 ASGIApp = Any
@@ -69,20 +74,127 @@ def timed_http_protocol(timeout: float) -> type[asyncio.Protocol]:
     return TimedHTTPProtocol
 
 
+#: the scope's ``extensions`` key of a connection's ``FastReplies``
+FAST_REPLIES = "agentenvs.fast_replies"
+
+
+class FastReplies:
+    """Where the app registers a connection's direct replies: ``handler(text)`` answers a
+    text message with the reply's text, or None to leave it to the app's receive loop.
+    The app sets it while it serves the session and clears it before it ends."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self) -> None:
+        self.handler: Callable[[str], str | None] | None = None
+
+
 def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
-    """uvicorn's WebSocket protocol (on ``websockets``' sans-I/O core) reading a
-    connection until a second message waits for the app, rather than pausing the socket
-    after every message and resuming it at the app's next receive (two system calls and
-    loop bookkeeping a message). A session reads one message at a time, so a client still
-    has at most two messages held on the server. None where that protocol is missing."""
+    """uvicorn's WebSocket protocol (on ``websockets``' sans-I/O core) with two shortcuts
+    for established connections; None where that protocol is missing.
+
+    - reading on while the message is the next the app takes (a second one pauses the
+      socket), rather than pausing after every message and resuming at the app's next
+      receive (two system calls and loop bookkeeping a message);
+    - direct replies: the app may register a handler (``FastReplies.handler``, found in
+      the scope's ``extensions`` under ``FAST_REPLIES``) that answers a text message at
+      once, in the protocol's own call, or returns None to leave it to the app. While the
+      app waits for its next message with none queued, each whole, unfragmented, masked
+      text frame of under 64 KiB that arrives is unmasked, decoded and offered to the
+      handler, and its reply written as a text frame, the replies to the frames of one
+      read written together: no queue, task switch or ASGI message a step. The first
+      frame the handler declines, and everything after it, goes the ordinary way (in
+      order: the app answers it before any later frame is offered), as does anything
+      while the app is busy, a message is queued, the socket's buffer is over its high
+      mark, a fragmented message is under way or the connection is closing.
+    """
     try:
         from uvicorn.protocols.websockets.websockets_sansio_impl import (
             WebSocketsSansIOProtocol,
         )
+        from websockets.protocol import State
     except ImportError:
         return None
+    try:
+        from websockets.speedups import apply_mask
+    except ImportError:  # pragma: no cover - the pure-Python masking of websockets
+        from websockets.utils import apply_mask
+
+    open_state = State.OPEN
 
     class LazyPausingWSProtocol(WebSocketsSansIOProtocol):  # type: ignore[misc, valid-type]
+        fast: FastReplies | None = None
+        app_waiting = False
+
+        def handle_connect(self, event: Any) -> None:
+            super().handle_connect(event)
+            scope = self.__dict__.get("scope")
+            if scope is not None and isinstance(scope.get("extensions"), dict):
+                self.fast = FastReplies()
+                scope["extensions"][FAST_REPLIES] = self.fast
+
+        async def receive(self) -> Any:
+            self.app_waiting = True
+            try:
+                return await super().receive()
+            finally:
+                self.app_waiting = False
+
+        def data_received(self, data: bytes) -> None:
+            fast = self.fast
+            if fast is None or fast.handler is None or not self._may_answer():
+                super().data_received(data)
+                return
+            handler = fast.handler
+            replies: list[bytes] = []
+            pos, end = 0, len(data)
+            while pos < end:
+                frame = _text_frame(data, pos, end)
+                if frame is None:
+                    break
+                start, stop = frame
+                payload = apply_mask(data[start:stop], data[start - 4 : start])
+                try:
+                    text = payload.decode()
+                except UnicodeDecodeError:
+                    break  # the ordinary way closes the connection (1007)
+                reply = handler(text)
+                if reply is None:
+                    break
+                body = reply.encode()
+                n = len(body)
+                if n < 126:
+                    replies.append(bytes((0x81, n)) + body)
+                elif n < 1 << 16:
+                    replies.append(b"\x81\x7e" + n.to_bytes(2, "big") + body)
+                else:
+                    replies.append(b"\x81\x7f" + n.to_bytes(8, "big") + body)
+                pos = stop
+                if len(replies) >= 32:  # a client sending many at once: the buffer's bound
+                    self.transport.write(b"".join(replies))
+                    replies = []
+                    if not self._may_answer():
+                        break
+            if replies:
+                self.transport.write(b"".join(replies))
+            if pos < end:
+                super().data_received(data[pos:] if pos else data)
+
+        def _may_answer(self) -> bool:
+            """Whether the next frame may be answered directly: the app waits with none
+            queued, the connection is open with no partial frame or message held, and
+            the socket's buffer is under its high mark."""
+            return (
+                self.app_waiting
+                and self.queue.empty()
+                and not self.close_sent
+                and self.writable.is_set()
+                and self.conn.state is open_state
+                and not self.conn.expect_continuation_frame
+                and not self.conn.reader.buffer
+                and not self.transport.is_closing()
+            )
+
         def send_receive_event_to_app(self) -> None:
             queue = self.__dict__.get("queue")
             # (a uvicorn whose protocol keeps other names gets its own behaviour)
@@ -97,6 +209,25 @@ def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
                 self.read_paused = False
 
     return LazyPausingWSProtocol
+
+
+def _text_frame(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
+    """``(payload start, payload end)`` of the frame at ``data[pos:]`` when it is a whole,
+    final, masked text frame without extension bits and under 64 KiB; else None."""
+    if end - pos < 6 or data[pos] != 0x81:
+        return None
+    n = data[pos + 1]
+    if n < 0x80 or n == 0xFF:  # unmasked (a protocol error the ordinary way reports), or 64-bit
+        return None
+    n &= 0x7F
+    start = pos + 6
+    if n == 126:
+        if end - pos < 8:
+            return None
+        n = (data[pos + 2] << 8) | data[pos + 3]
+        start = pos + 8
+    stop = start + n
+    return (start, stop) if stop <= end else None
 
 
 async def _reply(send: Any, status: int, message: str, code: str) -> None:
@@ -183,7 +314,9 @@ def listening_socket(host: str, port: int, stall_timeout: float | None) -> socke
 
 
 __all__ = [
+    "FAST_REPLIES",
     "BoundedBodies",
+    "FastReplies",
     "lazy_pausing_ws_protocol",
     "listening_socket",
     "timed_http_protocol",
