@@ -221,6 +221,35 @@ def _step_payload(
     }
 
 
+def _reset_params(data: dict[str, Any]) -> ResetParams:
+    """A reset's data as ``ResetParams``; a snapshot comes with no seed or options."""
+    try:
+        params = ResetParams.model_validate(data)
+    except ValidationError as exc:
+        raise SessionError(f"invalid reset data: {_short(exc)}", "VALIDATION_ERROR") from None
+    if params.snapshot is not None and (
+        params.task_id is not None
+        or params.max_turns is not None
+        or params.options
+        or params.seed is not None
+    ):
+        raise SessionError(
+            "a reset from a snapshot takes no seed or options: the snapshot fixes them",
+            "VALIDATION_ERROR",
+        )
+    return params
+
+
+def _reset_options(params: ResetParams) -> dict[str, Any] | None:
+    """The env's reset options: ``options`` with ``task_id`` and ``max_turns`` in them."""
+    options = dict(params.options)
+    if params.task_id is not None:
+        options["task_id"] = params.task_id
+    if params.max_turns is not None:
+        options["max_turns"] = params.max_turns
+    return options or None
+
+
 class Session:
     """One client's env and episode bookkeeping; its snapshots are kept in ``store``
     under its id."""
@@ -237,33 +266,30 @@ class Session:
         self.last_activity = time.monotonic()
 
     async def reset(self, data: dict[str, Any]) -> TextObservation:
-        try:
-            params = ResetParams.model_validate(data)
-        except ValidationError as exc:
-            raise SessionError(f"invalid reset data: {_short(exc)}", "VALIDATION_ERROR") from None
+        params = _reset_params(data)
         if params.snapshot is not None:
-            if (
-                params.task_id is not None
-                or params.max_turns is not None
-                or params.options
-                or params.seed is not None
-            ):
-                raise SessionError(
-                    "a reset from a snapshot takes no seed or options: the snapshot fixes them",
-                    "VALIDATION_ERROR",
-                )
             obs = await self.restore(params.snapshot)
             self.episode_id = params.episode_id or str(uuid.uuid4())
             return obs
-        options = dict(params.options)
-        if params.task_id is not None:
-            options["task_id"] = params.task_id
-        if params.max_turns is not None:
-            options["max_turns"] = params.max_turns
         try:
-            obs, info = await self.env.areset(seed=params.seed, options=options or None)
+            obs, info = await self.env.areset(seed=params.seed, options=_reset_options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
+        return self._started(params, obs, info)
+
+    def reset_now(self, data: dict[str, Any]) -> TextObservation | None:
+        """``reset(data)`` of an env on the event loop (``env.inline``), made in this call;
+        None for a reset from a snapshot, which ``reset`` makes."""
+        params = _reset_params(data)
+        if params.snapshot is not None:
+            return None
+        try:
+            obs, info = self.env.env.reset(seed=params.seed, options=_reset_options(params))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
+        return self._started(params, obs, info)
+
+    def _started(self, params: ResetParams, obs: str, info: dict[str, Any]) -> TextObservation:
         self.episode_id = params.episode_id or str(uuid.uuid4())
         self.step_count = 0
         return _observe(obs, info, reward=None, terminated=False, truncated=False)
@@ -648,20 +674,27 @@ async def _serve_session(websocket: WebSocket, session: Session, limit: int) -> 
 
 
 def _answer_now(session: Session, limit: int, raw: str) -> str | None:
-    """A step's reply text, made at once for an env on the event loop (the connection's
-    direct replies, ``transport.FastReplies``); None for any other message, which the
-    session's receive loop answers (``_answer``). The same replies as ``_answer``."""
+    """The reply text of a step or a reset, made at once for an env on the event loop (the
+    connection's direct replies, ``transport.FastReplies``); None for any other message,
+    which the session's receive loop answers (``_answer``). The same replies as
+    ``_answer``."""
     if session.env.closed:
         return None
     try:
         kind, data = parse_message(raw, max_bytes=limit)
     except SessionError:
         return None  # worded by the receive loop
-    if kind != "step":
+    if kind != "step" and kind != "reset":
         return None
     session.last_activity = time.monotonic()
     try:
-        reply = {"type": "observation", "data": session.step_now(data)}
+        if kind == "step":
+            reply = {"type": "observation", "data": session.step_now(data)}
+        else:
+            obs = session.reset_now(data)
+            if obs is None:  # from a snapshot: the receive loop restores it
+                return None
+            reply = {"type": "observation", "data": observation_payload(obs)}
     except SessionError as exc:
         reply = _error(str(exc), exc.code, exc.fault)
     except Fault as exc:
