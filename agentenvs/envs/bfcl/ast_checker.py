@@ -394,7 +394,10 @@ def check_function_call(
         name = name.replace(".", "_")
     params_doc: Mapping[str, Any] = doc["parameters"]["properties"]
     required: Sequence[str] = doc["parameters"].get("required", [])
-    call_name, args = call
+    if type(call) is Call:
+        call_name, args = call.name, call.args
+    else:
+        call_name, args = call
     if call_name != name:
         return _fail(
             "simple_function_checker:wrong_func_name",
@@ -585,6 +588,8 @@ def _normalized(values: Any) -> list[Any]:
 
 
 def _check_string(param: str, value: str, accepted: list[Any]) -> Verdict:
+    if value in accepted:  # as written: equal once normalized too (a str equals only a str)
+        return _OK
     ok = [normalize_string(v) for v in accepted if type(v) is str]
     if normalize_string(value) not in ok:
         return _fail(

@@ -52,6 +52,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentenvs.envs.bfcl.fast_syntax import plain_calls
+
 __all__ = [
     "Call",
     "DecodeError",
@@ -145,7 +147,7 @@ def decode_calls(
 
 def _decode(text: str, allow_json: bool, language: str, strict: bool = False) -> list[Call]:
     text = _THINK.sub("", text, count=1)
-    tags = _TOOL_CALL.findall(text)
+    tags = _TOOL_CALL.findall(text) if "<tool_call>" in text else None
     if tags:
         if not allow_json:
             raise DecodeError("<tool_call> tags hold JSON tool calls, which are not accepted here")
@@ -214,6 +216,16 @@ _SEQUENCE_NODES = (ast.List, ast.Tuple, ast.Set)
 
 def _decode_python(text: str, strict: bool = False) -> list[Call]:
     source = text.strip().strip("'")
+    # the plain form (keyword arguments, literal values) without a compile; anything
+    # else, and every error, through ``ast`` below
+    plain = plain_calls(source)
+    if plain is not None:
+        return [Call(name, args) for name, args in plain]
+    return _decode_python_ast(source, strict)
+
+
+def _decode_python_ast(source: str, strict: bool = False) -> list[Call]:
+    """``source`` read with :func:`ast.parse`, as the official decoder reads it."""
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:

@@ -230,6 +230,9 @@ class BFCLEnv(TextEnv):
         self.categories = list(dict.fromkeys(t.category for t in self.tasks.values()))
         self._tools: dict[str, list[dict[str, Any]]] = {}
         self._prompts: dict[str, str] = {}
+        #: per task, what every reply and info reads: (task, relevance, language, the
+        #: info's category/language keys), built on the task's first reset
+        self._facts: dict[str, tuple[BfclTask, bool, str, dict[str, Any]]] = {}
         self._verdict: Verdict | None = None
 
     # ---------------------------------------------------------------- task and prompts
@@ -258,7 +261,8 @@ class BFCLEnv(TextEnv):
 
     def _check_reset(self, task_id: str, max_turns: int, options: Mapping[str, Any]) -> None:
         # a task whose docs are not valid schemas is refused before the episode changes
-        self._tools_of(self.tasks[task_id])
+        if task_id not in self._tools:
+            self._tools_of(self.tasks[task_id])
 
     def _tools_of(self, task: BfclTask) -> list[dict[str, Any]]:
         if task.id not in self._tools:
@@ -284,33 +288,48 @@ class BFCLEnv(TextEnv):
             prompt = self._prompts[task_id] = render_prompt(self.tasks[task_id])
         return prompt
 
+    def _facts_of(self, task_id: str) -> tuple[BfclTask, bool, str, dict[str, Any]]:
+        """The current task's :attr:`_facts`, derived once per task (a restore or a fork
+        may set the task without a reset, so they are looked up by id)."""
+        facts = self._facts.get(task_id)
+        if facts is None:
+            task = self.tasks[task_id]
+            language = task.language
+            extra = {"category": task.category, "language": language}
+            facts = (task, is_relevance_category(task.category), language, extra)
+            self._facts[task_id] = facts
+        return facts
+
     def _reset_info(self) -> dict[str, Any]:
-        return {keys.SYSTEM_PROMPT: _INSTRUCTIONS, keys.TOOLS: self.tools()}
+        tools = self._tools.get(self._task_id)  # type: ignore[arg-type]
+        if tools is None:
+            tools = self.tools()
+        return {keys.SYSTEM_PROMPT: _INSTRUCTIONS, keys.TOOLS: tools}
 
     def _extra_info(self) -> dict[str, Any]:
-        task = self.tasks.get(self._task_id) if self._task_id else None
-        return {
-            "category": task.category if task else None,
-            "language": task.language if task else None,
-        }
+        # the base copies these keys into each info: the per-task dict is not handed out
+        if not self._task_id or self._task_id not in self.tasks:
+            return {"category": None, "language": None}
+        return self._facts_of(self._task_id)[3]
 
     # ---------------------------------------------------------------- grading
     def verdict_of(self, action: str) -> tuple[Verdict | None, list[Call] | None, str]:
         """(verdict, calls, why): ``verdict`` is None when the reply is not graded."""
-        task = self.task
-        relevance = is_relevance_category(task.category)
+        if self._task_id is None:
+            raise RuntimeError("no task yet: call reset() first")
+        task, relevance, language, _ = self._facts_of(self._task_id)
         # a relevance reply is always graded, as BFCL grades it: any text that does not
         # decode into calls (an empty one included) is "no call"
         if not relevance and unreadable(action):
             return None, None, "The reply is empty or holds control characters."
         try:
-            calls = decode_calls(action, language=task.language, strict=self.strict)
+            calls = decode_calls(action, language=language, strict=self.strict)
         except DecodeError as exc:
             if relevance:
-                return self._relevance(None, action), None, ""
+                return self._relevance(None, action, task), None, ""
             return None, None, f"Could not read the reply as function calls: {exc}."
         if relevance:
-            return self._relevance(calls, action), calls, ""
+            return self._relevance(calls, action, task), calls, ""
         try:
             verdict = check_calls(
                 task.functions,
@@ -325,8 +344,7 @@ class BFCLEnv(TextEnv):
             verdict = Verdict(False, "checker:unsupported_doc", [str(exc)])
         return verdict, calls, ""
 
-    def _relevance(self, calls: list[Call] | None, action: str) -> Verdict:
-        task = self.task
+    def _relevance(self, calls: list[Call] | None, action: str, task: BfclTask) -> Verdict:
         return check_relevance(
             calls,
             task.category,
