@@ -81,7 +81,7 @@ def test_official_names_map_to_local_images() -> None:
         "registry.example/laude-institute/t-bench/python-3-13:20250620": "agentenvs/tb-python:3.13",
         "registry.example/laude-institute/t-bench/ubuntu-24-04:20250624": "agentenvs/tb-debian:13",
         "ubuntu:24.04": "agentenvs/tb-debian:13",
-        "python:3.12-slim": None,  # another Python: no stand-in rather than a wrong one
+        "python:3.12-slim": "agentenvs/tb-python:3.13",  # the nearest: test_terminal_standins.py
         "golang:1.22": None,
     }
     for name, want in cases.items():

@@ -80,6 +80,34 @@ def standin_base(image: str) -> str | None:
     return name if LOCAL_STANDIN_BASES.match(name) else None
 
 
+#: the Python minor version and distribution an official base image ships
+_BASE_DISTROS = {
+    "debian:13": ("3.13", "Debian 13"),
+    "debian:trixie": ("3.13", "Debian 13"),
+    "debian:12": ("3.11", "Debian 12"),
+    "debian:bookworm": ("3.11", "Debian 12"),
+    "ubuntu:24.04": ("3.12", "Ubuntu 24.04"),
+    "ubuntu:noble": ("3.12", "Ubuntu 24.04"),
+    "ubuntu:22.04": ("3.10", "Ubuntu 22.04"),
+    "ubuntu:jammy": ("3.10", "Ubuntu 22.04"),
+}
+
+
+def base_userland(image: str) -> tuple[str | None, str]:
+    """(Python ``major.minor`` or None when unknown, distribution) an official base ships."""
+    name = normalize(image)
+    repo, _, tag = name.partition(":")
+    if repo == "python" or repo.startswith("laude-institute/t-bench/python-"):
+        m = re.match(r"^(3\.\d+)", tag) if repo == "python" else re.search(r"3-(\d+)$", repo)
+        minor = (m.group(1) if repo == "python" else f"3.{m.group(1)}") if m else None
+        # python:3.X is built on Debian (bookworm for 3.12 and older tags, trixie for 3.13)
+        return minor, "Debian"
+    for key, found in _BASE_DISTROS.items():
+        if name == key or name.startswith((key + ".", key + "-")):
+            return found
+    return None, repo.capitalize()
+
+
 @dataclass(frozen=True)
 class TerminalTask:
     """One task, whatever its layout (``layout`` is ``"tb1"`` or ``"harbor"``)."""

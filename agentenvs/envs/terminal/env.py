@@ -137,7 +137,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       Dockerfile steps run too; needs an engine and the images of
       ``sandboxes/build_images.sh``). Tasks the runtime cannot run faithfully are listed
       in ``unsupported_tasks`` with the reason and refused at reset (``check_tasks()``
-      finds them all ahead); task folders that do not load are listed in
+      finds them all ahead, and lists in ``stood_in`` the accepted tasks whose base is
+      stood in for by an image that differs, and how); task folders that do not load are listed in
       ``invalid_tasks`` (file and field) and the rest load.
     - Docker only: ``offline`` (None: ``AGENTENVS_OFFLINE``, else whether the engine can
       pull), ``network`` (``"task"``: the official defaults; ``"tests-only"``: the agent
@@ -238,6 +239,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             if (why := unsupported_reason(task) or self._grading_reason(task))
         }
         self._task_ids = [t for t in self.tasks if t not in self.unsupported_tasks]
+        #: task id -> what its stood-in base differs in (filled by ``check_tasks``)
+        self.stood_in: dict[str, str] = {}
         self._runtime: Any = None
         self._shell: ShellSession | None = None
         self._reset_episode_state()
@@ -358,14 +361,18 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         """Find what each task needs that this machine cannot give, and name it. Docker:
         predicted without building (``agentenvs.envs.terminal.needs``), or with ``build``
         every image built now; a registry or engine that fails raises :class:`Fault`.
-        Local: the refusals made at load time (``info["base_standin"]`` says where a
-        stood-in base differs). Updates and returns ``unsupported_tasks``."""
+        Local: the refusals made at load time. Updates and returns ``unsupported_tasks``;
+        ``stood_in`` then holds, for each task still accepted that runs on a stand-in
+        which differs from the base it names, what differs (also ``info["base_standin"]``)."""
         if self.runtime_name == "docker":
             from agentenvs.envs.terminal.needs import unmet_on_docker
 
             tasks = [self.tasks[t] for t in self._task_ids]
             for task_id, why in unmet_on_docker(self.runtime(), tasks, build=build).items():
                 self._refuse(self.tasks[task_id], why)
+        self.stood_in = {
+            t: note for t in self._task_ids if (note := self._standin(self.tasks[t])) is not None
+        }
         return dict(self.unsupported_tasks)
 
     def _load_task(self, task_id: str, options: Mapping[str, Any]) -> str:
@@ -754,13 +761,25 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 info["rewards"] = dict(self._rewards)
         if self._unmet:
             info["offline_unmet"] = list(self._unmet)
-        if self.runtime_name == "local" and self._task_id is not None:
-            from agentenvs.envs.terminal.runtime_local import standin_difference
-
-            standin = standin_difference(self.task)
+        if self._task_id is not None:
+            standin = self._standin(self.task)
             if standin is not None:
                 info["base_standin"] = standin
         return info
+
+    def _standin(self, task: TerminalTask) -> str | None:
+        """Where the image the task runs on differs from the base it names (None: nothing
+        known differs)."""
+        if self.runtime_name == "local":
+            from agentenvs.envs.terminal.runtime_local import standin_difference
+
+            return standin_difference(task)
+        from agentenvs.envs.terminal.images import UnprovidableError
+
+        try:
+            return self.runtime().standin_note(task)
+        except UnprovidableError:
+            return None
 
     def _fork(self, k: int) -> list[TextEnv]:
         """The work dir is read once (one snapshot) and unpacked into ``k`` new sandboxes

@@ -38,6 +38,7 @@ from agentenvs.envs.terminal import offline
 from agentenvs.envs.terminal.data import (
     TerminalTask,
     _dockerfile_steps,
+    base_userland,
     expand,
     normalize,
     parse_from,
@@ -58,6 +59,26 @@ DEFAULT_IMAGE_MAP: dict[str, str] = {
     "ubuntu:noble*": DEBIAN_13,
     "debian:trixie*": DEBIAN_13,
     "debian:13*": DEBIAN_13,
+    # the nearest local image, where none matches exactly: what differs is stated
+    # (standin_note), and a task whose files name the Python it asked for is refused
+    # (python_named)
+    **{
+        f"{name}{rest}": PYTHON_313
+        for name in ("python:3.1[0-2]", "python:3.[89]")
+        for rest in ("", "-*", ".*")
+    },
+    "laude-institute/t-bench/python-3-1[0-2]:*": PYTHON_313,
+    "laude-institute/t-bench/python-3-[89]:*": PYTHON_313,
+    "laude-institute/t-bench/ubuntu-22-04:*": DEBIAN_13,
+    "ubuntu:22.04": DEBIAN_13,
+    "ubuntu:jammy*": DEBIAN_13,
+    "debian:bookworm*": DEBIAN_13,
+    "debian:12*": DEBIAN_13,
+}
+#: what the local images give (Python ``major.minor``, distribution)
+LOCAL_USERLAND: dict[str, tuple[str, str]] = {
+    PYTHON_313: ("3.13", "Debian 13"),
+    DEBIAN_13: ("3.13", "Debian 13"),
 }
 
 
@@ -175,11 +196,71 @@ def map_image(image: str, image_map: Mapping[str, str]) -> str | None:
 
 @dataclass(frozen=True)
 class BasePlan:
-    """How one ``FROM`` image is had: ``how`` is local, pull, mapped or stage."""
+    """How one ``FROM`` image is had: ``how`` is local, pull, mapped or stage; ``note``
+    says what a mapped image differs in (None: nothing known)."""
 
     written: str
     use: str
     how: str
+    note: str | None = None
+
+
+def standin_note(written: str, use: str) -> str | None:
+    """Where local image ``use`` differs from the official ``written`` it stands in for,
+    in words (None: nothing known differs, or ``use`` is not one of the project's)."""
+    have = LOCAL_USERLAND.get(use)
+    if have is None:
+        return None
+    python, distro = have
+    want_python, want_distro = base_userland(written)
+    said = []
+    if want_python is not None and want_python != python:
+        said.append(f"Python {python} for {want_python}")
+    # python:3.X names no Debian release (its tags move between them): only the family
+    if want_distro != distro and not (want_distro == "Debian" and distro.startswith("Debian")):
+        said.append(f"{distro} for {want_distro}")
+    if not said:
+        return None
+    return f"base {normalize(written)} stood in for by {use}: " + ", ".join(said)
+
+
+#: the files of a task read for the Python version it names (the Dockerfile's folder,
+#: the tests, the runner, the solution), and how much of each
+_VERSION_FILE_BYTES = 1 << 20
+_VERSION_SUFFIXES = {"", ".py", ".sh", ".txt", ".toml", ".cfg", ".ini", ".yaml", ".yml"}
+
+
+def python_named(task: TerminalTask, minor: str) -> str | None:
+    """Where the task's own files name Python ``minor`` (``3.12``: ``python3.12``,
+    ``python 3.12``, ``py312``, ``cp312``, ``python_version >= "3.12"``, ``--python-version
+    3.12``, ``requires-python = ">=3.12"``), as
+    ``file: 'text'``; None: nowhere. A task whose tests or build name the version its
+    base ships depends on it, and another version cannot stand in for it."""
+    dotted = re.escape(minor)
+    bare = minor.replace(".", "")
+    pattern = re.compile(
+        rf"(?i)(?:python[ _-]?v?{dotted}|(?:py|cp){bare}"
+        rf"|(?:python[ _-]version|requires[_-]python)\W+{dotted})(?![\d])"
+    )
+    roots = [task.context, task.tests_dir]
+    files = [task.dockerfile, task.path / task.test_script]
+    if task.solution:
+        files.append(task.path / task.solution)
+    for root in roots:
+        if root.is_dir():
+            files.extend(sorted(p for p in root.rglob("*") if p.suffix in _VERSION_SUFFIXES))
+    for path in dict.fromkeys(files):
+        try:
+            if not path.is_file():
+                continue
+            with path.open("rb") as handle:
+                text = handle.read(_VERSION_FILE_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        found = pattern.search(text)
+        if found is not None:
+            return f"{path.relative_to(task.path)}: {found.group(0)!r}"
+    return None
 
 
 def plan_bases(
@@ -233,7 +314,17 @@ def plan_bases(
                     f"base image {image!r} maps to {mapped!r}, which is not built here "
                     "(run sandboxes/build_images.sh)"
                 )
-            plans.append(BasePlan(image, mapped, "mapped"))
+            note = standin_note(image, mapped)
+            want_python = base_userland(image)[0]
+            have_python = LOCAL_USERLAND.get(mapped, (want_python, ""))[0]
+            if want_python is not None and want_python != have_python:
+                named = python_named(task, want_python)
+                if named is not None:
+                    raise UnprovidableError(
+                        f"base image {image!r} has no exact offline stand-in ({note}), and "
+                        f"the task names Python {want_python} ({named})"
+                    )
+            plans.append(BasePlan(image, mapped, "mapped", note))
     return plans
 
 

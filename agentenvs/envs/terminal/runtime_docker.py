@@ -169,6 +169,8 @@ class DockerRuntime:
         self._started = time.time()
         self._offline: bool | None = offline if offline is not None else offline_default()
         self._images: dict[str, str] = {}
+        #: task id -> what its mapped base images differ in (images.standin_note)
+        self._notes: dict[str, str | None] = {}
         self._image_info: dict[str, dict[str, Any]] = {}
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -212,7 +214,7 @@ class DockerRuntime:
 
     def plan(self, task: TerminalTask) -> list[images.BasePlan]:
         """How each base image of ``task`` is had (raises UnprovidableError if it cannot be)."""
-        return images.plan_bases(
+        plans = images.plan_bases(
             task,
             online=not self.offline,
             present=self._present,
@@ -220,6 +222,16 @@ class DockerRuntime:
             build_args={"BASE_IMAGE": self.base_image},
             registry=self.registry,
         )
+        notes = [p.note for p in plans if p.note]
+        self._notes[task.id] = "; ".join(dict.fromkeys(notes)) if notes else None
+        return plans
+
+    def standin_note(self, task: TerminalTask) -> str | None:
+        """What the local images that stand in for ``task``'s bases differ in, as last
+        planned (None: nothing known, or the bases are the task's own)."""
+        if task.id not in self._notes:
+            self.plan(task)
+        return self._notes.get(task.id)
 
     def image(self, task: TerminalTask) -> str:
         """The task's image tag, built first if this machine lacks it.

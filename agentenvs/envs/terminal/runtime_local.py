@@ -24,7 +24,6 @@ import contextlib
 import importlib.util
 import io
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -39,6 +38,7 @@ from agentenvs.envs.terminal import faults, needs, offline
 from agentenvs.envs.terminal.data import (
     DEFAULT_PATH,
     TerminalTask,
+    base_userland,
     missing_binaries,
     standin_base,
 )
@@ -183,17 +183,6 @@ def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
     return buf.getvalue()
 
 
-#: the Python minor version and distribution an official base image ships
-_BASE_DISTROS = {
-    "debian:13": ("3.13", "Debian 13"),
-    "debian:trixie": ("3.13", "Debian 13"),
-    "debian:12": ("3.11", "Debian 12"),
-    "debian:bookworm": ("3.11", "Debian 12"),
-    "ubuntu:24.04": ("3.12", "Ubuntu 24.04"),
-    "ubuntu:noble": ("3.12", "Ubuntu 24.04"),
-    "ubuntu:22.04": ("3.10", "Ubuntu 22.04"),
-    "ubuntu:jammy": ("3.10", "Ubuntu 22.04"),
-}
 _host_lock = threading.Lock()
 _host: tuple[str, str] | None = None
 
@@ -226,21 +215,6 @@ def host_userland() -> tuple[str, str]:
                 distro = fields.get("PRETTY_NAME", distro).strip('"')
             _host = (version, distro)
         return _host
-
-
-def base_userland(image: str) -> tuple[str | None, str]:
-    """(Python ``major.minor`` or None when unknown, distribution) an official base ships."""
-    name = standin_base(image) or image
-    repo, _, tag = name.partition(":")
-    if repo == "python" or repo.startswith("laude-institute/t-bench/python-"):
-        m = re.match(r"^(3\.\d+)", tag) if repo == "python" else re.search(r"3-(\d+)$", repo)
-        minor = (m.group(1) if repo == "python" else f"3.{m.group(1)}") if m else None
-        # python:3.X is built on Debian (bookworm for 3.12 and older tags, trixie for 3.13)
-        return minor, "Debian"
-    for key, found in _BASE_DISTROS.items():
-        if name == key or name.startswith(key + "."):
-            return found
-    return None, repo.capitalize()
 
 
 def standin_difference(task: TerminalTask) -> str | None:

@@ -82,4 +82,3 @@ def build_wheelhouse(
     if done.returncode != 0:
         raise RuntimeError(f"pip download into {dest} failed: {done.stderr.strip()[-2000:]}")
     return dest
-
