@@ -174,25 +174,29 @@ _SCALARS = frozenset({str, bool, int, type(None)})
 
 
 def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
-    """``json_safe(info)``, quickly for the usual info: text keys, and values that are
-    plain JSON scalars (kept) or tuples and lists of them (as lists); any other info goes
-    through ``json_safe``."""
-    out: dict[str, Any] | None = None
+    """What ``json_safe(info)`` writes, quickly for the usual info: text keys, and values
+    that are plain JSON scalars or tuples and lists of them, kept as they are (a reply's
+    JSON writes a tuple as a list, as ``json_safe`` makes it); any other info goes through
+    ``json_safe``."""
+    isfinite = math.isfinite
     for key, value in info.items():
         kind = type(value)
         if type(key) is not str:
             return json_safe(info)
-        if kind in _SCALARS or (kind is float and math.isfinite(value)):
+        if kind in _SCALARS:
             continue
-        if (kind is tuple or kind is list) and all(
-            type(v) in _SCALARS or (type(v) is float and math.isfinite(v)) for v in value
-        ):
-            if out is None:
-                out = dict(info)
-            out[key] = list(value)
+        if kind is float:
+            if isfinite(value):
+                continue
+            return json_safe(info)
+        if kind is tuple or kind is list:
+            for item in value:
+                if type(item) in _SCALARS or (type(item) is float and isfinite(item)):
+                    continue
+                return json_safe(info)
             continue
         return json_safe(info)
-    return info if out is None else out
+    return info
 
 
 def _restored_view(env: gym.Env) -> tuple[str, dict[str, Any], bool]:
@@ -277,9 +281,10 @@ class Session:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         return self._started(params, obs, info)
 
-    def reset_now(self, data: dict[str, Any]) -> TextObservation | None:
-        """``reset(data)`` of an env on the event loop (``env.inline``), made in this call;
-        None for a reset from a snapshot, which ``reset`` makes."""
+    def reset_now(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """``observation_payload(await self.reset(data))`` of an env on the event loop
+        (``env.inline``), made in this call and built without the models; None for a
+        reset from a snapshot, which ``reset`` makes."""
         params = _reset_params(data)
         if params.snapshot is not None:
             return None
@@ -287,7 +292,20 @@ class Session:
             obs, info = self.env.env.reset(seed=params.seed, options=_reset_options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
-        return self._started(params, obs, info)
+        if type(obs) is not str:  # not an observation: the model refuses it
+            return observation_payload(self._started(params, obs, info))
+        self.episode_id = params.episode_id or str(uuid.uuid4())
+        self.step_count = 0
+        return {
+            "observation": {
+                "text": obs,
+                "terminated": False,
+                "truncated": False,
+                "info": _plain_info(info),
+            },
+            "reward": None,
+            "done": False,
+        }
 
     def _started(self, params: ResetParams, obs: str, info: dict[str, Any]) -> TextObservation:
         self.episode_id = params.episode_id or str(uuid.uuid4())
@@ -691,10 +709,10 @@ def _answer_now(session: Session, limit: int, raw: str) -> str | None:
         if kind == "step":
             reply = {"type": "observation", "data": session.step_now(data)}
         else:
-            obs = session.reset_now(data)
-            if obs is None:  # from a snapshot: the receive loop restores it
+            payload = session.reset_now(data)
+            if payload is None:  # from a snapshot: the receive loop restores it
                 return None
-            reply = {"type": "observation", "data": observation_payload(obs)}
+            reply = {"type": "observation", "data": payload}
     except SessionError as exc:
         reply = _error(str(exc), exc.code, exc.fault)
     except Fault as exc:

@@ -82,13 +82,24 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _FREE_LEAVES = frozenset({str, bool, type(None)})
 
 
+def _shallow(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is two levels of objects holding only text, booleans and nulls
+    (a step's message), which are within every limit."""
+    free = _FREE_LEAVES
+    for child in value.values():
+        if type(child) in free:
+            continue
+        if type(child) is not dict:
+            return False
+        for leaf in child.values():
+            if type(leaf) not in free:
+                return False
+    return True
+
+
 def _check_tree(value: Any) -> None:
-    if type(value) is dict and all(
-        type(v) in _FREE_LEAVES
-        or (type(v) is dict and all(type(w) in _FREE_LEAVES for w in v.values()))
-        for v in value.values()
-    ):
-        return  # two levels of objects holding text, booleans and nulls (a step): within them
+    if type(value) is dict and _shallow(value):
+        return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 import agentenvs  # noqa: F401 - registers the ids
-from agentenvs.server.models import TextObservation, json_safe
+from agentenvs.server.models import TextObservation, json_safe, observation_payload
 
 FROZEN = "agentenvs/FrozenLake-v0"
 
@@ -111,14 +111,18 @@ def payload(step: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
+def reset_payload(obs: str, info: dict[str, Any]) -> dict[str, Any]:
+    """What the server's models make of an in-process reset."""
+    return observation_payload(TextObservation(text=obs, info=json_safe(info)))
+
+
 def test_frames_in_one_write_are_answered_in_order(start_server) -> None:
     server = start_server(FROZEN, env_kwargs={"map_name": "8x8"})
     local = gym.make(FROZEN, map_name="8x8")
     client = RawClient(server.url)
     try:
         client.send(message("reset", {"seed": 5}))
-        assert client.reply()["type"] == "observation"
-        local.reset(seed=5)
+        assert client.reply()["data"] == reset_payload(*local.reset(seed=5))
         # steps, a state, a refused action and a reset in one write, the last step split
         up = message("step", {"text": "Up"})
         client.send(
@@ -140,8 +144,7 @@ def test_frames_in_one_write_are_answered_in_order(start_server) -> None:
         refused = client.reply()
         assert refused["type"] == "error" and refused["data"]["code"] == "VALIDATION_ERROR"
         assert client.reply()["data"] == payload(local.step("Right"))
-        local.reset(seed=6)
-        assert client.reply()["type"] == "observation"
+        assert client.reply()["data"] == reset_payload(*local.reset(seed=6))
         assert client.reply()["data"] == payload(local.step("Down"))
         assert client.reply()["data"] == payload(local.step("Up"))
     finally:
