@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs.envs.bfcl.convert import JAVA_TYPES, JS_TYPES, java_value, js_value
-from agentenvs.envs.bfcl.decode import Call, DecodeError, decode_calls
+from agentenvs.envs.bfcl.decode import Call, DecodeError, decode_calls, surely_not_calls
 
 __all__ = [
     "PYTHON_TYPES",
@@ -161,8 +161,12 @@ def check_reply(
     """Decode ``text`` and check it, as the official runner does for one entry
     (``strict``: with the leniencies listed in the module doc closed)."""
     relevance = is_relevance_category(category)
+    language = language_of(category)
     try:
-        calls = decode_calls(text, language=language_of(category), strict=strict)
+        if relevance and surely_not_calls(text, language):
+            # prose: no call, told without a parse (a relevance verdict needs no message)
+            raise DecodeError("not function-call syntax")
+        calls = decode_calls(text, language=language, strict=strict)
     except DecodeError as exc:
         if relevance:
             return check_relevance(
@@ -427,11 +431,10 @@ def check_function_call(
 
 
 def _types_for(language: str) -> dict[str, type]:
-    if language == "java":
-        return JAVA_TYPES
-    if language == "javascript":
-        return JS_TYPES
-    return PYTHON_TYPES
+    return _TYPES_BY_LANGUAGE.get(language, PYTHON_TYPES)
+
+
+_TYPES_BY_LANGUAGE = {"java": JAVA_TYPES, "javascript": JS_TYPES}
 
 
 def _doc_type(types: Mapping[str, type], type_name: Any, param: str) -> type:
@@ -457,8 +460,11 @@ def _check_param(
     strict: bool = False,
 ) -> Verdict:
     type_name = spec.get("type")
-    types = _types_for(language)
-    expected = _doc_type(types, type_name, param)
+    types = _TYPES_BY_LANGUAGE.get(language, PYTHON_TYPES)
+    try:
+        expected = types[type_name]
+    except (KeyError, TypeError):
+        expected = _doc_type(types, type_name, param)  # raises, saying why
     item_type: type | None = None
     if language in ("java", "javascript"):
         if type(value) is not str:

@@ -63,6 +63,7 @@ __all__ = [
     "format_calls_source",
     "is_python_formattable",
     "prompting_text",
+    "surely_not_calls",
 ]
 
 #: the languages of BFCL's categories, which decide how call syntax is read
@@ -117,6 +118,31 @@ def prompting_text(text: str) -> str:
     if not text.endswith("]"):
         text = text + "]"
     return text
+
+
+#: ``[`` then two names side by side (``[None of these...``, ``[The function...``): no
+#: Python expression holds a name or ``None``/``True``/``False`` followed by another
+#: name that is not a keyword (those that may follow one, ``if``, ``in``, ``is``...)
+_TWO_NAMES = re.compile(r"\[[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]+([A-Za-z_][A-Za-z0-9_]*)")
+_KEYWORDS = frozenset(keyword.kwlist)
+_CONSTANT_NAMES = frozenset({"None", "True", "False"})
+
+
+def surely_not_calls(text: str, language: str = "python") -> bool:
+    """True when :func:`decode_calls` (``allow_json`` as by default) surely raises for
+    ``text``, told without parsing it: Python call syntax that starts as prose does
+    (``None of these functions...``), with no JSON, tag or think block to read first.
+    False says only "not surely": it may decode or not. A grader that needs no message
+    for a failure (relevance categories) may skip the parse then."""
+    if not isinstance(text, str) or language != "python" or "<" in text:
+        return False
+    if _JSON_START.match(text):
+        return False
+    found = _TWO_NAMES.match(prompting_text(text))
+    if found is None:
+        return False
+    first, second = found.groups()
+    return (first not in _KEYWORDS or first in _CONSTANT_NAMES) and second not in _KEYWORDS
 
 
 def decode_calls(
@@ -175,7 +201,7 @@ def _check_size(calls: Sequence[Call]) -> None:
     """Refuse values nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS``."""
     items = 0
     for call in calls:
-        if all(type(v) in _LEAVES for v in call.args.values()):  # the usual case: scalars
+        if _LEAVES.issuperset(map(type, call.args.values())):  # the usual case: scalars
             items += 1 + len(call.args)
             if items > MAX_ITEMS:
                 raise DecodeError(f"{call.name}: the values hold more than {MAX_ITEMS} items")
