@@ -4,16 +4,20 @@ Starts ``agentenvs serve`` for FrozenLake (8x8) in a subprocess on 127.0.0.1 and
 from load-generator *processes* (``--clients``), each holding its share of ``--sessions``
 WebSocket sessions on an event loop of its own, so the generator is not what is measured.
 Every session plays the same seeded episodes as the env does in process and checks each
-reply against them. Prints, per server: steps/s over all sessions, p50/p99 step latency
+reply against them. A generator's session is a socket protocol (``_FastSession``: the
+upgrade, masked text frames, each message sent from the previous reply's callback);
+``--stream-client`` drives them instead with the stream-and-coroutine client
+(``_session``), which costs the generator about twice the Python calls a step. Prints, per server: steps/s over all sessions, p50/p99 step latency
 (send to reply, as a session sees it), the CPU the server and the generators used per
-step, and the round trip of one session against an in-process step.
+step, and the round trip of one session against an in-process step; the best round and
+the median of the rounds.
 
 ``--baseline REV`` also starts the server of git revision ``REV`` (its ``agentenvs``
 package, exported to a temporary folder) and drives both, taking turns, in the same run:
 the ratio between them holds on a loaded machine, where absolute figures do not.
 
 Usage: python benchmarks/bench_server.py [--sessions 64] [--clients 3] [--steps 400]
-       [--rounds 3] [--baseline REV]
+       [--rounds 3] [--baseline REV] [--stream-client]
 """
 
 from __future__ import annotations
@@ -295,11 +299,14 @@ async def _fast_session(
     return await session.finished
 
 
-def _client(url: str, plans: list[list[tuple[int, str]]], gate: float, out: Any) -> None:
+def _client(
+    url: str, plans: list[list[tuple[int, str]]], gate: float, out: Any, stream: bool = False
+) -> None:
     """A generator process: its sessions on one event loop; reports through ``out``."""
+    session = _session if stream else _fast_session
 
     async def run() -> tuple[float, float, float, list]:
-        tasks = [asyncio.ensure_future(_fast_session(url, p, gate)) for p in plans]
+        tasks = [asyncio.ensure_future(session(url, p, gate)) for p in plans]
         await asyncio.sleep(max(0.0, gate - time.time()))
         start, cpu0 = time.time(), time.process_time()
         results = await asyncio.gather(*tasks)
@@ -312,7 +319,9 @@ def _client(url: str, plans: list[list[tuple[int, str]]], gate: float, out: Any)
     out.put((start, end, latencies, same, cpu))
 
 
-def load(url: str, sessions: int, clients: int, steps: int, server_pid: int) -> dict[str, Any]:
+def load(
+    url: str, sessions: int, clients: int, steps: int, server_pid: int, stream: bool = False
+) -> dict[str, Any]:
     """Drive ``sessions`` sessions of ``steps`` steps each from ``clients`` processes."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -320,7 +329,9 @@ def load(url: str, sessions: int, clients: int, steps: int, server_pid: int) -> 
     plans = [script(steps, offset=1000 * s) for s in range(sessions)]
     shares = [plans[i::clients] for i in range(clients)]
     procs = [
-        ctx.Process(target=_client, args=(url, share, gate, queue)) for share in shares if share
+        ctx.Process(target=_client, args=(url, share, gate, queue, stream))
+        for share in shares
+        if share
     ]
     for p in procs:
         p.start()
@@ -399,6 +410,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400, help="steps per session")
     parser.add_argument("--rounds", type=int, default=3, help="runs per server, taking turns")
     parser.add_argument("--baseline", default=None, help="a git revision to compare with")
+    parser.add_argument(
+        "--stream-client", action="store_true", help="generators on the stream client"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         servers = {"current": ROOT}
@@ -411,7 +425,9 @@ def main() -> None:
             for _ in range(args.rounds):
                 rounds.append([])
                 for name, (proc, url) in running.items():
-                    got = load(url, args.sessions, args.clients, args.steps, proc.pid)
+                    got = load(
+                        url, args.sessions, args.clients, args.steps, proc.pid, args.stream_client
+                    )
                     rounds[-1].append(got)
                     if name not in best or got["steps_per_s"] > best[name]["steps_per_s"]:
                         best[name] = got
@@ -429,6 +445,19 @@ def main() -> None:
                     f"generators {r['client_cpu_us']:5.1f} µs/step  "
                     f"1 session {one_session(url, 1000):5.0f} µs/step  "
                     f"replies equal to in-process: {r['same']}"
+                )
+            for i, name in enumerate(running):
+                ours = [got[i] for got in rounds]
+
+                def median(key: str, ours: list[dict[str, Any]] = ours) -> float:
+                    return statistics.median(got[key] for got in ours)
+
+                print(
+                    f"  {name:<22} median of the rounds: {median('steps_per_s'):8.0f} steps/s  "
+                    f"p50 {median('p50_us'):7.0f} µs  p99 {median('p99_us'):7.0f} µs  server CPU "
+                    f"{median('server_cpu_us'):5.1f} µs/step  generators "
+                    f"{median('client_cpu_us'):5.1f} µs/step  "
+                    f"every reply equal in every round: {all(got['same'] for got in ours)}"
                 )
             if args.baseline:
                 names = list(best)
