@@ -1,8 +1,9 @@
-"""BFCL-v0's per-task caches and its own info builder give what the base env gives.
+"""BFCL-v0's per-task caches and its own info builder and reset give what the base gives.
 
-The env derives a task's language, relevance and info keys once per task and builds its
-info dicts in one literal; these tests hold both to the plain path: the base's
-``_info``, the uncached task lookups, and a fresh env restored from a snapshot (which
+The env derives a task's language, relevance and info keys once per task, builds its
+info dicts in one literal and resets to a task met before by a short path; these tests
+hold all three to the plain path: the base's ``_info`` and ``reset`` (every field of the
+env equal), the uncached task lookups, and a fresh env restored from a snapshot (which
 meets the task without a reset).
 """
 
@@ -12,8 +13,10 @@ import keyword
 from typing import Any
 
 import numpy as np
+import pytest
 
 from agentenvs.core.env import TextEnv
+from agentenvs.core.errors import UnknownTaskError
 from agentenvs.envs.bfcl.ast_checker import check_reply
 from agentenvs.envs.bfcl.decode import DecodeError, decode_calls, surely_not_calls
 from agentenvs.envs.bfcl.env import BFCLEnv
@@ -83,3 +86,44 @@ def test_prose_is_surely_not_calls_only_where_decoding_fails() -> None:
     for text in ("[f(a=1)]", "x if y else z", "not x", '{"name": "f"}', "<think>a b</think>"):
         assert not surely_not_calls(text)
     assert not surely_not_calls("The weather", language="java")
+
+
+def _fields(env: BFCLEnv) -> dict[str, Any]:
+    return {k: v for k, v in vars(env).items() if k not in ("_init_args", "_load_task")}
+
+
+def test_a_reset_to_a_known_task_does_what_the_base_reset_does() -> None:
+    # two envs with the same history: one resets through BFCLEnv.reset (the short path
+    # once a task was met), the other through the base's reset; every field, the
+    # observation and the info must be equal after each
+    fast, base = (BFCLEnv(max_turns=2, show_budget=True, rules="official") for _ in range(2))
+    ids = list(fast.task_ids)[:30]
+    rng = np.random.default_rng(2)
+    loads: list[str] = []
+    load_task = fast._load_task
+
+    def counted(task_id: str, options: Any) -> str:
+        loads.append(task_id)
+        return load_task(task_id, options)
+
+    fast._load_task = counted  # type: ignore[method-assign]
+    for round_ in range(3):
+        for task_id in ids:
+            options = {"task_id": task_id}
+            got = fast.reset(options=options)
+            want = TextEnv.reset(base, options=dict(options))
+            assert got[0] == want[0]
+            assert list(got[1].items()) == list(want[1].items())
+            assert _fields(fast) == _fields(base)
+            if round_ == 1:  # a graded step, then the next reset starts from it
+                reply = fast.error_action(np.random.default_rng(int(rng.integers(1 << 30))))
+                assert fast.step(reply)[1:] == base.step(reply)[1:]
+                assert _fields(fast) == _fields(base)
+    assert loads == ids  # the base's path the first time only
+    # other resets take the base's path, and its checks
+    seeded = fast.reset(seed=3, options={"task_id": ids[0]})
+    assert seeded[0] == TextEnv.reset(base, seed=3, options={"task_id": ids[0]})[0]
+    with pytest.raises(UnknownTaskError):
+        fast.reset(options={"task_id": "no such task"})
+    with pytest.raises(TypeError):
+        fast.reset(options=[("task_id", ids[0])])  # type: ignore[arg-type]

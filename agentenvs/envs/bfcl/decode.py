@@ -172,7 +172,8 @@ def decode_calls(
 
 
 def _decode(text: str, allow_json: bool, language: str, strict: bool = False) -> list[Call]:
-    text = _THINK.sub("", text, count=1)
+    if "<think>" in text:
+        text = _THINK.sub("", text, count=1)
     tags = _TOOL_CALL.findall(text) if "<tool_call>" in text else None
     if tags:
         if not allow_json:

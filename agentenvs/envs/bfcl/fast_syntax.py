@@ -37,11 +37,12 @@ _STRING = (
 )
 _NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-#: every token of the text, in order: a string, a number, a name, punctuation, or any
-#: other one character (which leaves the plain form); the kind is told by the first
-#: character, since a quote, a digit, ``-`` or a letter starts a longer token whenever
-#: one can be read there
-_TOKENS = re.compile(rf"[ \t\n]*({_STRING}|{_NUMBER}|{_IDENTIFIER}|[\[\](){{}},:=.]|.)", re.DOTALL)
+#: every token of the text, in order: punctuation, a name, a string, a number (the
+#: commonest first: no two of these can start with the same character), or any other one
+#: character (which leaves the plain form); the kind is told by the first character,
+#: since a quote, a digit, ``-`` or a letter starts a longer token whenever one can be
+#: read there
+_TOKENS = re.compile(rf"[ \t\n]*([\[\](){{}},:=.]|{_IDENTIFIER}|{_STRING}|{_NUMBER}|.)", re.DOTALL)
 _IDENTIFIER_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _NUMBER_START = frozenset("-0123456789")
 _QUOTES = frozenset("\"'")
