@@ -127,3 +127,33 @@ def test_a_reset_to_a_known_task_does_what_the_base_reset_does() -> None:
         fast.reset(options={"task_id": "no such task"})
     with pytest.raises(TypeError):
         fast.reset(options=[("task_id", ids[0])])  # type: ignore[arg-type]
+
+
+def test_a_step_does_what_the_base_step_does() -> None:
+    # twins again: BFCLEnv.step (its short path for text replies) against the base's
+    # step, reply by reply, on invalid, failing and accepted replies, with a budget of 2
+    # so that an invalid reply leaves a turn and a second one truncates
+    for rules in ("official", "strict"):
+        fast, base = (BFCLEnv(max_turns=2, show_budget=True, rules=rules) for _ in range(2))
+        rng = np.random.default_rng(3)
+        for task_id in list(fast.task_ids)[:40]:
+            fast.reset(options={"task_id": task_id})
+            near = fast.error_action(rng)
+            plans = [
+                [fast.gold_reply()],
+                [near],
+                ["", near],
+                ["not calls (", "\x00"],
+                [b"[f()]", "x" * 100_001],  # the base's own path: bytes, too long
+            ]
+            for plan in plans:
+                fast.reset(options={"task_id": task_id})
+                TextEnv.reset(base, options={"task_id": task_id})
+                for reply in plan:
+                    got = fast.step(reply)  # type: ignore[arg-type]
+                    want = TextEnv.step(base, reply)  # type: ignore[arg-type]
+                    assert got[:4] == want[:4]
+                    assert list(got[4].items()) == list(want[4].items())
+                    assert _fields(fast) == _fields(base)
+                    if got[2] or got[3]:
+                        break

@@ -69,6 +69,8 @@ def _parser(language: str) -> Any:
 
 def _has_error_node(root: Any) -> bool:
     """Whether the tree holds an ERROR node (what ``"ERROR" in sexp`` finds officially)."""
+    if not root.has_error:  # neither an ERROR nor a MISSING node anywhere: no walk
+        return False
     cursor = root.walk()
     while True:
         if cursor.node.type == "ERROR":
