@@ -46,9 +46,10 @@ Speed (``benchmarks/bench_server.py``): replies are written with orjson, steps a
 without the typed models (the same payload), a short env's step made in the session's own
 turn of the loop, per-message compression declined, and a connection read on while the
 app is about to take its message (``transport.lazy_pausing_ws_protocol``). A short env's
-step that arrives while the session waits for its next message is answered in the
-protocol's own call (``_answer_now``, registered as the connection's
-``transport.FastReplies``): the same reply, without the ASGI round a message.
+step or reset (not from a snapshot) that arrives while the session waits for its next
+message is answered in the protocol's own call (``_answer_now``, registered as the
+connection's ``transport.FastReplies``): the same reply, without the ASGI round a
+message; the protocol's other messages take the receive loop, in order.
 
 Faults: an env that raises :class:`~agentenvs.core.errors.Fault` (its database lost, its
 container killed from outside) is answered ``{"type": "error", "data": {"message", "code":

@@ -12,8 +12,8 @@
   hold a session, its env and the replies buffered for it.
 - ``lazy_pausing_ws_protocol()``: uvicorn's WebSocket protocol, reading on while the app
   is about to take the message, and answering the messages the app registers a handler
-  for (``FastReplies``: a step of an env on the event loop) in its own call, without the
-  ASGI round of queue, task switch and send a message.
+  for (``FastReplies``: a step or a reset of an env on the event loop) in its own call,
+  without the ASGI round of queue, task switch and send a message.
 """
 
 from __future__ import annotations
