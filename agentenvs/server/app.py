@@ -97,7 +97,14 @@ from agentenvs.server.models import (
     json_safe,
     observation_payload,
 )
-from agentenvs.server.protocol import SessionError, default_message_bytes, parse_json, parse_message
+from agentenvs.server.protocol import (
+    SessionError,
+    default_message_bytes,
+    parse_json,
+    parse_message,
+    reset_options,
+    reset_params,
+)
 from agentenvs.server.snapshots import SnapshotStore
 from agentenvs.server.transport import FAST_REPLIES, BoundedBodies, FastReplies
 
@@ -226,35 +233,6 @@ def _step_payload(
     }
 
 
-def _reset_params(data: dict[str, Any]) -> ResetParams:
-    """A reset's data as ``ResetParams``; a snapshot comes with no seed or options."""
-    try:
-        params = ResetParams.model_validate(data)
-    except ValidationError as exc:
-        raise SessionError(f"invalid reset data: {_short(exc)}", "VALIDATION_ERROR") from None
-    if params.snapshot is not None and (
-        params.task_id is not None
-        or params.max_turns is not None
-        or params.options
-        or params.seed is not None
-    ):
-        raise SessionError(
-            "a reset from a snapshot takes no seed or options: the snapshot fixes them",
-            "VALIDATION_ERROR",
-        )
-    return params
-
-
-def _reset_options(params: ResetParams) -> dict[str, Any] | None:
-    """The env's reset options: ``options`` with ``task_id`` and ``max_turns`` in them."""
-    options = dict(params.options)
-    if params.task_id is not None:
-        options["task_id"] = params.task_id
-    if params.max_turns is not None:
-        options["max_turns"] = params.max_turns
-    return options or None
-
-
 class Session:
     """One client's env and episode bookkeeping; its snapshots are kept in ``store``
     under its id."""
@@ -271,13 +249,13 @@ class Session:
         self.last_activity = time.monotonic()
 
     async def reset(self, data: dict[str, Any]) -> TextObservation:
-        params = _reset_params(data)
+        params = reset_params(data)
         if params.snapshot is not None:
             obs = await self.restore(params.snapshot)
             self.episode_id = params.episode_id or str(uuid.uuid4())
             return obs
         try:
-            obs, info = await self.env.areset(seed=params.seed, options=_reset_options(params))
+            obs, info = await self.env.areset(seed=params.seed, options=reset_options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         return self._started(params, obs, info)
@@ -286,11 +264,11 @@ class Session:
         """``observation_payload(await self.reset(data))`` of an env on the event loop
         (``env.inline``), made in this call and built without the models; None for a
         reset from a snapshot, which ``reset`` makes."""
-        params = _reset_params(data)
+        params = reset_params(data)
         if params.snapshot is not None:
             return None
         try:
-            obs, info = self.env.env.reset(seed=params.seed, options=_reset_options(params))
+            obs, info = self.env.env.reset(seed=params.seed, options=reset_options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         if type(obs) is not str:  # not an observation: the model refuses it

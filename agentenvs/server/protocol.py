@@ -13,6 +13,10 @@ Limits:
 - nesting: at most ``MAX_DEPTH`` levels of objects and arrays (``INVALID_JSON``);
 - numbers: integers within 64 bits (``[-2**63, 2**64)``), finite floats; ``NaN`` and
   ``Infinity`` are not JSON (``INVALID_JSON``).
+
+A reset's data is read by ``reset_params`` (``ResetParams``; a reset from a snapshot takes
+no seed or options) and its env options by ``reset_options``, the same for every way a
+session answers a reset.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import math
 from typing import Any
 
 import gymnasium as gym
+from pydantic import ValidationError
 
 from agentenvs.core.env import DEFAULT_MAX_CHARS
+from agentenvs.server.models import ResetParams
 
 #: objects and arrays nested deeper than this are refused
 MAX_DEPTH = 32
@@ -170,6 +176,41 @@ def parse_message(raw: str | bytes | None, *, max_bytes: int) -> tuple[str, dict
     return kind, data
 
 
+def reset_params(data: dict[str, Any]) -> ResetParams:
+    """A reset's data as ``ResetParams``; a snapshot comes with no seed or options."""
+    try:
+        params = ResetParams.model_validate(data)
+    except ValidationError as exc:
+        raise SessionError(f"invalid reset data: {_short(exc)}", "VALIDATION_ERROR") from None
+    if params.snapshot is not None and (
+        params.task_id is not None
+        or params.max_turns is not None
+        or params.options
+        or params.seed is not None
+    ):
+        raise SessionError(
+            "a reset from a snapshot takes no seed or options: the snapshot fixes them",
+            "VALIDATION_ERROR",
+        )
+    return params
+
+
+def reset_options(params: ResetParams) -> dict[str, Any] | None:
+    """The env's reset options: ``options`` with ``task_id`` and ``max_turns`` in them."""
+    options = dict(params.options)
+    if params.task_id is not None:
+        options["task_id"] = params.task_id
+    if params.max_turns is not None:
+        options["max_turns"] = params.max_turns
+    return options or None
+
+
+def _short(exc: BaseException, limit: int = 500) -> str:
+    """An error's text, cut to ``limit`` characters."""
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 __all__ = [
     "MAX_DEPTH",
     "SessionError",
@@ -177,4 +218,6 @@ __all__ = [
     "max_action_chars",
     "parse_json",
     "parse_message",
+    "reset_options",
+    "reset_params",
 ]
