@@ -275,7 +275,14 @@ def test_malformed_http_resets_are_answered(start_server) -> None:
         (b'{"snapshot": "AAAA"}', 422, "VALIDATION_ERROR"),
         (b" " * (1 << 20), 413, "MESSAGE_TOO_LARGE"),
     ]:
-        got_status, got = post(server, "/reset", body)
+        try:
+            got_status, got = post(server, "/reset", body)
+        except (ConnectionError, urllib.error.URLError) as exc:
+            # the server answers an oversized body without reading it and closes: a client
+            # still sending then meets a reset before it can read the 413 (on a loaded
+            # machine), which refuses the request as well
+            assert status == 413, (body[:40], exc)
+            continue
         assert (got_status, got.get("code")) == (status, code), body[:40]
     status, body = post(server, "/reset", b'{"seed": 2}')
     assert status == 200
