@@ -85,3 +85,50 @@ def test_a_registry_that_is_down_is_a_registry_fault(tmp_path: Path) -> None:
         assert caught.value.kind == "registry"
     finally:
         env.close()
+
+
+def tb1_uv_task(root: Path, name: str, image: str) -> Path:
+    """A TB1 task on ``image`` whose run-tests.sh is the official uv bootstrap: it fetches
+    the uv installer and pytest from the network at test time."""
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "task.yaml").write_text(
+        "instruction: Write done to /app/status.txt.\ndifficulty: easy\nmax_test_timeout_sec: 120\n"
+    )
+    (task / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /app\n")
+    (task / "solution.sh").write_text("#!/bin/bash\necho done > /app/status.txt\n")
+    (task / "run-tests.sh").write_text(
+        "#!/bin/bash\napt-get update\napt-get install -y curl\n"
+        "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\n"
+        "source $HOME/.local/bin/env\nuv init\nuv add pytest==8.4.1\n"
+        "uv run pytest $TEST_DIR/test_outputs.py -rA\n"
+    )
+    (task / "tests" / "test_outputs.py").write_text(
+        "from pathlib import Path\n\n\ndef test_done():\n"
+        "    assert Path('/app/status.txt').read_text().strip() == 'done'\n"
+    )
+    return task
+
+
+def test_pulls_without_container_network_serve_the_tests_offline(tmp_path: Path) -> None:
+    # the engine pulls from the loopback registry but has no network for containers
+    # (dockerd --bridge=none): the test bootstrap's downloads cannot happen, so the
+    # stand-ins serve them; the solution is not scored 0 for the missing network
+    tb1_uv_task(tmp_path, "uv-bootstrap", f"{REGISTRY}/library/python:3.13-slim")
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False, max_turns=3)
+    try:
+        runtime = env.unwrapped.runtime()
+        if runtime._has_network():
+            pytest.skip("this engine gives containers a network (a bridge)")
+        assert not runtime.offline and runtime.networkless
+        assert env.check_tasks() == {}
+        env.reset(options={"task_id": "uv-bootstrap"})
+        _, reward, term, _, info = env.step("submit")
+        assert term and reward == 0.0 and not info["success"]
+        env.reset(options={"task_id": "uv-bootstrap"})
+        env.step(env.unwrapped.oracle_action())
+        obs, reward, term, _, info = env.step("submit")
+        assert term and reward == 1.0 and info["success"], obs
+        assert info["tests_passed"] == info["tests_total"] == 1
+    finally:
+        env.close()

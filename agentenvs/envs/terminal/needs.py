@@ -275,7 +275,7 @@ class DockerNeeds:
                 why = self._registry_has(plan)
                 if why is not None:
                     return why
-        offline = runtime.offline
+        offline = runtime.networkless
         wheels = self.wheels()
         needs: list[str] = []
         by_written = {p.written: p for p in plans}
@@ -311,7 +311,13 @@ class DockerNeeds:
         if not needs:
             return None
         unique = list(dict.fromkeys(needs))
-        where = "offline" if offline else "without network"
+        where = (
+            "offline"
+            if runtime.offline
+            else "with no network in the containers"
+            if offline
+            else "without network"
+        )
         return f"needs {where}: " + "; ".join(unique)
 
     def _test_network(

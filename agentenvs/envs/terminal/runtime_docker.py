@@ -168,6 +168,7 @@ class DockerRuntime:
         self.watch = faults.EngineWatch(f"{RUNTIME_LABEL}={self.token}")
         self._started = time.time()
         self._offline: bool | None = offline if offline is not None else offline_default()
+        self._networkless: bool | None = None
         self._images: dict[str, str] = {}
         #: task id -> what its mapped base images differ in (images.standin_note)
         self._notes: dict[str, str | None] = {}
@@ -195,6 +196,24 @@ class DockerRuntime:
         if self._offline is None:
             self._offline = not self._can_pull()
         return self._offline
+
+    @property
+    def networkless(self) -> bool:
+        """Whether the containers get no network: offline, or an engine that has no
+        network for them (``dockerd --bridge=none``, asked once). Builds and tests are then
+        served by the offline stand-ins and the tests' network needs are unmet, while base
+        images are still pulled where the engine can pull (a registry on loopback): a
+        test bootstrap that cannot reach its host is never scored as the agent's failure."""
+        if self._networkless is None:
+            self._networkless = self.offline or not self._has_network()
+        return self._networkless
+
+    def _has_network(self) -> bool:
+        try:
+            found = self.client.api.networks(names=[ONLINE_NETWORK])
+        except Exception:  # noqa: BLE001 - no answer: no network the runtime can give
+            return False
+        return any(n.get("Name") == ONLINE_NETWORK for n in found or ())
 
     def _can_pull(self) -> bool:
         """Whether the engine reaches its registry (asked once, about a tiny official image)."""
@@ -245,7 +264,7 @@ class DockerRuntime:
             if tag is not None:
                 return tag
             plans = self.plan(task)
-            offline_build = self.offline
+            offline_build = self.networkless
             if not offline_build and not task.dockerfile.is_file():
                 # a Harbor task with a prebuilt image and no Dockerfile: that image
                 tag = plans[0].use
@@ -577,7 +596,7 @@ class DockerRuntime:
     def exec_environment(self, task: TerminalTask) -> dict[str, str]:
         """What a command sees besides the image's ENV: offline, the stand-ins first."""
         env = {"TERM": "dumb"}
-        if self.offline:
+        if self.networkless:
             path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
             env.update(offline.environment())
             env["PATH"] = f"{offline.MOUNT}/bin:{path}"
@@ -591,7 +610,7 @@ class DockerRuntime:
         env.setdefault("PATH", DEFAULT_PATH)
         if task.layout == "tb1":
             env["TEST_DIR"] = "/tests"
-        if self.offline:
+        if self.networkless:
             env.update(offline.environment())
             env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
         return env
@@ -604,7 +623,7 @@ class DockerRuntime:
         old, self._current = self._current, None
         if old is not None:
             self._discard_later(old)
-        mode, _, _ = network_plan(task, offline=self.offline, network=self.network)
+        mode, _, _ = network_plan(task, offline=self.networkless, network=self.network)
         env = tuple(sorted(self.exec_environment(task).items()))
         key = (image, task.id, env, init, max_output_bytes, mode, self.workdir(task))
         self._current, shell = self._take(key)
@@ -616,10 +635,10 @@ class DockerRuntime:
     def starting_state(self, task: TerminalTask, shell: ShellSession) -> None:
         """The image holds the starting state (and, built offline, the stand-ins); the
         agent's network is cut for ``network="tests-only"``; a wheelhouse is put in place."""
-        _, agent, _ = network_plan(task, offline=self.offline, network=self.network)
+        _, agent, _ = network_plan(task, offline=self.networkless, network=self.network)
         if self._current is not None and self._current.network != "none" and not agent:
             self.set_network(self._current, False)
-        if not self.offline or self.wheelhouse is None or not self.wheelhouse.is_dir():
+        if not self.networkless or self.wheelhouse is None or not self.wheelhouse.is_dir():
             return
         from agentenvs.envs.terminal.runtime_local import tar_of
 
@@ -633,7 +652,7 @@ class DockerRuntime:
 
     def before_tests(self, task: TerminalTask) -> None:
         """Give the container the tests' network (``network="tests-only"``)."""
-        _, agent, tests = network_plan(task, offline=self.offline, network=self.network)
+        _, agent, tests = network_plan(task, offline=self.networkless, network=self.network)
         if self._current is not None and tests and not agent:
             self.set_network(self._current, True)
 
