@@ -27,6 +27,7 @@ from typing import Any
 from agentenvs.cli_args import (
     CommandParser,
     add_analysis_parsers,
+    add_check_tasks_parser,
     add_fault_args,
     add_plan_parser,
     check_args,
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     rp.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
     add_plan_parser(sub)
+    add_check_tasks_parser(sub)
 
     sb = sub.add_parser("sandbox", help="the local sandbox's Python runtime: provision it, show it")
     sb.add_argument("action", choices=("provision", "info"),
@@ -508,6 +510,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_tasks(args: argparse.Namespace) -> int:
+    """Survey Terminal-Bench dataset folders: accepted, stood in, refused (with the need)."""
+    import json
+
+    from agentenvs.envs.terminal.survey import survey, survey_markdown
+
+    kwargs: dict[str, Any] = {}
+    if args.runtime == "docker":
+        kwargs["offline"] = {"auto": None, "yes": True, "no": False}[args.offline]
+    found = survey(list(args.paths), runtime=args.runtime, build=args.build, **kwargs)
+    print(survey_markdown(found, build=args.build))
+    if args.json is not None:
+        args.json.write_text(json.dumps([d.to_dict() for d in found], indent=2) + "\n")
+        print(f"check-tasks: {args.json}")
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from agentenvs.data.cli import run
 
@@ -566,6 +585,7 @@ COMMANDS = {
     "serve-model": cmd_serve_model,
     "serve": cmd_serve,
     "data": cmd_data,
+    "check-tasks": cmd_check_tasks,
     "sandbox": cmd_sandbox,
 }
 

@@ -322,6 +322,26 @@ def add_plan_parser(sub: Any) -> None:
     pl.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
 
 
+def add_check_tasks_parser(sub: Any) -> None:
+    """``agentenvs check-tasks``: what of Terminal-Bench dataset folders runs here, and why
+    not the rest (agentenvs.envs.terminal.survey)."""
+    ct = sub.add_parser(
+        "check-tasks",
+        help="which Terminal-Bench tasks of dataset folders can run here, each other one's unmet need",
+    )
+    ct.add_argument("paths", type=Path, nargs="+",
+                    help="dataset folders, each a folder of task folders (TB1 or Harbor layout)")
+    ct.add_argument("--runtime", choices=("docker", "local"), default="docker",
+                    help="the runtime the tasks would run on")
+    ct.add_argument("--offline", choices=("auto", "yes", "no"), default="auto",
+                    help="docker: build with what this machine has (yes), pull by name (no), "
+                    "or ask the engine whether it can pull (auto)")
+    ct.add_argument("--build", action="store_true",
+                    help="docker: build every accepted task's image instead of predicting")
+    ct.add_argument("--json", type=Path, default=None,
+                    help="also write every task's verdict (accepted, stood in, refused, invalid) here")
+
+
 def add_analysis_parsers(sub: Any) -> None:
     sq = sub.add_parser(
         "step-quality",

@@ -221,6 +221,7 @@ def silent() -> Iterator[str]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
+    listener.settimeout(0.2)  # the accepting thread sees `done` soon after the test
     held: list[socket.socket] = []
     done = threading.Event()
 
@@ -228,6 +229,8 @@ def silent() -> Iterator[str]:
         while not done.is_set():
             try:
                 conn, _ = listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             held.append(conn)
