@@ -534,7 +534,10 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
-    """Serve a model policy until interrupted; prints the base URL for ``openai:`` specs."""
+    """Serve a model policy until SIGINT (Ctrl-C) or SIGTERM; prints the base URL for
+    ``openai:`` specs. Both signals are handled here, so the server stops on them even
+    where it was started with SIGINT ignored (a background job of a shell)."""
+    import signal
     import threading
 
     from agentenvs.policy.registry import make_policy, parse_policy_spec
@@ -546,9 +549,12 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     server = serve(policy, args.host, args.port, model_name=args.name or args.model)
     print(f"serving {args.model} at {server.url}", flush=True)
     print(f"use it as: openai:base_url={server.url},model={args.name or args.model}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
-        threading.Event().wait()  # until Ctrl-C or a signal
-    except KeyboardInterrupt:
+        while not stop.wait(0.5):
+            pass
         print("stopped", flush=True)
     finally:
         server.close()
