@@ -16,6 +16,7 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.server.models import TextObservation, json_safe, observation_payload
+from tests.server.test_server_fast_paths import model_payload
 
 FROZEN = "agentenvs/FrozenLake-v0"
 
@@ -93,24 +94,6 @@ class RawClient:
         self.sock.close()
 
 
-def payload(step: tuple[Any, ...]) -> dict[str, Any]:
-    """What the server's models make of an in-process step."""
-    obs, reward, terminated, truncated, info = step
-    model = TextObservation(
-        text=obs,
-        terminated=terminated,
-        truncated=truncated,
-        done=terminated or truncated,
-        reward=float(reward),
-        info=json_safe(info),
-    )
-    return {
-        "observation": model.model_dump(exclude={"reward", "done", "metadata"}),
-        "reward": model.reward,
-        "done": model.done,
-    }
-
-
 def reset_payload(obs: str, info: dict[str, Any]) -> dict[str, Any]:
     """What the server's models make of an in-process reset."""
     return observation_payload(TextObservation(text=obs, info=json_safe(info)))
@@ -137,16 +120,16 @@ def test_frames_in_one_write_are_answered_in_order(start_server) -> None:
         )
         time.sleep(0.2)
         client.send(up[5:])
-        want = [payload(local.step("Left")), payload(local.step("Down"))]
+        want = [model_payload(local.step("Left")), model_payload(local.step("Down"))]
         assert [client.reply()["data"] for _ in range(2)] == want
         state = client.reply()
         assert state["type"] == "state" and state["data"]["turn"] == 2
         refused = client.reply()
         assert refused["type"] == "error" and refused["data"]["code"] == "VALIDATION_ERROR"
-        assert client.reply()["data"] == payload(local.step("Right"))
+        assert client.reply()["data"] == model_payload(local.step("Right"))
         assert client.reply()["data"] == reset_payload(*local.reset(seed=6))
-        assert client.reply()["data"] == payload(local.step("Down"))
-        assert client.reply()["data"] == payload(local.step("Up"))
+        assert client.reply()["data"] == model_payload(local.step("Down"))
+        assert client.reply()["data"] == model_payload(local.step("Up"))
     finally:
         client.close()
 
@@ -165,12 +148,12 @@ def test_fragments_control_frames_and_long_frames(start_server) -> None:
             frame(text[:10], fin=False) + frame(b"hi", opcode=0x9) + frame(text[10:], opcode=0x0)
         )
         assert client.frame() == (0xA, b"hi")
-        assert client.reply()["data"] == payload(local.step("Down"))
+        assert client.reply()["data"] == model_payload(local.step("Down"))
         # a frame of a 16-bit length (metadata makes it long), then a plain one
         long = {"text": "Right", "metadata": {"note": "x" * 300}}
         client.send(message("step", long) + message("step", {"text": "Left"}))
-        assert client.reply()["data"] == payload(local.step("Right"))
-        assert client.reply()["data"] == payload(local.step("Left"))
+        assert client.reply()["data"] == model_payload(local.step("Right"))
+        assert client.reply()["data"] == model_payload(local.step("Left"))
     finally:
         client.close()
 
