@@ -3,6 +3,7 @@ snapshots, and the bundled tasks with and without their solutions."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -236,12 +237,19 @@ def test_contained_fork_bomb_and_disk_fill(fixture_env: TerminalBenchEnv) -> Non
     assert "ok" in obs
     fixture_env.command_timeout = TRIP_S  # the bomb's commands are stopped when they time out
     obs, _, term, _, info = fixture_env.step("b(){ b|b& }; b")
-    # contained either way: the shell survives, or the episode ends as a failure
+    # contained, whichever way the bomb goes: the shell survives, or the bomb takes it and
+    # a new shell is started, or it takes the sandbox and the episode ends as a failure.
+    # The bomb's processes wait out fork retries before they die, so its end is awaited
+    # (a minute at most) rather than expected by the next step
+    deadline = time.monotonic() + 60
+    while not term and "survived" not in obs and time.monotonic() < deadline:
+        if obs.count("fork: retry") or "a new shell was started" in obs:
+            time.sleep(0.5)
+        obs, _, term, _, info = fixture_env.step("echo survived")
     if term:
         assert "sandbox was lost" in obs and not info["success"]
     else:
-        obs, _, term, _, info = fixture_env.step("echo survived")
-        assert "survived" in obs or (term and "sandbox was lost" in obs and not info["success"])
+        assert "survived" in obs.splitlines()
 
 
 def test_snapshot_restore_replays_equal(fixture_env: TerminalBenchEnv) -> None:
