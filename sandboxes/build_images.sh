@@ -60,7 +60,7 @@ build_on_base "$TERMINAL_IMAGE" "$HERE/terminal"
 TB_BASE=agentenvs/base:trixie-tb
 TB_PACKAGES=bash,coreutils,findutils,grep,sed,mawk,tar,gzip,xz-utils,bzip2,unzip,procps,git,\
 python3,python3-pytest,python3-venv,python3-pip,python-is-python3,sqlite3,ca-certificates,curl,\
-tmux,patch,diffutils,file,jq,less
+tmux,asciinema,patch,diffutils,file,jq,less
 if [ "${AGENTENVS_SKIP_TB_IMAGES:-0}" != 1 ]; then
   AGENTENVS_BASE_IMAGE=$TB_BASE AGENTENVS_BASE_PACKAGES=$TB_PACKAGES \
     bash "$HERE/build_base_image.sh" $FORCE trixie

@@ -76,7 +76,7 @@ def test_check_tasks_names_each_unmet_need_offline(tmp_path: Path) -> None:
     write_task(tmp_path, "runnable", slim + "RUN apt-get update && apt-get install -y curl\n")
     write_task(tmp_path, "missing-image", "FROM agentenvs/no-such-base:1\nWORKDIR /app\n")
     write_task(
-        tmp_path, "missing-apt", slim + "RUN apt-get update && apt-get install -y asciinema\n"
+        tmp_path, "missing-apt", slim + "RUN apt-get update && apt-get install -y r-base-dev\n"
     )
     write_task(tmp_path, "judge", slim, test=JUDGE_TEST)
     write_task(
@@ -91,7 +91,7 @@ def test_check_tasks_names_each_unmet_need_offline(tmp_path: Path) -> None:
         why = env.check_tasks()
         assert set(why) == {"missing-image", "missing-apt", "judge", "clones", "test-pip"}
         assert "'agentenvs/no-such-base:1'" in why["missing-image"]
-        assert "the Debian package 'asciinema'" in why["missing-apt"]
+        assert "the Debian package 'r-base-dev'" in why["missing-apt"]
         assert "curl" not in why["missing-apt"]  # a stand-in serves it
         assert "http://203.0.113.7:8081" in why["judge"]
         assert "github.com/google/googletest" in why["clones"]
@@ -108,14 +108,14 @@ def test_the_prediction_matches_the_build_and_the_run(tmp_path: Path) -> None:
     slim = "FROM python:3.13-slim\nWORKDIR /app\n"
     write_task(tmp_path, "runnable", slim + "RUN apt-get update && apt-get install -y curl\n")
     write_task(
-        tmp_path, "missing-apt", slim + "RUN apt-get update && apt-get install -y asciinema\n"
+        tmp_path, "missing-apt", slim + "RUN apt-get update && apt-get install -y r-base-dev\n"
     )
     env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=True)
     built = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=True)
     try:
         assert set(env.check_tasks()) == {"missing-apt"}
         assert set(built.check_tasks(build=True)) == {"missing-apt"}
-        assert "asciinema" in built.unsupported_tasks["missing-apt"]
+        assert "r-base-dev" in built.unsupported_tasks["missing-apt"]
         env.reset(options={"task_id": "runnable"})
         *_, info = env.step(env.oracle_action() + "\nsubmit")
         assert info["success"]

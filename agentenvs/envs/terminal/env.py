@@ -144,8 +144,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       pull), ``network`` (``"task"``: the official defaults; ``"tests-only"``: the agent
       has none, the tests do; ``"none"``), ``image_map`` (more official-name → local
       image entries, globs allowed), ``wheelhouse`` (a folder of wheels the offline
-      stand-ins install from), ``registry`` (None: ``AGENTENVS_REGISTRY``; the registry
-      base images on registries other than Docker Hub are pulled through).
+      stand-ins install from at test time), ``build_wheelhouse`` (the binary wheels an
+      offline build whose Dockerfile runs pip gets), ``registry`` (None:
+      ``AGENTENVS_REGISTRY``; the registry base images on registries other than Docker
+      Hub are pulled through).
     - ``grading``: ``"safe"`` (the default) or ``"official"`` (the harnesses' own way,
       open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
       whose tests check processes the agent left running, run only under it).
@@ -184,6 +186,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         wheelhouse: str | Path | None = None,
         registry: str | None = None,
         grading: str = "safe",
+        build_wheelhouse: str | Path | None = None,
         step_rewards: bool = False,
     ) -> None:
         super().__init__(
@@ -221,6 +224,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "image_map": dict(image_map or {}),
             "wheelhouse": wheelhouse,
             "registry": registry,
+            "build_wheelhouse": build_wheelhouse,
         }
         if runtime == "docker":
             from agentenvs.envs.terminal.runtime_docker import NETWORKS, unsupported_reason

@@ -30,7 +30,7 @@ import io
 import json
 import re
 import tarfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -395,6 +395,9 @@ def offline_wrapper() -> str:
         "#!/bin/sh\n# RUN steps of an offline build: the stand-ins come first on PATH\n"
         f'export PATH="{offline.MOUNT}/bin:$PATH"\n{exports}'
         "export AGENTENVS_OFFLINE_LOG=/tmp/agentenvs-offline-build.log\n"
+        # a build given the build-time wheels: pip finds them there (and the tests do not)
+        f"if [ -d {offline.BUILD_WHEELHOUSE} ]; then export AGENTENVS_WHEELHOUSE="
+        f"{offline.BUILD_WHEELHOUSE} PIP_FIND_LINKS={offline.BUILD_WHEELHOUSE}; fi\n"
         'exec "$@"\n'
     )
 
@@ -418,8 +421,8 @@ def offline_digest() -> str:
     return h.hexdigest()
 
 
-def _add_offline(tar: tarfile.TarFile, prefix: str) -> None:
-    for d in (prefix, f"{prefix}/bin"):
+def _add_offline(tar: tarfile.TarFile, prefix: str, wheels: Sequence[Path] = ()) -> None:
+    for d in (prefix, f"{prefix}/bin", *([f"{prefix}/wheelhouse"] if wheels else [])):
         info = tarfile.TarInfo(d)
         info.type, info.mode = tarfile.DIRTYPE, 0o755
         tar.addfile(info)
@@ -427,11 +430,20 @@ def _add_offline(tar: tarfile.TarFile, prefix: str) -> None:
         info = tarfile.TarInfo(f"{prefix}/{rel}")
         info.size, info.mode = len(data), mode
         tar.addfile(info, io.BytesIO(data))
+    for wheel in wheels:
+        info = tarfile.TarInfo(f"{prefix}/wheelhouse/{wheel.name}")
+        # fixed metadata: the layer is the same in every build that gets these wheels
+        info.size, info.mode = wheel.stat().st_size, 0o644
+        with wheel.open("rb") as f:
+            tar.addfile(info, f)
 
 
-def build_context(task: TerminalTask, dockerfile_text: str | None) -> tuple[io.BytesIO, str]:
+def build_context(
+    task: TerminalTask, dockerfile_text: str | None, wheels: Sequence[Path] = ()
+) -> tuple[io.BytesIO, str]:
     """The task's build context as a tar (and the Dockerfile's name in it); with
-    ``dockerfile_text``, that Dockerfile and the stand-ins are added."""
+    ``dockerfile_text``, that Dockerfile and the stand-ins are added (and ``wheels``, the
+    build-time wheels, under the stand-ins' ``wheelhouse/``)."""
     buf = io.BytesIO()
     context = task.context
     name = task.dockerfile.relative_to(context).as_posix() if task.dockerfile.is_file() else ""
@@ -444,7 +456,7 @@ def build_context(task: TerminalTask, dockerfile_text: str | None) -> tuple[io.B
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-            _add_offline(tar, ".agentenvs-offline")
+            _add_offline(tar, ".agentenvs-offline", wheels)
     buf.seek(0)
     return buf, name
 

@@ -46,6 +46,16 @@ _NET_MODULES = re.compile(
 _SEPARATORS = {"&&", "||", ";", "|", "&", ")", "("}
 
 
+def wheel_versions_of(wheels: Iterable[Path]) -> dict[str, frozenset[str]]:
+    """Distribution → versions of a list of wheel files (pip's normalized names)."""
+    found: dict[str, set[str]] = {}
+    for path in wheels:
+        parts = path.name.split("-")
+        if len(parts) >= 2:
+            found.setdefault(normalize(parts[0]), set()).add(parts[1])
+    return {k: frozenset(v) for k, v in found.items()}
+
+
 def normalize(name: str) -> str:
     """A distribution's name as pip compares names."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -109,7 +119,13 @@ def apt_installs(script: str) -> list[str]:
 def pip_installs(script: str) -> list[str]:
     """Distributions that ``pip install``, ``uv add``/``uv pip install`` and
     ``uvx --with`` of ``script`` name (paths, files and URLs left out)."""
-    found: list[str] = []
+    return [name for name, _ in pip_requirements(script)]
+
+
+def pip_requirements(script: str) -> list[tuple[str, str | None]]:
+    """(distribution, the version an ``==`` pins or None) of what :func:`pip_installs`
+    finds."""
+    found: list[tuple[str, str | None]] = []
     for cmd in _commands(script):
         cmd = _strip_prefix(cmd)
         if not cmd:
@@ -136,7 +152,8 @@ def pip_installs(script: str) -> list[str]:
                 continue
             name = _requirement(word)
             if name is not None:
-                found.append(name)
+                pin = re.search(r"==\s*([^\s;,\[]+)$", word)
+                found.append((name, pin.group(1) if pin else None))
     return found
 
 
@@ -277,6 +294,7 @@ class DockerNeeds:
                     return why
         offline = runtime.networkless
         wheels = self.wheels()
+        built_with = wheel_versions_of(runtime.build_wheels(task))
         needs: list[str] = []
         by_written = {p.written: p for p in plans}
         debs: set[str] = set()
@@ -296,9 +314,14 @@ class DockerNeeds:
                     if offline and p not in STAND_IN_PACKAGES and p not in debs:
                         needs.append(f"the Debian package {p!r} (not in {image})")
                     debs.add(p)
-                for name in pip_installs(run):
-                    if offline and name not in dists and name not in wheels:
-                        needs.append(f"the Python package {name!r} at build time")
+                for name, pin in pip_requirements(run):
+                    # the stand-in pip keeps what the image has (a pin it differs from is
+                    # noted, not refused) and installs the rest from the build's wheels
+                    have = built_with.get(name, frozenset())
+                    if offline and name not in dists and (not have or (pin and pin not in have)):
+                        why = f" (the wheelhouse has {', '.join(sorted(have))})" if have else ""
+                        spec = f"{name}=={pin}" if pin and have else name
+                        needs.append(f"the Python package {spec!r} at build time{why}")
                     dists.add(name)
         if not task.dockerfile.is_file() and plans and plans[0].how in ("local", "mapped"):
             base_debs, base_dists = self.contents(plans[0].use)

@@ -139,6 +139,7 @@ class DockerRuntime:
         image_map: Mapping[str, str] | None = None,
         wheelhouse: str | Path | None = None,
         registry: str | None = None,
+        build_wheelhouse: str | Path | None = None,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
@@ -160,6 +161,15 @@ class DockerRuntime:
         default = offline_tools.default_wheelhouse()
         self.wheelhouse = (
             Path(wheelhouse) if wheelhouse is not None else default if default.is_dir() else None
+        )
+        # the binary wheels offline builds get (sandboxes/build_wheelhouse.sh), likewise
+        default = offline_tools.default_build_wheelhouse()
+        self.build_wheelhouse = (
+            Path(build_wheelhouse)
+            if build_wheelhouse is not None
+            else default
+            if default.is_dir()
+            else None
         )
         self.client = _client(timeout=BUILD_TIMEOUT_S)
         sweep_orphans(self.client)
@@ -281,20 +291,37 @@ class DockerRuntime:
                 else p.use
                 for p in plans
             ]
+            wheels = self.build_wheels(task) if offline_build else []
             digest = images.image_digest(
                 [
                     images.context_digest(task.context),
                     "offline" if offline_build else "online",
                     images.offline_digest() if offline_build else "",
+                    *(w.name for w in wheels),
                     self.base_image,
                     *ids,
                 ]
             )
             tag = f"agentenvs/tb-{images.task_image_name(task)}:{digest}"
             if not self._present(tag):
-                self._build(task, tag, plans, offline_build)
+                self._build(task, tag, plans, offline_build, wheels)
             self._images[task.id] = tag
             return tag
+
+    def build_wheels(self, task: TerminalTask) -> list[Path]:
+        """The wheels an offline build of ``task`` gets: the build and test-time
+        wheelhouses' when its Dockerfile runs pip (none otherwise, so that its layers
+        stay those of a build without them)."""
+        from agentenvs.envs.terminal.needs import pip_installs, stage_runs
+
+        runs = stage_runs(task, {"BASE_IMAGE": self.base_image})
+        if not any(pip_installs(run) for _, stage in runs for run in stage):
+            return []
+        found: dict[str, Path] = {}
+        for folder in (self.wheelhouse, self.build_wheelhouse):
+            if folder is not None and folder.is_dir():
+                found.update((p.name, p) for p in folder.glob("*.whl"))
+        return [found[k] for k in sorted(found)]
 
     def _pull_base(self, plan: images.BasePlan) -> str:
         """Pull a base image, so that the build finds it under the name its Dockerfile
@@ -383,12 +410,17 @@ class DockerRuntime:
         return info
 
     def _build(
-        self, task: TerminalTask, tag: str, plans: list[images.BasePlan], offline_build: bool
+        self,
+        task: TerminalTask,
+        tag: str,
+        plans: list[images.BasePlan],
+        offline_build: bool,
+        wheels: Sequence[Path] = (),
     ) -> None:
         log: list[str] = []
         args = {"BASE_IMAGE": self.base_image}
         text = images.offline_dockerfile(task, plans, args) if offline_build else None
-        context, dockerfile = images.build_context(task, text)
+        context, dockerfile = images.build_context(task, text, wheels)
         try:
             # the API's classic builder; offline: no network in RUN steps, nothing pulled
             stream = self.client.api.build(

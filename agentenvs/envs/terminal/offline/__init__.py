@@ -13,11 +13,22 @@ pytest-json-ctrf==0.3.5``, TB1's ``uv add pytest==8.4.1``), downloaded once with
 (``sandboxes/build_wheelhouse.sh``, or :func:`build_wheelhouse`) into
 :func:`default_wheelhouse`; the docker runtime serves it to every container offline
 unless ``wheelhouse=`` names another folder.
+
+Image builds need more: the published Harbor sets install pandas, scipy and the like in
+their Dockerfiles (``pip3 install pytest==8.4.1 pandas==2.3.2 scipy==1.16.1`` opens
+thousands of them). :data:`BUILD_TIME_PACKAGES` are binary wheels for the stand-in bases'
+Python (3.13, this machine's architecture), downloaded by :func:`build_build_wheelhouse`
+into :func:`default_build_wheelhouse`. An offline build whose Dockerfile runs pip gets
+them, with the test-time wheels, in its context at :data:`BUILD_WHEELHOUSE`, where its
+RUN steps' pip finds them (the layer is the same for every task on the same base, so the
+engine stores it once). Containers are not given them at run time: a reset copies only the
+small test-time wheelhouse.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +41,8 @@ MOUNT = "/opt/agentenvs/offline"
 LOG = "/logs/agentenvs-offline.log"
 #: where a wheelhouse is seen in the sandbox
 WHEELHOUSE = "/opt/agentenvs/wheelhouse"
+#: where an offline build sees the build-time wheels (inside the stand-ins' folder)
+BUILD_WHEELHOUSE = f"{MOUNT}/wheelhouse"
 
 
 def environment() -> dict[str, str]:
@@ -75,6 +88,57 @@ def build_wheelhouse(
         [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
          "--only-binary=:all:", "--python-version", "3.13", "--implementation", "py",
          "--abi", "none", "--platform", "any", "-d", str(dest), *packages],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"pip download into {dest} failed: {done.stderr.strip()[-2000:]}")
+    return dest
+
+
+#: what the published sets' Dockerfiles install with pip most (counted over a public
+#: Harbor-layout registry of 3,566 tasks: pytest, pandas and scipy pinned in every one,
+#: then numpy, scikit-learn, pyyaml, flask, requests), as binary wheels
+BUILD_TIME_PACKAGES = (
+    "pytest==8.4.1",
+    "pandas==2.3.2",
+    "scipy==1.16.1",
+    "numpy",
+    "scikit-learn",
+    "pyyaml",
+    "flask",
+    "requests",
+)
+#: the Python of the stand-in bases (agentenvs/tb-python:3.13, agentenvs/tb-debian:13)
+STANDIN_PYTHON = "3.13"
+
+
+def default_build_wheelhouse() -> Path:
+    """``$AGENTENVS_BUILD_WHEELHOUSE_DIR``, else ``$XDG_CACHE_HOME/agentenvs/wheelhouse-build``."""
+    explicit = os.environ.get("AGENTENVS_BUILD_WHEELHOUSE_DIR")
+    if explicit:
+        return Path(explicit)
+    return default_wheelhouse().with_name("wheelhouse-build")
+
+
+def build_build_wheelhouse(
+    dest: Path | None = None, packages: tuple[str, ...] = BUILD_TIME_PACKAGES
+) -> Path:
+    """``pip download`` of ``packages`` and their dependencies as binary wheels for the
+    stand-ins' CPython on this machine's architecture (manylinux) into ``dest`` (default
+    :func:`default_build_wheelhouse`); raises ``RuntimeError`` with pip's message."""
+    dest = dest or default_build_wheelhouse()
+    dest.mkdir(parents=True, exist_ok=True)
+    arch = platform.machine() or "x86_64"
+    abi = "cp" + STANDIN_PYTHON.replace(".", "")
+    tags = [f"manylinux_2_{n}_{arch}" for n in (28, 27, 17)] + [f"manylinux2014_{arch}", "any"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+         "--only-binary=:all:", "--python-version", STANDIN_PYTHON, "--implementation", "cp",
+         *(a for t in (abi, "abi3", "none") for a in ("--abi", t)),
+         *(a for t in tags for a in ("--platform", t)),
+         "-d", str(dest), *packages],
         capture_output=True,
         text=True,
         check=False,
