@@ -3,10 +3,12 @@
 Used by ``TerminalBenchEnv.check_tasks`` on the docker runtime. The prediction follows
 what the build and the tests would meet, in order:
 
-- **Base images** (``images.plan_bases``): each ``FROM`` is present in the engine, or
+- **Base images** (``images.plan_bases``), and the images of the compose file's other
+  services (or their Dockerfiles' bases): each ``FROM`` is present in the engine, or
   (offline) stood in for by an image of the image map that is built here, or (online)
-  known to the registry it would be pulled from (its manifest is asked for, nothing is
-  pulled). A registry that does not answer, limits the rate or refuses the credentials
+  known to the registry it would be pulled from (its manifest is asked for; an engine that
+  pulls but gives its containers no network builds offline from the pulled base, so that
+  base is pulled, once, to read what it has). A registry that does not answer, limits the rate or refuses the credentials
   is an infrastructure fault (a ``registry`` :class:`~agentenvs.core.errors.Fault` is
   raised); its answer that it has no such image is the task's need.
 - **Build-time packages, offline**: the offline build serves ``apt-get install`` from the
@@ -227,6 +229,7 @@ class DockerNeeds:
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
         self._contents: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._pulls: dict[str, str] = {}
 
     def wheels(self) -> frozenset[str]:
         """Distributions the wheelhouse holds (normalized names)."""
@@ -234,6 +237,12 @@ class DockerNeeds:
         if where is None or not Path(where).is_dir():
             return frozenset()
         return frozenset(normalize(p.name.split("-", 1)[0]) for p in Path(where).glob("*.whl"))
+
+    def _pulled(self, plan: images.BasePlan) -> str:
+        """The local name of a base pulled for reading (a registry fault is raised)."""
+        if plan.written not in self._pulls:
+            self._pulls[plan.written] = self.runtime._pull_base(plan)
+        return self._pulls[plan.written]
 
     def contents(self, image: str) -> tuple[frozenset[str], frozenset[str]]:
         """(installed Debian packages, Python distributions) of a local image, read by a
@@ -287,6 +296,19 @@ class DockerNeeds:
             plans = runtime.plan(task)
         except images.UnprovidableError as exc:
             return str(exc)
+        for service in task.services:
+            # a compose sidecar's image (or its Dockerfile's bases), had as a base image is
+            try:
+                service_plans = runtime.service_plan(task, service)
+            except images.UnprovidableError as exc:
+                return str(exc)
+            for plan in service_plans:
+                if plan.how == "pull":
+                    why = self._registry_has(plan)
+                    if why is not None:
+                        if service.image:
+                            why = why.replace("base image", "image", 1)
+                        return f"the second container ({service.name}): {why}"
         for plan in plans:
             if plan.how == "pull":
                 why = self._registry_has(plan)
@@ -303,10 +325,14 @@ class DockerNeeds:
             plan = by_written.get(written)
             if plan is None or plan.how == "stage":
                 continue
-            # a base to pull is not here to read (and only offline builds are served)
-            base_debs, base_dists = (
-                self.contents(plan.use) if plan.how != "pull" else (frozenset(), frozenset())
-            )
+            if plan.how != "pull":
+                base_debs, base_dists = self.contents(plan.use)
+            elif offline:
+                # an engine that pulls but builds offline serves the RUN steps from the
+                # pulled base: pulled here (once per image) to read what it has
+                base_debs, base_dists = self.contents(self._pulled(plan))
+            else:  # an online build fetches what it needs
+                base_debs, base_dists = frozenset(), frozenset()
             debs, dists = set(base_debs), set(base_dists)
             image = plan.written if plan.how != "mapped" else f"{plan.use}, for {plan.written}"
             for run in runs:
