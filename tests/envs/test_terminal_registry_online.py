@@ -132,3 +132,29 @@ def test_pulls_without_container_network_serve_the_tests_offline(tmp_path: Path)
         assert info["tests_passed"] == info["tests_total"] == 1
     finally:
         env.close()
+
+
+def test_check_tasks_reads_the_pulled_base_an_offline_build_will_use(tmp_path: Path) -> None:
+    """The engine here pulls but gives containers no network, so builds are offline and
+    serve ``apt-get install`` from the pulled base: the prediction pulls it (once) and reads
+    it, rather than counting every package as unmet."""
+    image = f"{REGISTRY}/library/debian:trixie"  # the Debian 13 stand-in: jq and git, no R
+    subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
+    served = harbor_task(tmp_path, "served", image)
+    unserved = harbor_task(tmp_path, "unserved", image)
+    for task, packages in ((served, "jq git"), (unserved, "jq r-base")):
+        dockerfile = task / "environment" / "Dockerfile"
+        dockerfile.write_text(
+            dockerfile.read_text() + f"RUN apt-get update && apt-get install -y {packages}\n"
+        )
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=False, max_turns=3)
+    try:
+        if not env.runtime().networkless:
+            pytest.skip("this engine gives containers a network: its builds fetch packages")
+        why = env.check_tasks()
+        assert set(why) == {"unserved"}
+        assert "the Debian package 'r-base'" in why["unserved"] and "'jq'" not in why["unserved"]
+        built = env.check_tasks(build=True)
+        assert set(built) == {"unserved"} and "r-base" in built["unserved"]
+    finally:
+        env.close()
