@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a local image registry on loopback (Debian's docker-registry: the Distribution
-# registry server) and push the images built offline to it under official names, so the
+# registry server) and push the images built offline to it under official names (Docker Hub
+# python, debian, ubuntu and the t-bench python-3-13 and ubuntu-24-04 images), so the
 # online path (an image pulled by name) runs for real with no internet. Idempotent; seconds.
 #
 # The registry listens on 127.0.0.1:${REGISTRY_PORT:-5000} with no auth and its storage in
@@ -45,8 +46,12 @@ CFG
   up || { say "the registry did not answer; log:"; tail -n 20 "$DIR/registry.log" >&2; exit 1; }
 fi
 # the offline stand-ins under official names (a stand-in: Debian 13's Python 3.13)
+# and under the t-bench names the published sets use most (their layers are the same)
 for pair in "agentenvs/tb-python:3.13 library/python:3.13-slim" \
-            "agentenvs/tb-debian:13 library/debian:trixie"; do
+            "agentenvs/tb-debian:13 library/debian:trixie" \
+            "agentenvs/tb-debian:13 library/ubuntu:24.04" \
+            "agentenvs/tb-python:3.13 ghcr.io/laude-institute/t-bench/python-3-13:20250620" \
+            "agentenvs/tb-debian:13 ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624"; do
   set -- $pair
   if docker image inspect "$1" >/dev/null 2>&1; then
     docker tag "$1" "$ADDR/$2" && docker push -q "$ADDR/$2" >/dev/null
