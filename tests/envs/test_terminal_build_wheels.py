@@ -135,7 +135,8 @@ def test_a_task_that_pip_installs_pandas_and_scipy_builds_and_grades_offline(
     )
     try:
         assert env.check_tasks() == {}
-        assert "fit-line" in env.stood_in  # Debian 13 for Ubuntu 24.04, said so
+        # Debian 13 for Ubuntu 24.04, said so (unless an image of that name was pulled here)
+        assert "fit-line" in env.stood_in or env.runtime()._present(BASE)
         env.reset(options={"task_id": "fit-line"})
         obs, reward, term, _, info = env.step("submit")
         assert term and reward == 0.0 and not info["success"], obs
@@ -171,3 +172,38 @@ def test_a_pin_the_wheelhouse_lacks_is_predicted_and_the_build_fails(tmp_path: P
     finally:
         env.close()
         built.close()
+
+
+def test_binary_wheels_count_only_for_the_python_they_were_built_for() -> None:
+    from agentenvs.envs.terminal.needs import wheel_fits
+
+    pandas = "pandas-2.3.2-cp313-cp313-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    assert wheel_fits(pandas, "3.13") and not wheel_fits(pandas, "3.11")
+    assert not wheel_fits(pandas, None)  # a base without Python takes pure wheels only
+    assert wheel_fits("pytz-2026.6-py2.py3-none-any.whl", None)
+    assert wheel_fits("cryptography-46.0.0-cp311-abi3-manylinux_2_28_x86_64.whl", "3.13")
+    assert not wheel_fits("cryptography-46.0.0-cp311-abi3-manylinux_2_28_x86_64.whl", "3.10")
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_a_base_on_another_python_gets_no_binary_wheel_in_the_prediction(tmp_path: Path) -> None:
+    """The wheelhouse's binary wheels are for the stand-ins' Python 3.13; a TB1 task on the
+    project's own base (Debian 12, Python 3.11) that pip-installs scikit-learn cannot have
+    it: predicted so, and the build fails the same way."""
+    _need_build_wheels()
+    task = tmp_path / "sklearn-on-311"
+    (task / "tests").mkdir(parents=True)
+    (task / "Dockerfile").write_text(
+        "FROM ${BASE_IMAGE}\nWORKDIR /app\nRUN pip install scikit-learn\n"
+    )
+    (task / "task.yaml").write_text("instruction: Fit a model.\n")
+    (task / "run-tests.sh").write_text("#!/bin/bash\ncd /tests && pytest -rA test_outputs.py\n")
+    (task / "tests" / "test_outputs.py").write_text("def test_nothing():\n    assert False\n")
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="docker", offline=True)
+    try:
+        predicted = env.check_tasks()["sklearn-on-311"]
+        assert "the Python package 'scikit-learn' at build time" in predicted
+        actual = env.check_tasks(build=True)["sklearn-on-311"]
+        assert "scikit-learn" in actual
+    finally:
+        env.close()

@@ -58,6 +58,26 @@ def wheel_versions_of(wheels: Iterable[Path]) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in found.items()}
 
 
+def wheel_fits(filename: str, python: str | None) -> bool:
+    """Whether a wheel installs on CPython ``python`` ("3.13"; None: pure wheels only),
+    from its file name's tags (the platform is this machine's: the wheelhouse is)."""
+    parts = filename.removesuffix(".whl").split("-")
+    if len(parts) < 5:
+        return False
+    pys, abi = parts[-3].split("."), parts[-2]
+    if any(p in ("py3", "py2") or p.startswith("py3") for p in pys) and abi == "none":
+        return True
+    if python is None:
+        return False
+    minor = int(python.split(".")[1]) if "." in python else -1
+    here = f"cp3{minor}"
+    if here in pys:
+        return True
+    return abi == "abi3" and any(
+        p.startswith("cp3") and p[3:].isdigit() and int(p[3:]) <= minor for p in pys
+    )
+
+
 def normalize(name: str) -> str:
     """A distribution's name as pip compares names."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -230,6 +250,8 @@ class DockerNeeds:
         self.runtime = runtime
         self._contents: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self._pulls: dict[str, str] = {}
+        #: the major.minor of each read image's Python (None: it has none)
+        self._pythons: dict[str, str | None] = {}
 
     def wheels(self) -> frozenset[str]:
         """Distributions the wheelhouse holds (normalized names)."""
@@ -252,7 +274,8 @@ class DockerNeeds:
                 "dpkg-query -W -f='${Package} ${Status}\\n' 2>/dev/null | "
                 "awk '/install ok installed/ {print $1}'; echo @@; "
                 "for py in python3 python; do command -v $py >/dev/null 2>&1 && { $py -c "
-                '\'import importlib.metadata as m; print(chr(10).join(d.metadata["Name"] '
+                '\'import importlib.metadata as m, sys; print("@py%d.%d" % sys.version_info[:2]); '
+                'print(chr(10).join(d.metadata["Name"] '
                 'or "" for d in m.distributions()))\' 2>/dev/null; break; }; done; true'
             )
             out = self.runtime.client.containers.run(
@@ -265,9 +288,11 @@ class DockerNeeds:
                 stderr=False,
             )
             debs, _, dists = out.decode(errors="replace").partition("@@")
+            words = dists.split()
+            self._pythons[image] = next((w[3:] for w in words if w.startswith("@py")), None)
             self._contents[image] = (
                 frozenset(w.split(":", 1)[0] for w in debs.split()),
-                frozenset(normalize(w) for w in dists.split()),
+                frozenset(normalize(w) for w in words if not w.startswith("@py")),
             )
         return self._contents[image]
 
@@ -316,7 +341,7 @@ class DockerNeeds:
                     return why
         offline = runtime.networkless
         wheels = self.wheels()
-        built_with = wheel_versions_of(runtime.build_wheels(task))
+        build_wheels = runtime.build_wheels(task)
         needs: list[str] = []
         by_written = {p.written: p for p in plans}
         debs: set[str] = set()
@@ -325,14 +350,18 @@ class DockerNeeds:
             plan = by_written.get(written)
             if plan is None or plan.how == "stage":
                 continue
+            read = None
             if plan.how != "pull":
-                base_debs, base_dists = self.contents(plan.use)
+                read = plan.use
             elif offline:
                 # an engine that pulls but builds offline serves the RUN steps from the
                 # pulled base: pulled here (once per image) to read what it has
-                base_debs, base_dists = self.contents(self._pulled(plan))
-            else:  # an online build fetches what it needs
-                base_debs, base_dists = frozenset(), frozenset()
+                read = self._pulled(plan)
+            # an online build fetches what it needs
+            base_debs, base_dists = self.contents(read) if read else (frozenset(), frozenset())
+            # binary wheels install only on the Python they were built for
+            python = self._pythons.get(read) if read else None
+            built_with = wheel_versions_of(w for w in build_wheels if wheel_fits(w.name, python))
             debs, dists = set(base_debs), set(base_dists)
             image = plan.written if plan.how != "mapped" else f"{plan.use}, for {plan.written}"
             for run in runs:
