@@ -12,8 +12,11 @@ defaults, ``ENV`` with ``$VAR`` expanded) for the base image and the environment
 what the local runtime can reproduce without Docker: ``FROM`` the terminal base image,
 ``WORKDIR /app``, ``COPY`` into ``/app``, ``ENV`` and the one standard ``RUN`` that runs
 ``files/setup.sh``. Anything else makes the task docker-only, with the reason kept in
-``TerminalTask.local_problem``. What no runtime here provides (a second container in
-``docker-compose.yaml``, MCP servers, a separate verifier container) is kept in
+``TerminalTask.local_problem``. The other services of ``docker-compose.yaml`` (image or
+build, command, entrypoint, environment, working_dir; ports, expose, depends_on,
+container_name, restart and healthcheck accepted as not changing what runs) are kept in
+``TerminalTask.services`` for the docker runtime; a service with any other key, and what
+no runtime here provides (MCP servers, a separate verifier container), is kept in
 ``TerminalTask.problems``. Network needs are not guessed from the scripts' text: the
 runtimes serve the standard test bootstraps offline (see ``agentenvs.envs.terminal.offline``).
 """
@@ -108,6 +111,31 @@ def base_userland(image: str) -> tuple[str | None, str]:
     return None, repo.capitalize()
 
 
+#: compose keys of an extra service that do not change what runs in it (accepted, unused:
+#: ``depends_on`` only orders the starts)
+COMPOSE_IGNORED_KEYS = frozenset(
+    {"ports", "expose", "depends_on", "container_name", "restart", "healthcheck"}
+)
+COMPOSE_KEYS = frozenset({"image", "build", "command", "entrypoint", "environment", "working_dir"})
+
+
+@dataclass(frozen=True)
+class ComposeService:
+    """A service of the task's ``docker-compose.yaml`` besides the task's own container:
+    run by the docker runtime as a sidecar in the task's network namespace."""
+
+    name: str
+    #: the image it runs (``image:``), or None when it is built (``build:``)
+    image: str | None = None
+    #: the build context and Dockerfile of a ``build:`` service
+    context: Path | None = None
+    dockerfile: Path | None = None
+    command: tuple[str, ...] | str | None = None
+    entrypoint: tuple[str, ...] | str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    working_dir: str | None = None
+
+
 @dataclass(frozen=True)
 class TerminalTask:
     """One task, whatever its layout (``layout`` is ``"tb1"`` or ``"harbor"``)."""
@@ -156,6 +184,8 @@ class TerminalTask:
     solution_env: tuple[tuple[str, str], ...] = ()
     #: what no runtime of this project provides (a second container, MCP servers)
     problems: tuple[str, ...] = ()
+    #: the compose file's other services (sidecars, in start order: docker runtime only)
+    services: tuple[ComposeService, ...] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -389,10 +419,106 @@ def _read_yaml_any(path: Path) -> Any:
         raise TaskError(str(path), "<file>", f"not valid YAML: {exc}") from exc
 
 
-def _compose_problem(path: Path) -> str | None:
-    """A compose file with more than the task's own container (TB1 ``client``)."""
+def _argv(path: Path, field_name: str, value: Any) -> tuple[str, ...] | str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return tuple(str(v) for v in value)
+    raise TaskError(str(path), field_name, "expected a string or a list of strings")
+
+
+def _service(path: Path, name: str, spec: Any) -> tuple[ComposeService | None, str | None]:
+    """(the service, None) or (None, why it is refused); ill-typed fields raise TaskError."""
+    where = f"services.{name}"
+    if not isinstance(spec, dict):
+        raise TaskError(str(path), where, "expected a mapping")
+    for key in spec:
+        if key not in COMPOSE_KEYS and key not in COMPOSE_IGNORED_KEYS:
+            return None, f"{path.name}: service {name!r} uses {key!r}, which is not supported"
+    image = spec.get("image")
+    if image is not None and not isinstance(image, str):
+        raise TaskError(str(path), f"{where}.image", "expected a string")
+    context = dockerfile = None
+    build = spec.get("build")
+    if build is not None:
+        if isinstance(build, str):
+            build = {"context": build}
+        if not isinstance(build, dict):
+            raise TaskError(str(path), f"{where}.build", "expected a string or a mapping")
+        extra = sorted(set(build) - {"context", "dockerfile"})
+        if extra:
+            return None, f"{path.name}: service {name!r} uses build.{extra[0]}, not supported"
+        ctx, df = build.get("context", "."), build.get("dockerfile", "Dockerfile")
+        if not isinstance(ctx, str) or not isinstance(df, str):
+            raise TaskError(str(path), f"{where}.build", "expected context/dockerfile strings")
+        context = (path.parent / ctx).resolve()
+        dockerfile = context / df
+        if not dockerfile.is_file():
+            raise TaskError(str(dockerfile), "<file>", f"missing Dockerfile of service {name!r}")
+        image = None  # what is built is run (the name it would be tagged with is not)
+    if image is None and build is None:
+        raise TaskError(str(path), where, "expected an image or a build")
+    env = spec.get("environment") or {}
+    if isinstance(env, list):
+        if not all(isinstance(e, str) for e in env):
+            raise TaskError(str(path), f"{where}.environment", "expected strings NAME=value")
+        items = tuple((k, v) for k, _, v in (e.partition("=") for e in env))
+    elif isinstance(env, dict):
+        if not all(v is None or isinstance(v, str | int | float) for v in env.values()):
+            raise TaskError(str(path), f"{where}.environment", "expected scalar values")
+        items = tuple((str(k), "" if v is None else str(v)) for k, v in env.items())
+    else:
+        raise TaskError(str(path), f"{where}.environment", "expected a list or a mapping")
+    workdir = spec.get("working_dir")
+    if workdir is not None and not isinstance(workdir, str):
+        raise TaskError(str(path), f"{where}.working_dir", "expected a string")
+    return (
+        ComposeService(
+            name=name,
+            image=image,
+            context=context,
+            dockerfile=dockerfile,
+            command=_argv(path, f"{where}.command", spec.get("command")),
+            entrypoint=_argv(path, f"{where}.entrypoint", spec.get("entrypoint")),
+            environment=items,
+            working_dir=workdir,
+        ),
+        None,
+    )
+
+
+def _start_order(path: Path, services: dict[str, Any], names: list[str]) -> list[str]:
+    """``names`` in dependency order (``depends_on``), else in file order."""
+    order: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            raise TaskError(str(path), f"services.{name}.depends_on", "a dependency cycle")
+        visiting.add(name)
+        deps = services[name].get("depends_on") or []
+        if isinstance(deps, dict):
+            deps = list(deps)
+        if not isinstance(deps, list):
+            raise TaskError(str(path), f"services.{name}.depends_on", "expected a list")
+        for dep in deps:
+            if str(dep) in names:
+                visit(str(dep))
+        visiting.discard(name)
+        order.append(name)
+
+    for name in names:
+        visit(name)
+    return order
+
+
+def _compose(path: Path) -> tuple[tuple[ComposeService, ...], str | None]:
+    """The compose file's services besides the task's own container (TB1 ``client``,
+    Harbor ``main``), and why the task is refused (None: it is not)."""
     if not path.is_file():
-        return None
+        return (), None
     try:
         import yaml
 
@@ -402,10 +528,20 @@ def _compose_problem(path: Path) -> str | None:
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict):
         raise TaskError(str(path), "services", "expected a mapping of services")
-    others = sorted(str(name) for name in services if name not in ("client", "main"))
-    if others:
-        return f"{path.name}: a second container ({', '.join(others)}) is not provided"
-    return None
+    names = [str(name) for name in services if name not in ("client", "main")]
+    services = {str(k): v for k, v in services.items()}
+    found: dict[str, ComposeService] = {}
+    for name in names:
+        service, why = _service(path, name, services[name])
+        if why is not None:
+            return (), why
+        assert service is not None
+        found[name] = service
+    return tuple(found[n] for n in _start_order(path, services, names)), None
+
+
+def second_containers(services: tuple[ComposeService, ...]) -> str:
+    return f"a second container ({', '.join(s.name for s in services)})"
 
 
 def load_tb1(task_dir: Path) -> TerminalTask:
@@ -437,7 +573,7 @@ def load_tb1(task_dir: Path) -> TerminalTask:
     tests = _check_tests(task_dir, "run-tests.sh")
     image = analyse_dockerfile(dockerfile)
     solution = task_dir / "solution.sh"
-    compose = _compose_problem(task_dir / "docker-compose.yaml")
+    services, compose = _compose(task_dir / "docker-compose.yaml")
     commands = _solution_commands(task_dir / "solution.yaml")
     return TerminalTask(
         id=task_dir.name,
@@ -460,11 +596,12 @@ def load_tb1(task_dir: Path) -> TerminalTask:
         solution=solution.read_text() if solution.is_file() else None,
         solution_path=solution if solution.is_file() else None,
         solution_commands=commands,
-        local_problem=image["local_problem"],
+        local_problem=second_containers(services) if services else image["local_problem"],
         base_image=image["base_image"],
         platform=image["platform"],
         workdir=image["workdir"],
         problems=(*problems, compose) if compose else tuple(problems),
+        services=services,
     )
 
 
@@ -541,7 +678,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     else:
         raise TaskError(str(dockerfile), "<file>", "missing Dockerfile (and no docker_image)")
     tests = _check_tests(task_dir, "tests/test.sh")
-    compose = _compose_problem(task_dir / "environment" / "docker-compose.yaml")
+    services, compose = _compose(task_dir / "environment" / "docker-compose.yaml")
     if compose:
         problems.append(compose)
     tags = meta.get("tags", [])
@@ -570,7 +707,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         test_script="tests/test.sh",
         solution=solution.read_text() if solution.is_file() else None,
         solution_path=solution if solution.is_file() else None,
-        local_problem=image["local_problem"],
+        local_problem=second_containers(services) if services else image["local_problem"],
         base_image=image["base_image"],
         platform=image["platform"],
         docker_image=docker_image,
@@ -580,6 +717,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         agent_network=agent_mode != "no-network",
         verifier_network=verifier_mode != "no-network",
         problems=tuple(problems),
+        services=services,
     )
 
 

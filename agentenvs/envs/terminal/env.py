@@ -64,7 +64,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     evidence the agent cannot forge (``agentenvs.envs.terminal.faults``): ``reset``,
     ``step``, ``snapshot``, ``restore`` and ``score_action`` raise
     :class:`~agentenvs.core.errors.Fault`, never a reward; the env is then left with
-    nothing running and the next ``reset`` starts afresh.
+    nothing running and the next ``reset`` starts afresh. On the docker runtime the other
+    services of the task's ``docker-compose.yaml`` run as sidecar containers in the task
+    container's network namespace (reachable by their names); their state is not part of
+    a snapshot: a restore (and a fork) starts them afresh.
 
     ## Action Space
     ``FreeText``: a ```bash block (several run in order), bare commands, or Terminus JSON
@@ -765,6 +768,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 info["rewards"] = dict(self._rewards)
         if self._unmet:
             info["offline_unmet"] = list(self._unmet)
+        if self._tested and self._runtime is not None and self.runtime_name == "docker":
+            services = getattr(self._runtime, "service_status", None)
+            if services:  # how the compose sidecars were when the tests started
+                info["services"] = dict(services)
         if self._task_id is not None:
             standin = self._standin(self.task)
             if standin is not None:

@@ -26,6 +26,18 @@ memory/pids/CPU limits, and Docker's init to reap orphaned jobs. They carry the 
 of the docker sandbox backend, so :func:`agentenvs.sandbox.docker.sweep_orphans` removes
 those of dead processes. The agent's shell is a :class:`ShellSession` over one exec.
 
+Compose services (``TerminalTask.services``): each other service of the task's
+``docker-compose.yaml`` runs as a sidecar container of its own image (built offline like
+the task's, or a base-like image: present, mapped, or pulled online) with the same labels,
+limits and capabilities. A holder container of the task's image owns the network
+namespace (its ``/etc/hosts`` maps every service name to 127.0.0.1); the task's container
+and the sidecars join it (``network_mode="container:<holder>"``), so ``kv:6390`` works
+with no bridge and offline, and the grader's restart of the task's container leaves the
+sidecars reachable. They start and go with the task's container (spare, fresh verdict
+sandboxes and restores too, afresh each time); at the tests, one that the engine's events
+show stopped, killed or removed from outside is a Fault, one that ended otherwise is only
+reported (``service_status``).
+
 Faults: the runtime holds the engine's event stream for its containers open
 (:class:`~agentenvs.envs.terminal.faults.EngineWatch`), and :meth:`DockerRuntime.diagnose`
 tells a failure of the agent's (its container ended from inside) from the infrastructure's
@@ -40,6 +52,7 @@ never the task's; the registry's answer that it has no such image is the task's.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import shlex
 import threading
@@ -53,7 +66,13 @@ from typing import Any
 from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
 from agentenvs.envs.terminal import faults, images, offline
 from agentenvs.envs.terminal import offline as offline_tools
-from agentenvs.envs.terminal.data import BASE_IMAGE, DEFAULT_PATH, TerminalTask
+from agentenvs.envs.terminal.data import (
+    BASE_IMAGE,
+    DEFAULT_PATH,
+    ComposeService,
+    TerminalTask,
+    analyse_dockerfile,
+)
 from agentenvs.envs.terminal.grading_docker import DockerFrozen, _read_file
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.envs.terminal.task_container import (
@@ -183,6 +202,10 @@ class DockerRuntime:
         #: task id -> what its mapped base images differ in (images.standin_note)
         self._notes: dict[str, str | None] = {}
         self._image_info: dict[str, dict[str, Any]] = {}
+        #: task id -> (service, the image it runs) of its compose sidecars, in start order
+        self._services: dict[str, list[tuple[ComposeService, str]]] = {}
+        #: the episode's sidecars as the tests found them (name -> running / exited (code N))
+        self.service_status: dict[str, str] = {}
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
@@ -263,12 +286,76 @@ class DockerRuntime:
         return self._notes.get(task.id)
 
     def image(self, task: TerminalTask) -> str:
-        """The task's image tag, built first if this machine lacks it.
+        """The task's image tag, built first if this machine lacks it (and the images of
+        its compose sidecars, had as base images are: :meth:`service_images`).
 
         Raises :class:`images.UnprovidableError` when a base image cannot be had, and
         :class:`SandboxError` when the build fails (its log's tail says why; a stand-in
         that could not provide a package names it).
         """
+        tag = self._task_image(task)
+        if task.services and task.id not in self._services:
+            self.service_images(task)
+        return tag
+
+    @staticmethod
+    def service_task(task: TerminalTask, service: ComposeService) -> TerminalTask:
+        """A service of ``task`` as a task of its own, whose image is planned and built as
+        a task's is (a ``build:`` service) or had as a prebuilt base (``image:``)."""
+        sid = f"{task.id}--{service.name}"
+        if service.dockerfile is not None and service.context is not None:
+            found = analyse_dockerfile(service.dockerfile)
+            return dataclasses.replace(
+                task,
+                id=sid,
+                context=service.context,
+                dockerfile=service.dockerfile,
+                docker_image=None,
+                base_image=found["base_image"],
+                platform=found["platform"],
+                services=(),
+            )
+        return dataclasses.replace(
+            task,
+            id=sid,
+            context=Path("/nonexistent-agentenvs-service"),
+            dockerfile=Path("/nonexistent-agentenvs-service/Dockerfile"),
+            docker_image=service.image,
+            base_image=service.image or "",
+            services=(),
+        )
+
+    def service_plan(self, task: TerminalTask, service: ComposeService) -> list[images.BasePlan]:
+        """How a service's image (or its Dockerfile's bases) is had; raises
+        :class:`images.UnprovidableError` naming the service when it cannot be."""
+        try:
+            return self.plan(self.service_task(task, service))
+        except images.UnprovidableError as exc:
+            said = str(exc).replace("base image", "image", 1) if service.image else str(exc)
+            raise images.UnprovidableError(
+                f"the second container ({service.name}): {said}"
+            ) from exc
+
+    def service_images(self, task: TerminalTask) -> list[tuple[ComposeService, str]]:
+        """(service, image) of each compose sidecar of ``task``: a ``build:`` service is
+        built like the task's image (offline through the stand-ins), an ``image:`` one is
+        used when present, mapped offline, or pulled online (as a base image is)."""
+        found = self._services.get(task.id)
+        if found is not None:
+            return found
+        made: list[tuple[ComposeService, str]] = []
+        for service in task.services:
+            plans = self.service_plan(task, service)
+            if service.dockerfile is not None:
+                # a failed build says "cannot build the image of task '<task>--<service>'"
+                made.append((service, self._task_image(self.service_task(task, service))))
+                continue
+            plan = plans[0]
+            made.append((service, self._pull_base(plan) if plan.how == "pull" else plan.use))
+        self._services[task.id] = made
+        return made
+
+    def _task_image(self, task: TerminalTask) -> str:
         with self._build_lock:
             tag = self._images.get(task.id)
             if tag is not None:
@@ -462,7 +549,50 @@ class DockerRuntime:
             ) from exc
 
     # ------------------------------------------------------------------ containers
-    def _start(self, image: str, task_id: str, network: str) -> _TaskContainer:
+    def _start(
+        self, image: str, task_id: str, network: str, *, services: bool = True
+    ) -> _TaskContainer:
+        """A started container of ``image``; with the task's compose sidecars (unless
+        ``services`` is False) a holder container of the same image owns the network
+        namespace (with the services' names in /etc/hosts as 127.0.0.1), and the task's
+        container and each sidecar join it: a restart of the task's container for grading
+        leaves the sidecars reachable."""
+        sidecars = self._services.get(task_id, []) if services else []
+        holder: _TaskContainer | None = None
+        if sidecars:
+            holder = self._start_one(
+                image,
+                task_id,
+                network,
+                extra_hosts={s.name: "127.0.0.1" for s, _ in sidecars},
+            )
+            network = f"container:{holder.id}"
+        try:
+            box = self._start_one(image, task_id, network)
+        except BaseException:
+            if holder is not None:
+                self._discard(holder)
+            raise
+        box.holder = holder
+        try:
+            for service, service_image in sidecars:
+                box.sidecars.append(
+                    self._start_one(service_image, task_id, network, service=service)
+                )
+        except BaseException:
+            self._discard(box)
+            raise
+        return box
+
+    def _start_one(
+        self,
+        image: str,
+        task_id: str,
+        network: str,
+        *,
+        extra_hosts: Mapping[str, str] | None = None,
+        service: ComposeService | None = None,
+    ) -> _TaskContainer:
         try:
             box = _TaskContainer(
                 self.client,
@@ -472,6 +602,8 @@ class DockerRuntime:
                 cpus=self.cpus,
                 network=network,
                 labels={RUNTIME_LABEL: self.token},
+                extra_hosts=extra_hosts,
+                service=service,
             )
         except SandboxError as exc:
             text = str(exc)
@@ -569,13 +701,17 @@ class DockerRuntime:
         event since its start, an unbroken stream)."""
         if self.watch.broken_since(box.created) is not None:
             return False
-        return all(a in ("create", "start") for a, _ in self.watch.events(box.id))
+        return all(
+            a in ("create", "start") for b in _group(box) for a, _ in self.watch.events(b.id)
+        )
 
     def _discard(self, box: _TaskContainer) -> None:
-        box.remove()
-        with self._lock:
-            self._owned.pop(box.id, None)
-        self.watch.forget(box.id)
+        # the sidecars first, the holder of their network namespace last
+        for member in [*box.sidecars, box, *([box.holder] if box.holder else [])]:
+            member.remove()
+            with self._lock:
+                self._owned.pop(member.id, None)
+            self.watch.forget(member.id)
 
     def _discard_later(self, box: _TaskContainer) -> None:
         def work() -> None:
@@ -658,6 +794,7 @@ class DockerRuntime:
         mode, _, _ = network_plan(task, offline=self.networkless, network=self.network)
         env = tuple(sorted(self.exec_environment(task).items()))
         key = (image, task.id, env, init, max_output_bytes, mode, self.workdir(task))
+        self.service_status = {}
         self._current, shell = self._take(key)
         self._current_key = key
         if self.prestart:
@@ -668,7 +805,7 @@ class DockerRuntime:
         """The image holds the starting state (and, built offline, the stand-ins); the
         agent's network is cut for ``network="tests-only"``; a wheelhouse is put in place."""
         _, agent, _ = network_plan(task, offline=self.networkless, network=self.network)
-        if self._current is not None and self._current.network != "none" and not agent:
+        if self._current is not None and _net(self._current).network != "none" and not agent:
             self.set_network(self._current, False)
         if not self.networkless or self.wheelhouse is None or not self.wheelhouse.is_dir():
             return
@@ -683,14 +820,54 @@ class DockerRuntime:
             raise SandboxError(f"cannot place the wheelhouse: {out.decode(errors='replace')}")
 
     def before_tests(self, task: TerminalTask) -> None:
-        """Give the container the tests' network (``network="tests-only"``)."""
+        """Give the container the tests' network (``network="tests-only"``); read how the
+        compose sidecars are (``service_status``): one stopped, killed or removed from
+        outside (the engine's events say so) raises :class:`Fault`, one that ended
+        otherwise (the agent shut it down) is only reported."""
         _, agent, tests = network_plan(task, offline=self.networkless, network=self.network)
         if self._current is not None and tests and not agent:
             self.set_network(self._current, True)
+        if self._current is not None:
+            self.service_status = self.check_services(self._current)
+
+    def check_services(self, box: _TaskContainer) -> dict[str, str]:
+        """{service: running | exited (code N)} of ``box``'s sidecars (raises the Fault
+        that one of them, or the holder of their network, ended from outside is)."""
+        status: dict[str, str] = {}
+        members = [*([box.holder] if box.holder else []), *box.sidecars]
+        for member in members:
+            name = member.service.name if member.service is not None else "network holder"
+            state, missing = faults._state(self.watch, member.id)
+            running = state is not None and faults._running(state)
+            if not running and missing is None and state is not None:
+                self.watch.wait_for(member.id, ("die", "destroy"))
+            events = self.watch.events(member.id)
+            outside = faults._outside(events, member.own_kills)
+            if missing == "gone" or outside or (state is not None and state.get("Paused")):
+                said = ", ".join(dict.fromkeys(a for a, _ in events if a != "create"))
+                raise Fault(
+                    f"the compose service {name!r} (container {member.short}) was stopped, "
+                    "killed or removed from outside the env",
+                    kind="container",
+                    evidence=f"engine events: {said or 'none'}; "
+                    f"state: {missing or faults._state_text(state or {})}",
+                )
+            if missing is not None:
+                raise Fault(
+                    f"the Docker engine cannot say what became of the compose service "
+                    f"{name!r}: {missing}",
+                    kind="engine",
+                    evidence=f"inspect failed: {missing}",
+                )
+            if member.service is not None:
+                code = (state or {}).get("ExitCode")
+                status[name] = "running" if running else f"exited (code {code})"
+        return status
 
     def set_network(self, box: _TaskContainer, on: bool) -> None:
         """Connect or disconnect a running container's network (never offline)."""
         api = self.client.api
+        box = _net(box)
         try:
             if on:
                 api.connect_container_to_network(box.id, ONLINE_NETWORK)
@@ -735,7 +912,7 @@ class DockerRuntime:
         key = (image, tuple(dirs))
         if key in self._profiles:
             return self._profiles[key]
-        box = self._start(image, task.id, "none")
+        box = self._start(image, task.id, "none", services=False)
         try:
             script = "".join(
                 f"echo @@{shlex.quote(d)}; ls -1A {shlex.quote(d)} 2>/dev/null; " for d in dirs
@@ -803,6 +980,16 @@ class DockerRuntime:
 #: a task container's own processes: docker-init, its sleep, the shell supervisor, the
 #: subshell holding the agent's bash, and that bash
 _OWN_PROCESSES = ("docker-init", "sleep", "sh", "sh", "bash")
+
+
+def _group(box: _TaskContainer) -> list[_TaskContainer]:
+    """The task's container with its sidecars and the holder of their network."""
+    return [box, *box.sidecars, *([box.holder] if box.holder else [])]
+
+
+def _net(box: _TaskContainer) -> _TaskContainer:
+    """The container whose network the task's container has (its holder, if it has one)."""
+    return box.holder or box
 
 
 _live: weakref.WeakSet[DockerRuntime] = weakref.WeakSet()

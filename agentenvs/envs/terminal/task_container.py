@@ -48,7 +48,12 @@ class _TaskContainer(_Container):
         cpus: float = 1.0,
         network: str = "none",
         labels: Mapping[str, str] | None = None,
+        extra_hosts: Mapping[str, str] | None = None,
+        service: Any = None,
     ) -> None:
+        """``service`` (a ``data.ComposeService``): a sidecar running that service's own
+        command (its image's user, entrypoint and command unless the compose file says),
+        with the same limits and capabilities; ``network`` is then ``container:<id>``."""
         self.client = client
         self.limits = limits
         self.image = image
@@ -60,6 +65,7 @@ class _TaskContainer(_Container):
         self.network = network
         host_config = api.create_host_config(
             network_mode=network,
+            extra_hosts=dict(extra_hosts) if extra_hosts else None,
             init=True,
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
@@ -83,14 +89,28 @@ class _TaskContainer(_Container):
         #: when it was made (wall clock), and how many kill events this env caused on it
         self.created = time.time()
         self.own_kills = 0
+        #: the sidecars started in its network namespace, and the container holding that
+        #: namespace (set by the runtime)
+        self.sidecars: list[_TaskContainer] = []
+        self.holder: _TaskContainer | None = None
+        self.service = service
+        options: dict[str, Any] = {"command": ["sleep", "infinity"], "user": "0:0"}
+        if service is not None:
+            cmd, entry = service.command, service.entrypoint
+            options = {
+                "command": list(cmd) if isinstance(cmd, tuple) else cmd,
+                "entrypoint": list(entry) if isinstance(entry, tuple) else entry,
+                "environment": dict(service.environment) or None,
+                "working_dir": service.working_dir,
+            }
         try:
             self.id: str = api.create_container(
                 image=image,
-                command=["sleep", "infinity"],
-                user="0:0",
-                network_disabled=network == "none",
+                # a disabled network gets no /etc/hosts (mode none alone has only loopback)
+                network_disabled=network == "none" and not extra_hosts,
                 host_config=host_config,
                 labels=labels,
+                **options,
             )["Id"]
         except Exception as exc:
             raise SandboxError(f"cannot create a container from {image!r}: {exc}") from exc
