@@ -267,3 +267,16 @@ def test_real_layout_fixture_on_docker(fixture_env: TerminalBenchEnv) -> None:
     fixture_env.step(fixture_env.oracle_action())
     _, reward, term, _, info = fixture_env.step("submit")
     assert term and reward == 1.0 and info["success"]
+
+
+def test_a_snapshot_the_sandbox_cannot_read_whole_says_so(fixture_env: TerminalBenchEnv) -> None:
+    """With no ``tar`` left to run (the agent moved it; a fork bomb that leaves no process
+    slot does the same), the snapshot's archive used to come back as the shell's message
+    decoded as base64, and only the restore found it corrupt. The snapshot now checks it
+    and, unreadable, records the sandbox as lost."""
+    fixture_env.reset(options={"task_id": "tb1-greeting", "max_turns": 4})
+    fixture_env.step("mv /usr/bin/tar /usr/bin/tar.hidden; echo moved")
+    snap = fixture_env.snapshot()
+    fixture_env.restore(snap)  # whole: no SnapshotError
+    obs, _, term, _, info = fixture_env.step("echo after")
+    assert term and "sandbox was lost" in obs and not info["success"], obs

@@ -411,3 +411,24 @@ def test_docker_an_engine_failure_on_a_container_the_agent_filled_is_the_agents(
     assert isinstance(runtime.diagnose(failure, box), Fault)  # a small layer: the engine's
     docker_env.step("```bash\nhead -c 60000000 /dev/zero > /app/fill\n```")
     assert runtime.diagnose(failure, box) is None  # 60 MB written: the agent's
+
+
+def test_a_broken_pipe_to_the_shell_is_not_an_engine_request_that_failed() -> None:
+    """Writing to an exec whose process ended (a fork bomb took the shell's supervisor)
+    breaks the pipe: the far end closed, the agent's doing when the engine answers and no
+    action came from outside. A reset or refused connection is the engine's."""
+    from agentenvs.core.errors import SandboxError
+    from agentenvs.envs.terminal.faults import engine_call_failed
+
+    def raised(cause: BaseException) -> SandboxError:
+        try:
+            try:
+                raise cause
+            except OSError as exc:
+                raise SandboxError(f"the process has exited: {exc}") from exc
+        except SandboxError as err:
+            return err
+
+    assert not engine_call_failed(raised(BrokenPipeError(32, "Broken pipe")))
+    assert engine_call_failed(raised(ConnectionResetError(104, "Connection reset by peer")))
+    assert engine_call_failed(raised(ConnectionRefusedError(111, "Connection refused")))

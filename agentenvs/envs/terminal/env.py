@@ -18,7 +18,7 @@ from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
-from agentenvs.envs.terminal.state import check_state
+from agentenvs.envs.terminal.state import check_dir_archive, check_state
 from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox.base import Limits
 
@@ -634,16 +634,28 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     def _files_tar(self) -> bytes:
         where = self._state_dir
         parent, name = where.rsplit("/", 1)
-        rc, out = self.shell.control(
-            # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
-            "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
-            f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
-            "2>/dev/null | base64 -w0",
-            timeout=120,
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot read {where} for a snapshot")
-        return base64.b64decode(out.strip())
+        why = "status"
+        for _ in range(3):
+            rc, out = self.shell.control(
+                # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
+                "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
+                f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
+                "2>/dev/null | base64 -w0",
+                timeout=120,
+            )
+            if rc != 0:
+                why = f"status {rc}"
+                continue
+            # the pipeline's status is base64's: a tar that could not start (no process
+            # slot left: a fork bomb) or the shell's own messages come back as a bad archive
+            try:
+                data = base64.b64decode(out.strip(), validate=True)
+                check_dir_archive(data, name)
+            except ValueError as exc:  # binascii.Error is one
+                why = str(exc)[:120]
+                continue
+            return data
+        raise SandboxError(f"cannot read {where} for a snapshot ({why})")
 
     def _state_key(self) -> str:
         if self._shell is None or self._lost is not None:

@@ -248,7 +248,12 @@ def engine_call_failed(exc: BaseException) -> bool:
             ("engine refused the exec", "engine closed the exec connection")
         ):
             return True
-        if isinstance(current, ConnectionError | TimeoutError):
+        # a broken pipe is the far end closing: an exec's process that ended (a fork bomb
+        # took the shell's supervisor); an engine that went is seen by the ping and its
+        # event stream, not by this
+        if isinstance(current, ConnectionError | TimeoutError) and not isinstance(
+            current, BrokenPipeError
+        ):
             return True
         current = current.__cause__ or current.__context__
     return False

@@ -71,10 +71,10 @@ def check_state(state: Any) -> None:
         where = state["dir"]
         if not where.startswith("/") or where.rstrip("/") == "":
             raise ValueError(f"dir must be an absolute path below /, got {where!r:.80}")
-        _check_dir_archive(state["files"], where.rstrip("/").rsplit("/", 1)[1])
+        check_dir_archive(state["files"], where.rstrip("/").rsplit("/", 1)[1])
 
 
-def _check_dir_archive(data: Any, top: str) -> None:
+def check_dir_archive(data: Any, top: str) -> None:
     """Raise ``ValueError`` unless ``data`` is a whole tar archive of ``top/`` alone."""
     import io
     import posixpath
