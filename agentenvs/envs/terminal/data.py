@@ -93,6 +93,9 @@ _BASE_DISTROS = {
     "ubuntu:noble": ("3.12", "Ubuntu 24.04"),
     "ubuntu:22.04": ("3.10", "Ubuntu 22.04"),
     "ubuntu:jammy": ("3.10", "Ubuntu 22.04"),
+    # the t-bench images are those Ubuntu releases with the harness's tools (any tag)
+    "laude-institute/t-bench/ubuntu-24-04": ("3.12", "Ubuntu 24.04"),
+    "laude-institute/t-bench/ubuntu-22-04": ("3.10", "Ubuntu 22.04"),
 }
 
 
@@ -106,7 +109,7 @@ def base_userland(image: str) -> tuple[str | None, str]:
         # python:3.X is built on Debian (bookworm for 3.12 and older tags, trixie for 3.13)
         return minor, "Debian"
     for key, found in _BASE_DISTROS.items():
-        if name == key or name.startswith((key + ".", key + "-")):
+        if name == key or name.startswith((key + ".", key + "-", key + ":")):
             return found
     return None, repo.capitalize()
 
