@@ -82,12 +82,20 @@ def build_wheelhouse(
     """``pip download`` of ``packages`` (wheels only, for any Python 3 platform) into
     ``dest`` (default :func:`default_wheelhouse`); raises ``RuntimeError`` with pip's
     message when a package cannot be had."""
-    dest = dest or default_wheelhouse()
+    return _pip_download(
+        dest or default_wheelhouse(),
+        ["--python-version", "3.13", "--implementation", "py", "--abi", "none",
+         "--platform", "any"],
+        packages,
+    )  # fmt: skip
+
+
+def _pip_download(dest: Path, target: list[str], packages: tuple[str, ...]) -> Path:
+    """``pip download`` of binary wheels of ``packages`` for ``target`` into ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-         "--only-binary=:all:", "--python-version", "3.13", "--implementation", "py",
-         "--abi", "none", "--platform", "any", "-d", str(dest), *packages],
+         "--only-binary=:all:", *target, "-d", str(dest), *packages],
         capture_output=True,
         text=True,
         check=False,
@@ -128,21 +136,10 @@ def build_build_wheelhouse(
     """``pip download`` of ``packages`` and their dependencies as binary wheels for the
     stand-ins' CPython on this machine's architecture (manylinux) into ``dest`` (default
     :func:`default_build_wheelhouse`); raises ``RuntimeError`` with pip's message."""
-    dest = dest or default_build_wheelhouse()
-    dest.mkdir(parents=True, exist_ok=True)
     arch = platform.machine() or "x86_64"
     abi = "cp" + STANDIN_PYTHON.replace(".", "")
     tags = [f"manylinux_2_{n}_{arch}" for n in (28, 27, 17)] + [f"manylinux2014_{arch}", "any"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-         "--only-binary=:all:", "--python-version", STANDIN_PYTHON, "--implementation", "cp",
-         *(a for t in (abi, "abi3", "none") for a in ("--abi", t)),
-         *(a for t in tags for a in ("--platform", t)),
-         "-d", str(dest), *packages],
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"pip download into {dest} failed: {done.stderr.strip()[-2000:]}")
-    return dest
+    target = ["--python-version", STANDIN_PYTHON, "--implementation", "cp"]
+    target += [a for t in (abi, "abi3", "none") for a in ("--abi", t)]
+    target += [a for t in tags for a in ("--platform", t)]
+    return _pip_download(dest or default_build_wheelhouse(), target, packages)
