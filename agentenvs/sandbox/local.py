@@ -209,8 +209,11 @@ class LocalSandbox(Sandbox):
         *,
         seccomp_fd: int | None,
         scratch: bool = False,
+        ro_binds: Mapping[str, str] | None = None,
     ) -> list[str]:
-        """bwrap's argv; ``scratch``: a fresh tmpfs at ``/work`` instead of the work dir."""
+        """bwrap's argv; ``scratch``: a fresh tmpfs at ``/work`` instead of the work dir;
+        ``ro_binds``: more host paths shown read-only (after the sandbox's own, so one may
+        cover a tmpfs dir)."""
         tmp_bytes = max(self.limits.max_file_mb, 16) << 20
         args = [
             self._bwrap,
@@ -240,7 +243,7 @@ class LocalSandbox(Sandbox):
             args += ["--seccomp", str(seccomp_fd)]
         for path, size_mb in self._tmpfs.items():
             args += ["--size", str(int(size_mb) << 20), "--tmpfs", path]
-        for host, path in self._ro_binds.items():
+        for host, path in [*self._ro_binds.items(), *(ro_binds or {}).items()]:
             args += ["--ro-bind", host, path]
         rt = self.runtime
         args += ["--ro-bind", rt.prefix, runtime.SANDBOX_PREFIX]
@@ -290,6 +293,7 @@ class LocalSandbox(Sandbox):
         scratch: bool = False,
         merge_stderr: bool = False,
         pass_fds: tuple[int, ...] = (),
+        ro_binds: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start ``command`` under bwrap (with the seccomp filter, where there is one);
         ``pass_fds`` are inherited by the sandbox's pid 1. Fault when bwrap cannot be run."""
@@ -304,7 +308,9 @@ class LocalSandbox(Sandbox):
         os.set_blocking(status_r, False)
         extra = (status_w, *pass_fds) if filt is None else (filt, status_w, *pass_fds)
         try:
-            argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch)
+            argv = self._bwrap_argv(
+                cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds
+            )
             if _has_json_status(self._bwrap):
                 argv[1:1] = ["--json-status-fd", str(status_w)]
             proc = subprocess.Popen(
@@ -449,6 +455,7 @@ class LocalSandbox(Sandbox):
         env: Mapping[str, str] | None = None,
         cwd: str = WORKDIR,
         scratch: bool = False,
+        ro_binds: Mapping[str, str] | None = None,
     ) -> SandboxProcess:
         if not argv:
             raise ValueError("empty command")
@@ -462,7 +469,12 @@ class LocalSandbox(Sandbox):
             *argv,
         ]
         proc = self._popen(
-            ["/bin/sh", "-c", *shell], cwd=cwd, env=env, scratch=scratch, merge_stderr=True
+            ["/bin/sh", "-c", *shell],
+            cwd=cwd,
+            env=env,
+            scratch=scratch,
+            merge_stderr=True,
+            ro_binds=ro_binds,
         )
         return _LocalProcess(self, proc)
 

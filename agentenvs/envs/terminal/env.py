@@ -266,6 +266,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._fraction = 0.0
         #: what safe grading found the agent changed in the test toolchain or output
         self._findings: list[str] = []
+        self._problems: list[str] = []
+        self._exposed: list[str] = []
         self._stopped = 0
         self._results: dict[str, bool] = {}
         self._harbor_reward: float | None = None
@@ -689,6 +691,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "last_timed_out": self._last_timed_out,
             "lost": self._lost,
             "findings": list(self._findings),
+            "problems": list(self._problems),
+            "exposed": list(self._exposed),
             "stopped": self._stopped,
             "fraction": self._fraction,
         }
@@ -759,6 +763,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._last_timed_out = state["last_timed_out"]
         self._lost = lost
         self._findings = list(state["findings"])
+        self._problems = list(state.get("problems", []))
+        self._exposed = list(state.get("exposed", []))
         self._stopped = state["stopped"]
         self._fraction = float(state.get("fraction", 0.0))
 
@@ -776,6 +782,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             info["test_results"] = dict(self._results)
             info[keys.GRADING_FINDINGS] = list(self._findings)
             info["processes_stopped"] = self._stopped
+            if self.grading == "safe":
+                # what kept the verdict from a pass besides failed tests, and the modules
+                # the tests imported from outside the verifier (code the agent could change)
+                info["grading_problems"] = list(self._problems)
+                info["grading_exposed"] = list(self._exposed)
             if self._rewards:
                 info["rewards"] = dict(self._rewards)
         if self._unmet:

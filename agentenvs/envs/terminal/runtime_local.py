@@ -345,6 +345,8 @@ class LocalRuntime:
             ) from exc
         #: the process of the latest session (the agent's, or the grader's after a freeze)
         self._proc: subprocess.Popen[bytes] | None = None
+        #: what the next session binds besides the sandbox's own (the verifier's, once)
+        self._binds: dict[str, str] = {}
         self.env = {
             "HOME": "/root",
             "TERM": "dumb",
@@ -357,10 +359,11 @@ class LocalRuntime:
         self.box._kill_all()
         self._proc = None
         env = {**self.env, **dict(task.env)}
+        binds, self._binds = self._binds, {}
 
         def spawn(argv: list[str]) -> Any:
             # a fresh /work too: the host dir would outlive the namespace
-            proc = self.box.spawn(argv, env=env, cwd="/app", scratch=True)
+            proc = self.box.spawn(argv, env=env, cwd="/app", scratch=True, ro_binds=binds)
             self._proc = getattr(proc, "_proc", None)
             return proc
 
@@ -434,21 +437,73 @@ class LocalRuntime:
                 )
 
     def freeze(
-        self, task: TerminalTask, shell: ShellSession, reopen: Callable[[], ShellSession]
+        self,
+        task: TerminalTask,
+        shell: ShellSession,
+        reopen: Callable[[], ShellSession],
+        stage: Any = None,
     ) -> LocalFrozen:
         """Stop every process of ``shell``'s sandbox, copy its writable dirs out and unpack
-        them into a new sandbox (its session is ``reopen()``): the grader's."""
+        them into a new sandbox (its session is ``reopen()``): the grader's. With a
+        verifier ``stage``, that sandbox also shows the verifier's tree, its channel and
+        the task's tests, read-only."""
         stopped, survivors = stop_all(shell)
         if survivors:
             raise SandboxError(f"cannot freeze the sandbox: {survivors} processes survived")
         state = _read_state(shell)
-        grader = reopen()
+        if stage is not None:
+            from agentenvs.envs.terminal.verifier import tree
+
+            python = self.verifier_python()
+            self._binds = {
+                self.verifier_tree(): tree.MOUNT,
+                str(stage.channel): f"{tree.MOUNT}/channel",
+                str(stage.tests): "/tests",
+            }
+        try:
+            grader = reopen()
+        finally:
+            self._binds = {}
         rc, out = grader.control(
             "tar -x -p --no-same-owner --delay-directory-restore -C /", stdin=state, timeout=120
         )
         if rc != 0:
             raise SandboxError(f"cannot unpack the end state: {out.decode(errors='replace')}")
-        return LocalFrozen(grader, stopped, state)
+        frozen = LocalFrozen(grader, stopped, state)
+        if stage is not None:
+            frozen.python = python
+        return frozen
+
+    _tree: str | None = None
+
+    def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
+        """(PATH, declared variables, the agent's HOME) of the tests: the Dockerfile's ENV."""
+        declared = dict(task.env)
+        return declared.get("PATH", DEFAULT_PATH), declared, "/root"
+
+    def verifier_python(self) -> str:
+        """The interpreter the verifier runs: the host's ``python3`` (read-only inside)."""
+        python = shutil.which("python3", path=DEFAULT_PATH)
+        if python is None:
+            raise SandboxError("no python3 on the host for the verifier")
+        return python
+
+    def verifier_tree(self) -> str:
+        """The verifier's tree for this host (laid out once per runtime)."""
+        if self._tree is None:
+            from agentenvs.envs.terminal.verifier import tree
+            from agentenvs.sandbox._leftovers import owned_mkdtemp
+
+            root = Path(owned_mkdtemp("agentenvs-verifier-"))
+            wheelhouse = offline.default_wheelhouse()
+            laid = tree.lay_out(
+                root / "v", self.verifier_python(), wheelhouse if wheelhouse.is_dir() else None
+            )
+            _compile_for_sandbox(str(laid / "pylib"))  # bytecode for the host's python3
+            tree.readable(laid)
+            os.chmod(root, 0o755)
+            self._tree = str(laid)
+        return self._tree
 
     def close(self) -> None:
         self.box.close()
@@ -553,8 +608,45 @@ class LocalFrozen:
         self.changes = [(path, "A") for path in self._members]
         self.image_commands: dict[str, frozenset[str]] | None = None
 
+    #: the verifier's interpreter as the sandbox sees it (set by ``freeze``)
+    python: str = ""
+
     def open(self) -> ShellSession:
         return self.shell
+
+    def channel_dir(self, stage: Any) -> str:
+        return str(stage.channel)
+
+    def trusted(self, pid: int, maps: list[str]) -> str | None:
+        """Why a process of this sandbox runs code the agent could have changed (None:
+        it does not): its executable or a file it maps lies on one of the sandbox's
+        writable mounts (everything else is the host's, read-only)."""
+        root = f"/proc/{pid}/root"
+        writable = set()
+        # the tests are bound read-only from the host in the grader's sandbox
+        for d in (*(d for d in TMPFS_MB if d != "/tests"), "/tmp", "/work", "/dev/shm"):
+            with contextlib.suppress(OSError):
+                writable.add(os.stat(root + d).st_dev)
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError as exc:
+            return f"cannot read its executable: {exc}"
+        for path in [exe, *maps]:
+            if path.endswith(" (deleted)"):
+                return f"it maps a deleted file {path}"
+            try:
+                dev = os.stat(root + path).st_dev
+            except OSError as exc:
+                return f"cannot check {path}: {exc.strerror}"
+            if dev in writable:
+                return f"it runs {path}, a file of the agent's"
+        try:
+            same = os.path.samefile(root + exe, root + self.python)
+        except OSError:
+            same = False
+        if not same:
+            return f"its executable {exe} is not the verifier's interpreter"
+        return None
 
     def read(self, path: str) -> bytes | None:
         member = self._members.get(path)

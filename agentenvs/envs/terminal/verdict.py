@@ -77,6 +77,7 @@ class TaskTests:
         """
         task = self.task
         self._findings, self._stopped = [], 0
+        self._problems, self._exposed = [], []
         if self._shell is not None:
             try:
                 if self.grading == "safe":
@@ -96,6 +97,10 @@ class TaskTests:
         shell = self._new_session(task)
         try:
             self.runtime().starting_state(task, shell)
+            if self.grading == "safe":
+                results, reward, output = self._grade_safe(shell)
+                shell = self._shell or shell
+                return results, reward, note + output
             return self._run_tests_in(shell, note)
         except SANDBOX_FAILURES as exc:
             self._check_fault(exc)
@@ -113,82 +118,135 @@ class TaskTests:
         return pairs
 
     def _grade_safe(self, shell: ShellSession) -> tuple[dict[str, bool], float | None, str]:
-        """Grade as ``grading.py`` says: freeze, check the toolchain, tests in a new session."""
-        from agentenvs.envs.terminal import offline
-        from agentenvs.envs.terminal.runtime_local import tar_of
+        """Grade as ``verifier`` says: freeze, then the tests on the verifier's toolchain,
+        in an environment built from nothing, their verdict on the verifier's channel."""
+        from agentenvs.envs.terminal import verifier
+        from agentenvs.envs.terminal.verifier import rules, tree
+        from agentenvs.envs.terminal.verifier.channel import VerdictChannel
 
         task = self.task
         runtime = self.runtime()
-        frozen = runtime.freeze(task, shell, lambda: self._new_session(task))
-        self._shell = None
-        self._stopped = frozen.stopped
-        env = runtime.test_environment(task)
-        path_dirs = [d for d in env.get("PATH", "").split(":") if d.startswith("/")]
-        if hasattr(frozen, "use_profile"):
-            frozen.use_profile(path_dirs)
-        self._findings = grading_rules.toolchain_findings(
-            frozen.changes,
-            read=frozen.read,
-            test_path=path_dirs,
-            image_commands=frozen.image_commands,
-            tests_dir="/tests",
-            workdir=shell.workdir,
-            protected=(offline.MOUNT,),
-            loader_cache_ok=frozen.loader_cache_ok,
-            ignore=getattr(frozen, "ignore", ()),
-        )
-        if self._findings:
-            try:  # a shell for what may follow (a snapshot); the toolchain is not trusted
-                self._shell = frozen.open()
-            except SandboxError:
-                self._shell = None
-            return {}, None, "[not graded: the agent changed the test toolchain]"
-        grader = self._shell = frozen.open()
-        # what the agent left in the tests' and the verdict's places goes; then the tests
-        wheelhouse = getattr(runtime, "wheelhouse", None)
-        places = "/tests /logs/verifier" + (
-            f" {offline.WHEELHOUSE}" if wheelhouse is not None else ""
-        )
-        rc, out = grader.control(
-            f'for d in {places}; do rm -rf "$d" 2>/dev/null; rm -rf "$d"/* "$d"/.[!.]* '
-            "2>/dev/null; done; [ -L /logs ] && rm -f /logs; "
-            "mkdir -p /tests /logs/verifier && chmod 0755 /tests /logs/verifier"
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot clear the tests' dirs: {out.decode(errors='replace')}")
-        tests = tar_of(self._test_pairs())
-        frozen.put(tests)
-        if wheelhouse is not None and Path(wheelhouse).is_dir():
-            frozen.put(tar_of([(Path(wheelhouse), offline.WHEELHOUSE)]))
-        expected = grading_rules.tar_digests(tests, "tests")
-        found = grading_rules.tar_digests(frozen.archive("/tests"), "tests")
-        if found != expected:
-            changed = sorted(
-                set(found) ^ set(expected)
-                | {k for k in found.keys() & expected.keys() if found[k] != expected[k]}
+        files = rules.task_test_files(task.tests_dir)
+        counted, shipped = rules.count_tests(files), rules.digests(files)
+        stage = verifier.Stage(self._test_pairs())
+        channel: VerdictChannel | None = None
+        try:
+            frozen = runtime.freeze(task, shell, lambda: self._new_session(task), stage)
+            self._shell = None
+            self._stopped = frozen.stopped
+            grader = self._shell = frozen.open()
+            channel = VerdictChannel(
+                frozen.channel_dir(stage),
+                python=frozen.python,
+                boot=f"{tree.MOUNT}/boot.py",
+                trusted=frozen.trusted,
             )
-            raise SandboxError(f"the tests changed on their way in: {', '.join(changed[:5])}")
-        hook = getattr(runtime, "before_tests", None)
-        if hook is not None:
-            hook(task)
-        limit = task.max_test_timeout_sec
-        rc, out = grader.control(self._test_command(grader), timeout=limit + 30)
-        output = out.decode("utf-8", errors="replace")
-        if rc is None or rc == 137:
-            output += f"\n[tests timed out after {limit:g} s]"
-        self._stopped += frozen.stop()
-        files = {
-            name: frozen.fetch(path)
-            for name, path in (
-                ("log", OFFLINE_LOG),
-                ("json", "/logs/verifier/reward.json"),
-                ("txt", "/logs/verifier/reward.txt"),
+            rc, out = grader.control(verifier.prepare_home(stage))
+            if rc != 0:
+                raise SandboxError(
+                    f"cannot prepare the verifier's home: {out.decode(errors='replace')[-500:]}"
+                )
+            hook = getattr(runtime, "before_tests", None)
+            if hook is not None:
+                hook(task)
+            path, declared, home = runtime.verifier_declared(task)
+            env = verifier.environment(
+                stage,
+                path=path,
+                declared=declared,
+                agent_home=home,
+                layout=task.layout,
+                workdir=grader.workdir,
             )
-        }
-        self._shell = frozen.resume()
-        text = {k: (v or b"").decode("utf-8", errors="replace") for k, v in files.items()}
-        self._findings = grading_rules.summary_findings(output)
-        return self._read_results(output, text["log"], text["json"], text["txt"])
+            limit = task.max_test_timeout_sec
+            script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
+            assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+            marker = f"__AE_VERIFIER_{stage.mark}__"
+            rc, out = grader.control(
+                f"rm -f {OFFLINE_LOG}; cd {shlex.quote(grader.workdir)} && env -i {assigns} "
+                f"timeout -s KILL {limit:g} bash {script} 2>&1; "
+                f"printf '\\n{marker}%d\\n' $?; "
+                "cat /logs/verifier/reward.json 2>/dev/null; "
+                f"printf '\\n{marker}\\n'; cat /logs/verifier/reward.txt 2>/dev/null; exit 0",
+                timeout=limit + 30,
+            )
+            text = out.decode("utf-8", errors="replace")
+            output, _, tail = text.partition(f"\n{marker}")
+            code, _, at_exit = tail.partition("\n")
+            if rc is None or code.strip() in ("", "137"):
+                output += f"\n[tests timed out after {limit:g} s]"
+            # every process the tests left is stopped before the verdict is read
+            self._stopped += frozen.stop()
+            now = {
+                name: frozen.fetch(path)
+                for name, path in (
+                    ("log", OFFLINE_LOG),
+                    ("json", "/logs/verifier/reward.json"),
+                    ("txt", "/logs/verifier/reward.txt"),
+                )
+            }
+            self._shell = frozen.resume()
+        finally:
+            if channel is not None:
+                channel.close()
+            stage.close()
+        text_now = {k: (v or b"").decode("utf-8", errors="replace") for k, v in now.items()}
+        json_at_exit, _, txt_at_exit = at_exit.partition(f"\n{marker}\n")
+        verdict = rules.judge(channel.sessions, counted, shipped, refused=channel.refused)
+        return self._verifier_results(
+            verdict,
+            counted,
+            output,
+            text_now,
+            (json_at_exit.strip(), txt_at_exit.strip()),
+        )
+
+    def _verifier_results(
+        self,
+        verdict: Any,
+        counted: dict[str, set[str]],
+        output: str,
+        now: dict[str, str],
+        at_exit: tuple[str, str],
+    ) -> tuple[dict[str, bool], float | None, str]:
+        """The episode's verdict from the verifier's: results by test name, Harbor's
+        reward believed only beside a report that agrees, findings and problems noted."""
+        task = self.task
+        self._findings = list(verdict.findings)
+        self._exposed = list(verdict.exposed)
+        self._problems = list(verdict.problems)
+        if (now["json"].strip(), now["txt"].strip()) != at_exit:
+            self._findings.append(
+                "a reward file changed after the test script exited (a process it left wrote it)"
+            )
+        uses_pytest = any(counted.values())
+        if not uses_pytest:
+            self._problems = []  # no pytest tests: the task's own script decides
+        results = {nodeid.split("::", 1)[-1]: ok for nodeid, ok in verdict.results.items()}
+        for path, names in counted.items():
+            for name in names:
+                if not any(k == name or k.startswith(name + "[") for k in results):
+                    results[name] = False  # counted, never reported: failed
+        output += "".join(f"\n[verifier: {p}]" for p in self._problems)
+        if not uses_pytest and task.layout == "tb1":
+            return self._read_results(output, now["log"], now["json"], now["txt"])
+        self._unmet = sorted({ln.strip() for ln in now["log"].splitlines() if ln.strip()})
+        if self._unmet:
+            output += "\n[offline: could not provide " + "; ".join(self._unmet) + "]"
+        reward: float | None = None
+        self._rewards = {}
+        if task.layout == "harbor":
+            reward, self._rewards, problem = read_rewards(now["json"], now["txt"])
+            if problem:
+                output += f"\n[{problem}: counted as a failure]"
+            elif uses_pytest and not verdict.passed and reward >= 1.0:
+                self._findings.append(
+                    "the reward file says the task is solved where the verifier's report "
+                    "says its tests did not all pass"
+                )
+        elif self._problems:
+            reward = -1.0 if not results else None
+        return results, reward, output
 
     def _run_tests_in(
         self, shell: ShellSession, note: str
@@ -253,6 +311,7 @@ class TaskTests:
                 *(f"- {f}" for f in self._findings),
             ] + (lines if self._results else [])
         lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
+        lines += [f"Verifier: {problem}" for problem in self._problems]
         if len(self._rewards) > 1:
             lines.append("Rewards: " + ", ".join(f"{k}={v:g}" for k, v in self._rewards.items()))
         elif self._harbor_reward is not None and self._harbor_reward >= 0:
@@ -289,7 +348,7 @@ class TaskTests:
         return copy._score_now()
 
     def _success_now(self) -> bool:
-        if not self._tested or self._findings:
+        if not self._tested or self._findings or getattr(self, "_problems", None):
             return False
         if self._rewards:
             return all(v >= 1.0 for v in self._rewards.values())
@@ -300,6 +359,8 @@ class TaskTests:
     def _score_now(self) -> float:
         if not self._tested or self._findings:
             return 0.0
+        if getattr(self, "_problems", None) and self._harbor_reward is None:
+            return sum(self._results.values()) / max(len(self._results), 1)
         if self._harbor_reward is not None:
             return max(self._harbor_reward, 0.0)
         if not self._results:

@@ -97,7 +97,37 @@ def read_requirements(path: str) -> list[str]:
     return out
 
 
+#: the verifier's tree when these stand-ins serve the tests of a safe grading (None:
+#: the agent's session or an official grading); see :func:`verifier_mode`
+VERIFIER: Path | None = None
+
+
+def verifier_mode(root: str) -> None:
+    """Serve the verifier: its own Python for every environment, venvs that are made
+    afresh (never one found in place), wheels unpacked by this code (never the image's
+    pip or its configuration), and the verifier's commands in the uv installer."""
+    global VERIFIER, BIN
+    VERIFIER = Path(root)
+    BIN = VERIFIER / "bin"
+
+
+def _mark() -> str:
+    return os.environ.get("AGENTENVS_VERIFIER_MARK", "")
+
+
+def _marked(venv: Path) -> bool:
+    try:
+        text = (venv / "pyvenv.cfg").read_text(errors="replace")
+    except OSError:
+        return False
+    return bool(_mark()) and f"agentenvs-verifier = {_mark()}" in text
+
+
 def python_of(venv: Path | None) -> str:
+    if VERIFIER is not None:
+        if venv is not None and _marked(venv):
+            return str(venv / "bin" / "python")
+        return str(VERIFIER / "bin" / "python3")
     if venv is not None and (venv / "bin" / "python").exists():
         return str(venv / "bin" / "python")
     return real_tool("python3") or sys.executable
@@ -114,9 +144,51 @@ def has_distribution(python: str, name: str) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def from_wheelhouse(python: str, req: str) -> bool:
+def _wheel_for(req: str) -> Path | None:
+    """A pure-Python wheel of the wheelhouse meeting ``req`` (its name and ``==`` pin)."""
+    name = (requirement_name(req) or "").lower().replace("-", "_").replace(".", "_")
+    pinned = re.search(r"==\s*([^\s;,]+)", req)
+    best = None
+    for wheel in sorted(Path(WHEELHOUSE).glob("*.whl")):
+        parts = wheel.name[:-4].split("-")
+        if len(parts) < 5 or parts[0].lower().replace(".", "_") != name:
+            continue
+        if parts[-1] != "any" or parts[-2] != "none":
+            continue
+        if pinned and parts[1] != pinned.group(1):
+            continue
+        best = wheel
+    return best
+
+
+def _unpack_wheel(req: str, venv: Path | None) -> bool:
+    """The verifier's install: a pure wheel of the wheelhouse unpacked into the venv's
+    site dir (or the verifier's installs), no installer, no configuration read."""
+    import zipfile
+
+    wheel = _wheel_for(req)
+    if wheel is None:
+        return False
+    if venv is not None:
+        target = venv / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages"
+    else:
+        target = Path(os.environ.get("AGENTENVS_VERIFIER_INSTALLS", str(Path.home() / "site")))
+    target.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as z:
+        for member in z.namelist():
+            dest = (target / member).resolve()
+            if not str(dest).startswith(str(target.resolve()) + os.sep):
+                say(f"{wheel.name}: refused the entry {member!r}")
+                return False
+        z.extractall(target)
+    return True
+
+
+def from_wheelhouse(python: str, req: str, venv: Path | None = None) -> bool:
     if not Path(WHEELHOUSE).is_dir():
         return False
+    if VERIFIER is not None:
+        return _unpack_wheel(req, venv)
     pip = [python, "-m", "pip"]
     if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
         system = real_tool("python3") or sys.executable
@@ -151,7 +223,7 @@ def ensure(python: str, reqs: list[str], venv: Path | None = None) -> bool:
             ok = False
             continue
         version = has_distribution(python, name)
-        if version is None and from_wheelhouse(python, req):
+        if version is None and from_wheelhouse(python, req, venv):
             version = has_distribution(python, name)
         if version is None:
             unmet(f"the Python package {req!r}")
@@ -192,7 +264,49 @@ def console_scripts(python: str, name: str, venv: Path) -> None:
         target.chmod(0o755)
 
 
+def _verifier_venv(path: Path) -> Path:
+    """A venv of the verifier's Python, made afresh unless this grading made it: what
+    was at ``path`` before (a venv the agent prepared) goes."""
+    import shutil
+
+    if _marked(path):
+        return path
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    assert VERIFIER is not None
+    bin_dir = path / "bin"
+    bin_dir.mkdir(parents=True)
+    (path / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages").mkdir(parents=True)
+    (path / "pyvenv.cfg").write_text(
+        f"home = {VERIFIER / 'bin'}\ninclude-system-site-packages = true\n"
+        f"agentenvs-verifier = {_mark()}\n"
+    )
+    venv = shlex.quote(str(path.resolve()))
+    for name in ("python", "python3", "pytest", "py.test"):
+        target = shlex.quote(str(VERIFIER / "bin" / name.replace("python", "python3", 1)
+                                 if name.startswith("python") else VERIFIER / "bin" / name))
+        (bin_dir / name).write_text(
+            f"#!/bin/sh\nVIRTUAL_ENV={venv} exec {target} \"$@\"\n"
+        )
+        (bin_dir / name).chmod(0o755)
+    for name in ("pip", "pip3", "uv", "uvx"):
+        (bin_dir / name).write_text(
+            f"#!/bin/sh\nVIRTUAL_ENV={venv} exec {shlex.quote(str(VERIFIER / 'bin' / name))} "
+            '"$@"\n'
+        )
+        (bin_dir / name).chmod(0o755)
+    (bin_dir / "activate").write_text(
+        f"VIRTUAL_ENV={venv}\nexport VIRTUAL_ENV\nPATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n"
+        "deactivate () { :; }\n"
+    )
+    return path
+
+
 def make_venv(path: Path) -> Path:
+    if VERIFIER is not None:
+        return _verifier_venv(path)
     if not (path / "bin" / "python").exists():
         system = real_tool("python3") or sys.executable
         r = subprocess.run(
@@ -209,6 +323,12 @@ def make_venv(path: Path) -> Path:
 def project_venv() -> Path:
     """The venv uv would use here: $VIRTUAL_ENV, else the project's .venv."""
     active = os.environ.get("UV_PROJECT_ENVIRONMENT") or os.environ.get("VIRTUAL_ENV")
+    if VERIFIER is not None:
+        # the verifier's own (a venv found in the work dir is the agent's: never used)
+        if active and _marked(Path(active)):
+            return Path(active)
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", str(Path.cwd())) or "root"
+        return make_venv(Path.home() / "venvs" / name)
     return make_venv(Path(active) if active else Path.cwd() / ".venv")
 
 
@@ -461,6 +581,8 @@ def pip(args: list[str], uv_venv: bool = False) -> int:
         venv = Path(os.environ["VIRTUAL_ENV"])
     elif uv_venv and not system and (Path.cwd() / ".venv").exists():
         venv = Path.cwd() / ".venv"
+    if VERIFIER is not None and venv is not None and not _marked(venv):
+        venv = None  # a venv the verifier did not make is not one it installs into
     return 0 if ensure(python_of(venv), reqs, venv) else 1
 
 
