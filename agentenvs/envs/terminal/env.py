@@ -312,6 +312,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 from agentenvs.envs.terminal.runtime_docker import DockerRuntime
 
                 self._runtime = DockerRuntime(self.limits, **self.docker_options)
+                # safe grading fills each task container's read-only verifier dirs
+                self._runtime.verifier_mounts = self.grading == "safe"
             else:
                 from agentenvs.envs.terminal.runtime_local import LocalRuntime
                 from agentenvs.sandbox.local import hide_from_sandboxes

@@ -21,7 +21,9 @@ from typing import Any, Protocol
 
 from agentenvs.core.errors import SandboxError
 from agentenvs.envs.terminal.data import TerminalTask
+from agentenvs.envs.terminal.grading import _STDLIB
 from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.envs.terminal.verifier.tree import MOUNT
 from agentenvs.sandbox.docker import _Container
 
 
@@ -181,10 +183,49 @@ class DockerFrozen:
         #: opened only once the toolchain is known to be the image's (its shell is ``sh``)
         self.shell: ShellSession | None = None
 
+    #: the verifier's interpreter as the container sees it (set by ``freeze``)
+    python: str = ""
+
     def open(self) -> ShellSession:
         if self.shell is None:
             self.shell = self.runtime._shell_in(self.box, self.key)
         return self.shell
+
+    def channel_dir(self, stage: Any) -> str:
+        """The host dir shown at the tree's ``channel/`` in this container."""
+        assert self.box.host_dir is not None
+        return os.path.join(self.box.host_dir, "v", "channel")
+
+    def trusted(self, pid: int, maps: list[str]) -> str | None:
+        """Why a process of this container runs code the agent could have changed (None:
+        it does not): its executable or a file it maps differs from the image (the
+        engine's account of the container's changes, read now), or the standard library
+        of its interpreter does."""
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError as exc:
+            return f"cannot read its executable: {exc}"
+        try:
+            same = os.path.samefile(f"/proc/{pid}/root{exe}", f"/proc/{pid}/root{self.python}")
+        except OSError:
+            same = False
+        if not same:
+            return f"its executable {exe} is not the verifier's interpreter"
+        try:
+            changed = {p for p, _ in container_changes(self.runtime.client.api, self.box.id)}
+        except SandboxError as exc:
+            return f"cannot read the container's changes: {exc}"
+        for path in [exe, *maps]:
+            if path.endswith(" (deleted)"):
+                return f"it maps a deleted file {path}"
+            if path.startswith(MOUNT + "/"):
+                continue
+            if path in changed:
+                return f"it runs {path}, a file the agent changed"
+        for path in changed:
+            if _STDLIB.match(path) and "-packages" not in path:
+                return f"the standard library changed ({path})"
+        return None
 
     def use_profile(self, dirs: Sequence[str]) -> None:
         self.image_commands, self._cache = self.runtime.profile(self.task, dirs)
@@ -217,22 +258,22 @@ class DockerFrozen:
             raise SandboxError(f"cannot read {path} of {self.box.short}: {exc}") from exc
 
     def stop(self) -> int:
-        """Stop what the tests left running (programs of the agent they started), while
-        the verdict is read: the engine pauses every process of the container."""
-        try:
-            self.runtime.client.api.pause(self.box.id)
-        except Exception as exc:
-            raise SandboxError(f"cannot pause container {self.box.short}: {exc}") from exc
-        self._paused = True
+        """Stop what the tests left running (programs of the agent they started) before
+        the verdict is read: the engine kills every process of the container."""
+        if self.shell is not None:
+            self.shell.close()
+            self.shell = None
+        self.runtime._restart(self.box, start=False)
+        self._stopped = True
         return 0
 
     def resume(self) -> ShellSession:
         """The container running again, the grader's session in it (for what may follow:
         the final state's key, a snapshot)."""
-        if getattr(self, "_paused", False):
+        if getattr(self, "_stopped", False):
             try:
-                self.runtime.client.api.unpause(self.box.id)
+                self.runtime.client.api.start(self.box.id)
             except Exception as exc:
-                raise SandboxError(f"cannot unpause container {self.box.short}: {exc}") from exc
-            self._paused = False
+                raise SandboxError(f"cannot start container {self.box.short}: {exc}") from exc
+            self._stopped = False
         return self.open()

@@ -55,6 +55,7 @@ import atexit
 import dataclasses
 import os
 import shlex
+import shutil
 import threading
 import time
 import uuid
@@ -80,6 +81,7 @@ from agentenvs.envs.terminal.task_container import (
     _ShellProcess,
     _TaskContainer,
 )
+from agentenvs.envs.terminal.verifier import tree as verifier_tree
 from agentenvs.sandbox.base import Limits
 from agentenvs.sandbox.docker import (
     DockerProcess,
@@ -214,6 +216,10 @@ class DockerRuntime:
         self._profiles: dict[
             tuple[str, tuple[str, ...]], tuple[dict[str, frozenset[str]], bytes]
         ] = {}
+        #: the image's python3 for the verifier, by image
+        self._pythons: dict[str, str] = {}
+        #: whether task containers get the verifier's read-only dirs (safe grading)
+        self.verifier_mounts = False
         #: the next session, opened ahead (or the thread opening it)
         self._spare: _Spare | None = None
         self._owned: dict[str, _TaskContainer] = {}
@@ -593,6 +599,16 @@ class DockerRuntime:
         extra_hosts: Mapping[str, str] | None = None,
         service: ComposeService | None = None,
     ) -> _TaskContainer:
+        binds: dict[str, str] = {}
+        host_dir: str | None = None
+        if self.verifier_mounts and service is None and not extra_hosts:
+            # the verifier's tree and the tests, read-only, empty until a safe grading
+            # fills them after the freeze (see verifier)
+            host_dir = verifier_tree.container_dirs()
+            binds = {
+                f"{host_dir}/v": verifier_tree.MOUNT,
+                f"{host_dir}/tests": "/tests",
+            }
         try:
             box = _TaskContainer(
                 self.client,
@@ -604,6 +620,8 @@ class DockerRuntime:
                 labels={RUNTIME_LABEL: self.token},
                 extra_hosts=extra_hosts,
                 service=service,
+                binds=binds,
+                host_dir=host_dir,
             )
         except SandboxError as exc:
             text = str(exc)
@@ -937,10 +955,16 @@ class DockerRuntime:
         return made
 
     def freeze(
-        self, task: TerminalTask, shell: ShellSession, reopen: Callable[[], ShellSession]
+        self,
+        task: TerminalTask,
+        shell: ShellSession,
+        reopen: Callable[[], ShellSession],
+        stage: Any = None,
     ) -> DockerFrozen:
         """Stop every process of the agent's container (the engine kills it; its files
-        stay), start it again and open the grader's session in it."""
+        stay), start it again and open the grader's session in it. With a verifier
+        ``stage``: the container's read-only dirs get the verifier's tree (for the image's
+        interpreter) and the task's tests while it is stopped."""
         box, key = self._current, self._current_key
         if box is None or key is None:
             raise SandboxError("no container to grade")
@@ -950,8 +974,52 @@ class DockerRuntime:
         except Exception as exc:
             raise SandboxError(f"cannot list the processes of {box.short}: {exc}") from exc
         shell.close()
-        self._restart(box)
-        return DockerFrozen(self, task, box, key, max(0, len(listed) - len(_OWN_PROCESSES)))
+        self._restart(box, start=False)
+        python = ""
+        if stage is not None:
+            if box.host_dir is None:
+                raise SandboxError(f"container {box.short} has no verifier mounts")
+            python = self.verifier_python(task)
+            verifier_tree.lay_out(Path(box.host_dir) / "v", python, self.wheelhouse, link=True)
+            shutil.rmtree(Path(box.host_dir) / "tests")
+            shutil.copytree(stage.tests, Path(box.host_dir) / "tests")
+            verifier_tree.readable(Path(box.host_dir) / "tests")
+        try:
+            api.start(box.id)
+        except Exception as exc:
+            raise SandboxError(f"cannot restart container {box.short}: {exc}") from exc
+        frozen = DockerFrozen(self, task, box, key, max(0, len(listed) - len(_OWN_PROCESSES)))
+        frozen.python = python
+        return frozen
+
+    def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
+        """(PATH, declared variables, the agent's HOME) of the tests: the image's ENV."""
+        declared = dict(self.image_config(task)["env"])
+        return declared.get("PATH", DEFAULT_PATH), declared, declared.get("HOME", "/root")
+
+    def verifier_python(self, task: TerminalTask) -> str:
+        """The image's ``python3`` (first on its PATH), from a container no agent touched."""
+        image = self.image(task)
+        if image in self._pythons:
+            return self._pythons[image]
+        path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
+        box = self._start(image, task.id, "none", services=False)
+        try:
+            rc, out, _, _, _ = box.exec(
+                [
+                    "sh",
+                    "-c",
+                    f"PATH={shlex.quote(path)}; command -v python3 || echo /usr/bin/python3",
+                ],
+                user="0:0",
+                timeout=60,
+            )
+        finally:
+            self._discard(box)
+        found = out.decode(errors="replace").strip().splitlines()
+        python = found[0] if rc == 0 and found and found[0].startswith("/") else "/usr/bin/python3"
+        self._pythons[image] = python
+        return python
 
     def close(self) -> None:
         """Remove every container of this runtime; idempotent."""

@@ -9,6 +9,7 @@ memory/pids/CPU limits and Docker's init; it carries the docker sandbox backend'
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 import time
@@ -50,10 +51,15 @@ class _TaskContainer(_Container):
         labels: Mapping[str, str] | None = None,
         extra_hosts: Mapping[str, str] | None = None,
         service: Any = None,
+        binds: Mapping[str, str] | None = None,
+        host_dir: str | None = None,
     ) -> None:
         """``service`` (a ``data.ComposeService``): a sidecar running that service's own
         command (its image's user, entrypoint and command unless the compose file says),
-        with the same limits and capabilities; ``network`` is then ``container:<id>``."""
+        with the same limits and capabilities; ``network`` is then ``container:<id>``.
+        ``binds``: host dirs shown read-only (host path -> container path); ``host_dir``:
+        a host dir of this container's, removed with it."""
+        self.host_dir = host_dir
         self.client = client
         self.limits = limits
         self.image = image
@@ -79,6 +85,7 @@ class _TaskContainer(_Container):
                 {"Name": "core", "Soft": 0, "Hard": 0},
             ],
             ipc_mode="private",
+            binds={h: {"bind": c, "mode": "ro"} for h, c in (binds or {}).items()} or None,
         )
         labels = {
             POOL_LABEL: str(os.getpid()),
@@ -122,6 +129,13 @@ class _TaskContainer(_Container):
         except Exception as exc:
             self.remove()
             raise SandboxError(f"cannot start container {self.short}: {exc}") from exc
+
+    def remove(self) -> None:
+        try:
+            super().remove()
+        finally:
+            if self.host_dir is not None:
+                shutil.rmtree(self.host_dir, ignore_errors=True)
 
 
 class _ShellProcess(DockerProcess):

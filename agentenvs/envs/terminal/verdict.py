@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
-from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_results
 from agentenvs.envs.terminal.shell import ShellSession
@@ -223,7 +222,7 @@ class TaskTests:
         if not uses_pytest:
             self._problems = []  # no pytest tests: the task's own script decides
         results = {nodeid.split("::", 1)[-1]: ok for nodeid, ok in verdict.results.items()}
-        for path, names in counted.items():
+        for names in counted.values():
             for name in names:
                 if not any(k == name or k.startswith(name + "[") for k in results):
                     results[name] = False  # counted, never reported: failed

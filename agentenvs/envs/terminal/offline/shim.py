@@ -170,7 +170,9 @@ def _unpack_wheel(req: str, venv: Path | None) -> bool:
     if wheel is None:
         return False
     if venv is not None:
-        target = venv / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages"
+        target = (
+            venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+        )
     else:
         target = Path(os.environ.get("AGENTENVS_VERIFIER_INSTALLS", str(Path.home() / "site")))
     target.mkdir(parents=True, exist_ok=True)
@@ -278,27 +280,31 @@ def _verifier_venv(path: Path) -> Path:
     assert VERIFIER is not None
     bin_dir = path / "bin"
     bin_dir.mkdir(parents=True)
-    (path / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages").mkdir(parents=True)
+    (path / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages").mkdir(
+        parents=True
+    )
     (path / "pyvenv.cfg").write_text(
         f"home = {VERIFIER / 'bin'}\ninclude-system-site-packages = true\n"
         f"agentenvs-verifier = {_mark()}\n"
     )
     venv = shlex.quote(str(path.resolve()))
     for name in ("python", "python3", "pytest", "py.test"):
-        target = shlex.quote(str(VERIFIER / "bin" / name.replace("python", "python3", 1)
-                                 if name.startswith("python") else VERIFIER / "bin" / name))
-        (bin_dir / name).write_text(
-            f"#!/bin/sh\nVIRTUAL_ENV={venv} exec {target} \"$@\"\n"
+        target = shlex.quote(
+            str(
+                VERIFIER / "bin" / name.replace("python", "python3", 1)
+                if name.startswith("python")
+                else VERIFIER / "bin" / name
+            )
         )
+        (bin_dir / name).write_text(f'#!/bin/sh\nVIRTUAL_ENV={venv} exec {target} "$@"\n')
         (bin_dir / name).chmod(0o755)
     for name in ("pip", "pip3", "uv", "uvx"):
         (bin_dir / name).write_text(
-            f"#!/bin/sh\nVIRTUAL_ENV={venv} exec {shlex.quote(str(VERIFIER / 'bin' / name))} "
-            '"$@"\n'
+            f'#!/bin/sh\nVIRTUAL_ENV={venv} exec {shlex.quote(str(VERIFIER / "bin" / name))} "$@"\n'
         )
         (bin_dir / name).chmod(0o755)
     (bin_dir / "activate").write_text(
-        f"VIRTUAL_ENV={venv}\nexport VIRTUAL_ENV\nPATH=\"$VIRTUAL_ENV/bin:$PATH\"\nexport PATH\n"
+        f'VIRTUAL_ENV={venv}\nexport VIRTUAL_ENV\nPATH="$VIRTUAL_ENV/bin:$PATH"\nexport PATH\n'
         "deactivate () { :; }\n"
     )
     return path

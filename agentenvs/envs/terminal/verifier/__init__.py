@@ -106,12 +106,12 @@ def environment(
             "AGENTENVS_VERIFIER_PYTHONPATH": declared.get("PYTHONPATH", ""),
             "AGENTENVS_AGENT_HOME": agent_home,
             "AGENTENVS_OFFLINE_LOG": offline.LOG,
-            "AGENTENVS_WHEELHOUSE": offline.WHEELHOUSE,
+            "AGENTENVS_WHEELHOUSE": f"{MOUNT}/wheelhouse",
             "UV_OFFLINE": "1",
             # pip, run by a program of the tests, reads no configuration file at all
             "PIP_CONFIG_FILE": "/dev/null",
             "PIP_NO_INDEX": "1",
-            "PIP_FIND_LINKS": offline.WHEELHOUSE,
+            "PIP_FIND_LINKS": f"{MOUNT}/wheelhouse",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         }
     )

@@ -115,7 +115,8 @@ class VerdictChannel:
             return f"not the verifier's launcher: {' '.join(argv[:4])[:200]}"
         rest = argv[4:]
         if rest[:1] != ["pytest"] and not (
-            rest[:1] == ["python"] and any(rest[i : i + 2] == ["-m", "pytest"] for i in range(len(rest)))
+            rest[:1] == ["python"]
+            and any(rest[i : i + 2] == ["-m", "pytest"] for i in range(len(rest)))
         ):
             return "the launcher is not running pytest"
         return self.trusted(pid, maps)

@@ -84,8 +84,11 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return not self.problems and not self.findings and bool(self.results) and all(
-            self.results.values()
+        return (
+            not self.problems
+            and not self.findings
+            and bool(self.results)
+            and all(self.results.values())
         )
 
 
@@ -103,7 +106,9 @@ def judge(
     outcomes: dict[str, list[bool]] = {}
     seen_files: set[str] = set()
     for refusal in refused:
-        verdict.findings.append(f"a process that is not the verifier's pytest used its channel ({refusal})")
+        verdict.findings.append(
+            f"a process that is not the verifier's pytest used its channel ({refusal})"
+        )
     for session in sessions:
         verdict.sessions += 1
         if session.problem:
@@ -119,7 +124,8 @@ def judge(
             tampered = finish.get("tampered") or []
             if tampered:
                 verdict.findings.append(
-                    "code the tests imported changed pytest's reporting: " + ", ".join(map(str, tampered))
+                    "code the tests imported changed pytest's reporting: "
+                    + ", ".join(map(str, tampered))
                 )
             verdict.exposed += [str(m) for m in finish.get("exposed") or []]
         for event in session.events:

@@ -138,5 +138,21 @@ def lay_out(dest: Path, python: str, wheelhouse: Path | None, *, link: bool = Fa
         (bin_dir / name).write_text(wrapper(python, words))
         (bin_dir / name).chmod(0o755)
     (dest / "channel").mkdir()
+    if wheelhouse is not None and wheelhouse.is_dir():
+        (dest / "wheelhouse").mkdir()
+        for wheel in wheelhouse.glob("*.whl"):
+            shutil.copy2(wheel, dest / "wheelhouse" / wheel.name)
     readable(dest)
     return dest
+
+
+def container_dirs() -> str:
+    """A host dir for one container's verifier mounts: ``v/`` (the tree, laid out at the
+    freeze) and ``tests/``, both empty until then; removed with the container."""
+    from agentenvs.sandbox._leftovers import owned_mkdtemp
+
+    root = Path(owned_mkdtemp("agentenvs-box-"))
+    (root / "v").mkdir()
+    (root / "tests").mkdir()
+    readable(root)
+    return str(root)

@@ -68,7 +68,7 @@ def tests_dir():
 
 def _site_dirs():
     """The interpreter's own site dirs, as ``site`` would name them (without running it)."""
-    version = "python%d.%d" % sys.version_info[:2]
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     out = []
     for prefix in dict.fromkeys([sys.prefix, sys.exec_prefix, "/usr/local", "/usr"]):
         out += [
@@ -92,7 +92,11 @@ def _venv_dirs():
                 return []
     except OSError:
         return []
-    return [os.path.join(venv, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")]
+    return [
+        os.path.join(
+            venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages"
+        )
+    ]
 
 
 def _add(path, seen):
@@ -142,7 +146,13 @@ def build_path():
         _add_sitedir(p, seen)
     home = _env("AGENTENVS_AGENT_HOME", "/root")
     _add_sitedir(
-        os.path.join(home, ".local", "lib", "python%d.%d" % sys.version_info[:2], "site-packages"),
+        os.path.join(
+            home,
+            ".local",
+            "lib",
+            f"python{sys.version_info[0]}.{sys.version_info[1]}",
+            "site-packages",
+        ),
         seen,
     )
     installs = _env("AGENTENVS_VERIFIER_INSTALLS")
@@ -239,7 +249,9 @@ def pytest_args(args):
     if "-c" not in out and "--config-file=" not in given:
         configs = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
         own = [c for c in configs if os.path.isfile(os.path.join(tests, c))]
-        extra.append("--config-file=" + os.path.join(tests if own else HERE, own[0] if own else "pytest.ini"))
+        extra.append(
+            "--config-file=" + os.path.join(tests if own else HERE, own[0] if own else "pytest.ini")
+        )
     if "--rootdir=" not in given:
         extra.append("--rootdir=" + tests)
     if "--confcutdir=" not in given:
@@ -270,7 +282,7 @@ def run_python(args):
     while i < len(args):
         a = args[i]
         if a in ("-V", "--version"):
-            sys.stdout.write("Python %d.%d.%d\n" % sys.version_info[:3])
+            sys.stdout.write("Python {}.{}.{}\n".format(*sys.version_info[:3]))
             return 0
         if a == "-c":
             code = args[i + 1] if i + 1 < len(args) else ""
@@ -321,8 +333,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    try:
-        code = main(sys.argv)
-    except SystemExit as exc:
-        raise
+    code = main(sys.argv)
     sys.exit(code if isinstance(code, int) else 0)

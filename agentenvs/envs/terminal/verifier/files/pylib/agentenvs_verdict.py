@@ -52,7 +52,11 @@ def _write(event):
 def _hook_ids(config):
     hook = config.pluginmanager.hook
     found = {}
-    for name in ("pytest_runtest_logreport", "pytest_runtest_makereport", "pytest_report_teststatus"):
+    for name in (
+        "pytest_runtest_logreport",
+        "pytest_runtest_makereport",
+        "pytest_report_teststatus",
+    ):
         caller = getattr(hook, name, None)
         impls = caller.get_hookimpls() if caller is not None else []
         found[name] = [id(getattr(i, "function", None)) for i in impls]
@@ -74,7 +78,7 @@ def pytest_configure(config):
             line += chunk
         sock.settimeout(None)
     except OSError as exc:
-        sys.stderr.write("agentenvs verifier: no channel to the grader (%s)\n" % exc)
+        sys.stderr.write(f"agentenvs verifier: no channel to the grader ({exc})\n")
         sock.close()
         return
     words = line.decode("ascii", "replace").split()
@@ -104,7 +108,9 @@ def pytest_sessionstart(session):
 
 def pytest_collectreport(report):
     if report.failed:
-        _write({"ev": "collecterror", "nodeid": report.nodeid, "text": str(report.longrepr)[-2000:]})
+        _write(
+            {"ev": "collecterror", "nodeid": report.nodeid, "text": str(report.longrepr)[-2000:]}
+        )
 
 
 def _digest(path):
@@ -133,7 +139,9 @@ def pytest_runtest_logreport(report):
             "nodeid": report.nodeid,
             "when": report.when,
             "outcome": report.outcome,
-            "xfail": bool(getattr(report, "wasxfail", None) is not None and hasattr(report, "wasxfail")),
+            "xfail": bool(
+                getattr(report, "wasxfail", None) is not None and hasattr(report, "wasxfail")
+            ),
         }
     )
 
@@ -148,8 +156,10 @@ def _exposed():
         if not path:
             continue
         real = os.path.realpath(path)
-        if "site-packages" in real or "dist-packages" in real or not any(
-            real == r or real.startswith(r.rstrip("/") + "/") for r in roots
+        if (
+            "site-packages" in real
+            or "dist-packages" in real
+            or not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
         ):
             if not any(real.startswith(r.rstrip("/") + "/") for r in roots[:1]):
                 found.append(name)
