@@ -205,11 +205,9 @@ class DockerFrozen:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError as exc:
             return f"cannot read its executable: {exc}"
-        try:
-            same = os.path.samefile(f"/proc/{pid}/root{exe}", f"/proc/{pid}/root{self.python}")
-        except OSError:
-            same = False
-        if not same:
+        from agentenvs.envs.terminal.verifier.channel import same_file
+
+        if not same_file(pid, exe, self.python):
             return f"its executable {exe} is not the verifier's interpreter"
         try:
             changed = {p for p, _ in container_changes(self.runtime.client.api, self.box.id)}

@@ -640,11 +640,9 @@ class LocalFrozen:
                 return f"cannot check {path}: {exc.strerror}"
             if dev in writable:
                 return f"it runs {path}, a file of the agent's"
-        try:
-            same = os.path.samefile(root + exe, root + self.python)
-        except OSError:
-            same = False
-        if not same:
+        from agentenvs.envs.terminal.verifier.channel import same_file
+
+        if not same_file(pid, exe, self.python):
             return f"its executable {exe} is not the verifier's interpreter"
         return None
 

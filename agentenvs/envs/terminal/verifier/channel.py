@@ -53,6 +53,43 @@ class Session:
         return last if last is not None and last.get("ev") == "finish" else None
 
 
+def resolve_in(root: str, path: str, hops: int = 40) -> str:
+    """``path`` with every symlink followed inside ``root`` (a process's ``/proc/PID/root``:
+    an absolute link target there names the process's root, not the reader's)."""
+    parts = [p for p in path.split("/") if p]
+    done: list[str] = []
+    while parts:
+        name = parts.pop(0)
+        if name == ".":
+            continue
+        if name == "..":
+            if done:
+                done.pop()
+            continue
+        here = "/" + "/".join([*done, name])
+        try:
+            target = os.readlink(root + here)
+        except OSError:
+            done.append(name)
+            continue
+        hops -= 1
+        if hops < 0:
+            raise OSError(f"too many links resolving {path}")
+        if target.startswith("/"):
+            done = []
+        parts = [p for p in target.split("/") if p] + parts
+    return "/" + "/".join(done)
+
+
+def same_file(pid: int, a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` name the same file in the process's filesystem."""
+    root = f"/proc/{pid}/root"
+    try:
+        return os.path.samefile(root + resolve_in(root, a), root + resolve_in(root, b))
+    except OSError:
+        return False
+
+
 def _peer_pid(conn: socket.socket) -> int:
     data = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, _, _ = struct.unpack("3i", data)

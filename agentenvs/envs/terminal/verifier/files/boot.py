@@ -242,7 +242,8 @@ def pytest_args(args):
         out.append(a)
     if dropped:
         sys.stderr.write("agentenvs verifier: ignored " + ", ".join(dropped) + "\n")
-    extra = ["-p", PLUGIN]
+    # no cache: the tests' dir is read-only, and a cache the agent left is not read
+    extra = ["-p", PLUGIN, "-p", "no:cacheprovider"]
     for name in _provided_plugins():
         extra += ["-p", name]
     given = " ".join(out)
