@@ -669,10 +669,13 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         try:
             # git's index caches stat data (times, inodes) that differ between equal
             # states: hash each repository's staged entries instead of the index file
+            # anchored patterns: one match per member, where an unanchored one is tried at
+            # every '/' of the path (a tree 1,200 dirs deep took minutes of the sandbox)
+            top = shlex.quote(name)
             rc, out = self._shell.control(
                 "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
-                "--exclude=.git/index --exclude='*/.git/index' "
-                f"-C {shlex.quote(parent or '/')} {shlex.quote(name)} 2>/dev/null; "
+                f"--anchored --exclude={top}/.git/index --exclude={top}/'*/.git/index' "
+                f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
                 f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
                 'while read -r g; do echo "$g"; '
                 'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; } | md5sum'

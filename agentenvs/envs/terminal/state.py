@@ -29,7 +29,11 @@ def check_state(state: Any) -> None:
     lost = state["lost"]
     files = {"files", "cwd", "exports", "dir"}
     # "fraction" (the last step reward's baseline) is optional: older snapshots lack it
-    given = set(state) - {"fraction"}
+    given = set(state) - {"fraction", "problems", "exposed"}
+    for name in ("problems", "exposed"):
+        value = state.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{name} must be a list of str")
     fraction = state.get("fraction", 0.0)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float):
         raise ValueError("fraction must be a number")
