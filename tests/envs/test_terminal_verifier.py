@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.policies import solution_action
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 
@@ -75,7 +76,10 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "tb1-greeting",
         _write("/app/aeplug.py", _PLUGIN)
         + " && "
-        + _write("/app/aeplug-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: aeplug\nVersion: 1.0\n")
+        + _write(
+            "/app/aeplug-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: aeplug\nVersion: 1.0\n",
+        )
         + " && "
         + _write("/app/aeplug-1.0.dist-info/entry_points.txt", "[pytest11]\naeplug = aeplug\n"),
     ),
@@ -92,7 +96,7 @@ ATTACKS: dict[str, tuple[str, str]] = {
         ),
     ),
     # a command in ~/.local/bin, which the uv bootstrap puts first on PATH
-    "local-bin-command": ("tb1-uv-env", _write("$HOME/.local/bin/pytest", _FAKE_RUNNER, "755")),
+    "local-bin-command": ("harbor-uvx", _write("$HOME/.local/bin/pytest", _FAKE_RUNNER, "755")),
     # a venv made in advance where uv looks for the project's
     "prebuilt-venv": (
         "tb1-uv-env",
@@ -126,7 +130,9 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "tb1-runs-agent",
         _write(
             _RUNS,
-            "#!/bin/sh\nprintf '\\n===== short test summary info =====\\n' > /proc/$PPID/fd/1\n"
+            # pytest's own stdout is saved on a descriptor of its while it captures
+            "#!/bin/sh\nfor f in /proc/$PPID/fd/*; do case $(readlink $f) in pipe:*) "
+            "printf '\\n===== short test summary info =====\\n' > $f ;; esac; done\n"
             "kill -9 $PPID\n",
             "755",
         ),
@@ -161,8 +167,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
 }
 #: the attacks the harnesses' own grading falls for, per runtime: (attack)
 OFFICIAL_PAYS = {
-    "local": ["workdir-entry-point", "workdir-stdlib-name", "local-bin-command", "prebuilt-venv",
-              "empty-summary-then-kill"],
+    # (locally the output pipe is the host's: a program of the sandbox cannot reopen it)
+    "local": ["workdir-entry-point", "workdir-stdlib-name", "local-bin-command", "prebuilt-venv"],
     "docker": ["workdir-entry-point", "workdir-stdlib-name", "local-bin-command",
                "prebuilt-venv", "empty-summary-then-kill"],
 }  # fmt: skip
@@ -192,6 +198,16 @@ def _task_dirs(root: Path) -> Path:
         (runs / "tests" / "test_outputs.py").read_text()
     )
     (harbor / "solution" / "solve.sh").write_text((runs / "solution.sh").read_text())
+    # Harbor's uv bootstrap (uvx), without the ctrf plugin
+    uvx = tasks / "harbor-uvx"
+    shutil.copytree(FIXTURES / "harbor-count", uvx)
+    (uvx / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\n"
+        "uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA\n"
+        "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; "
+        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
     # an image whose tool is broken: the honest fix edits /usr/local/bin
     tool = tasks / "harbor-fix-tool"
     shutil.copytree(FIXTURES / "harbor-count", tool)
@@ -241,6 +257,16 @@ def _env(runtime: str, grading: str, tasks: Path) -> TerminalBenchEnv:
     return _envs[key]
 
 
+def _solve(env: TerminalBenchEnv, task: str) -> tuple[float, dict]:
+    """The task's own solution, then ``submit``."""
+    env.reset(options={"task_id": task})
+    _, reward, terminated, _, info = env.step(solution_action(env))
+    if not terminated:
+        _, reward, terminated, _, info = env.step("submit")
+    assert terminated
+    return reward, info
+
+
 def _run(env: TerminalBenchEnv, task: str, commands: str) -> tuple[float, dict]:
     env.reset(options={"task_id": task})
     _, reward, terminated, _, info = env.step(f"```bash\n{commands}\n```\nsubmit")
@@ -267,7 +293,8 @@ def test_attack_scores_zero_and_the_solution_still_passes(
     env = _env(runtime, "safe", tasks)
     task, commands = ATTACKS[attack]
     reward, info = _run(env, task, commands)
-    assert reward == 0.0 and not info["success"] and info["score"] == 0.0, info
+    # (a test that passes without the task done counts in the score, genuinely)
+    assert reward == 0.0 and not info["success"] and info["score"] < 1.0, info
     if attack == "channel-forger":
         assert any("not the verifier's pytest" in f for f in info["grading_findings"]), info
     if attack == "empty-summary-then-kill":
@@ -275,8 +302,7 @@ def test_attack_scores_zero_and_the_solution_still_passes(
     if attack == "reward-writer-left-by-tests":
         assert info["grading_findings"], info
     # the positive control, on the same env: the task's own solution passes
-    env.reset(options={"task_id": task})
-    _, reward, _, _, info = env.step(env.oracle_action())
+    reward, info = _solve(env, task)
     assert reward == 1.0 and info["success"], info
 
 
@@ -295,8 +321,7 @@ def test_honest_edits_of_image_files_pass(tasks: Path) -> None:
     """A solution that repairs a command in /usr/local/bin and adds a loader entry scores 1
     (the tests run the repaired tool); the broken image scores 0."""
     env = _env("docker", "safe", tasks)
-    env.reset(options={"task_id": "harbor-fix-tool"})
-    _, reward, _, _, info = env.step(env.oracle_action())
+    reward, info = _solve(env, "harbor-fix-tool")
     assert reward == 1.0 and info["grading_findings"] == [], info
     reward, info = _run(env, "harbor-fix-tool", "true")
     assert reward == 0.0, info
@@ -328,7 +353,10 @@ def test_start_up_hooks_never_run_and_installed_packages_stay_importable(
         f"d={site}; "
         + _write("$d/aecount/__init__.py", "VALUE = 3\n")
         + " && "
-        + _write("$d/aecount-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: aecount\nVersion: 1.0\n")
+        + _write(
+            "$d/aecount-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: aecount\nVersion: 1.0\n",
+        )
         + " && "
         + _write("$d/aecount.pth", "/opt/aecount-extra\n")
         + " && "

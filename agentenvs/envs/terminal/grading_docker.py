@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import io
 import os
-import posixpath
-import shutil
-import subprocess
 import tarfile
-import tempfile
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from agentenvs.core.errors import SandboxError
 from agentenvs.envs.terminal.data import TerminalTask
-from agentenvs.envs.terminal.grading import _STDLIB
+from agentenvs.envs.terminal.grading import STDLIB
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.envs.terminal.verifier.tree import MOUNT
 from agentenvs.sandbox.docker import _Container
@@ -34,14 +30,6 @@ class FreezingRuntime(Protocol):
     client: Any
 
     def _shell_in(self, box: Any, key: Any) -> ShellSession: ...
-
-    def profile(
-        self, task: TerminalTask, dirs: Sequence[str]
-    ) -> tuple[dict[str, frozenset[str]], bytes]: ...
-
-
-#: paths the engine creates in every container (Docker's init, bound in by ``init=True``)
-ENGINE_PATHS = ("/sbin/docker-init", "/usr/sbin/docker-init", "/usr/bin/docker-init")
 
 
 def _read_file(api: Any, container: str, path: str) -> bytes | None:
@@ -57,30 +45,6 @@ def _read_file(api: Any, container: str, path: str) -> bytes | None:
             return None
         f = tar.extractfile(members[0])
         return f.read() if f is not None else None
-
-
-def _loader_map(cache: bytes) -> dict[tuple[str, str], str] | None:
-    """soname and flags -> the path the loader's cache gives first (the host's ldconfig
-    reads the file; None when it cannot)."""
-    ldconfig = shutil.which("ldconfig", path="/usr/sbin:/sbin:/usr/bin:/bin")
-    if ldconfig is None or not cache:
-        return None
-    with tempfile.NamedTemporaryFile(prefix="agentenvs-ldcache-") as f:
-        f.write(cache)
-        f.flush()
-        try:
-            out = subprocess.run(
-                [ldconfig, "-p", "-C", f.name], capture_output=True, timeout=30, check=False
-            ).stdout.decode(errors="replace")
-        except (OSError, subprocess.SubprocessError):
-            return None
-    found: dict[tuple[str, str], str] = {}
-    for line in out.splitlines()[1:]:
-        head, sep, path = line.strip().rpartition(" => ")
-        if sep:
-            soname, _, flags = head.partition(" ")
-            found.setdefault((soname, flags), path)
-    return found
 
 
 def container_changes(api: Any, container: str) -> list[tuple[str, str]]:
@@ -106,51 +70,78 @@ def container_changes(api: Any, container: str) -> list[tuple[str, str]]:
     return [(d["Path"], kinds.get(d["Kind"], "C")) for d in diff]
 
 
+def _open_dir(name: str, dir_fd: int | None) -> int | None:
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
 def _overlay_changes(upper: str, lowers: Sequence[str]) -> list[tuple[str, str]] | None:
     """The changes an overlay2 upper dir holds over its lower dirs (None: unreadable).
 
     A whiteout (a 0:0 character device) is a deletion; an opaque dir deletes what the
     lower dirs held below it; a dir the lower dirs have is only there for what changed
     below it (not listed); any other entry is a change where a lower dir has the path,
-    else an addition. No link is followed.
+    else an addition. No link is followed. The walk is iterative and holds a directory
+    descriptor for each dir (the upper's and each lower's at the same place), so neither
+    depth nor path length matters: whatever tree the agent made is read.
     """
     import stat
 
-    if not os.access(upper, os.R_OK | os.X_OK):
+    top = _open_dir(upper, None)
+    if top is None:
         return None
-
-    def in_lower(rel: str) -> bool:
-        return any(os.path.lexists(os.path.join(d, rel)) for d in lowers)
-
     out: list[tuple[str, str]] = []
+    # (upper dir fd, the lower dirs' fds at the same path, that path)
+    stack: list[tuple[int, list[int], str]] = [
+        (top, [fd for d in lowers if (fd := _open_dir(d, None)) is not None], "")
+    ]
     try:
-        for root, dirs, files in os.walk(upper, followlinks=False):
-            rel_root = os.path.relpath(root, upper)
-            if rel_root != ".":
+        while stack:
+            fd, lower_fds, rel = stack.pop()
+            try:
                 try:
-                    opaque = os.getxattr(root, "trusted.overlay.opaque") == b"y"
+                    opaque = rel != "" and os.getxattr(fd, "trusted.overlay.opaque") == b"y"
                 except OSError:
                     opaque = False
+                names = sorted(os.listdir(fd))
                 if opaque:
-                    mine = set(dirs) | set(files)
-                    for d in lowers:
-                        lower = os.path.join(d, rel_root)
-                        if os.path.isdir(lower) and not os.path.islink(lower):
-                            out += [
-                                ("/" + os.path.join(rel_root, n), "D")
-                                for n in os.listdir(lower)
-                                if n not in mine
-                            ]
-            for name in [*dirs, *files]:
-                rel = name if rel_root == "." else os.path.join(rel_root, name)
-                st = os.lstat(os.path.join(root, name))
-                if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
-                    out.append(("/" + rel, "D"))
-                elif stat.S_ISDIR(st.st_mode) and in_lower(rel):
-                    continue  # a dir copied up for what changed below it (or its times)
-                else:
-                    out.append(("/" + rel, "C" if in_lower(rel) else "A"))
+                    mine = set(names)
+                    for lower in lower_fds:
+                        out += [(f"{rel}/{n}", "D") for n in os.listdir(lower) if n not in mine]
+                for name in names:
+                    path = f"{rel}/{name}"
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    below = []
+                    for lower in lower_fds:
+                        try:
+                            below.append(os.stat(name, dir_fd=lower, follow_symlinks=False))
+                        except OSError:
+                            pass
+                    if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+                        out.append((path, "D"))
+                    elif stat.S_ISDIR(st.st_mode):
+                        if not any(stat.S_ISDIR(b.st_mode) for b in below):
+                            out.append((path, "C" if below else "A"))
+                        sub = _open_dir(name, fd)
+                        if sub is None:
+                            raise OSError(f"cannot open {path}")
+                        subs = []
+                        for lower in lower_fds:
+                            if (low := _open_dir(name, lower)) is not None:
+                                subs.append(low)
+                        stack.append((sub, subs, path))
+                    else:
+                        out.append((path, "C" if below else "A"))
+            finally:
+                os.close(fd)
+                for lower in lower_fds:
+                    os.close(lower)
     except OSError:
+        for fd, lower_fds, _ in stack:
+            for d in (fd, *lower_fds):
+                os.close(d)
         return None
     return sorted(set(out))
 
@@ -172,14 +163,6 @@ class DockerFrozen:
         self.box = box
         self.key = key
         self.stopped = stopped
-        entries = container_changes(runtime.client.api, box.id)
-        # a dir shows as changed when something below it is: only its entries count
-        parents = {posixpath.dirname(p) for p, _ in entries}
-        self.changes = [(p, k) for p, k in entries if not (k == "C" and p in parents)]
-        self.image_commands: dict[str, frozenset[str]] | None = None
-        #: what the engine itself puts in every container
-        self.ignore = ENGINE_PATHS
-        self._cache: bytes = b""
         #: opened only once the toolchain is known to be the image's (its shell is ``sh``)
         self.shell: ShellSession | None = None
 
@@ -221,12 +204,9 @@ class DockerFrozen:
             if path in changed:
                 return f"it runs {path}, a file the agent changed"
         for path in changed:
-            if _STDLIB.match(path) and "-packages" not in path:
+            if STDLIB.match(path) and "-packages" not in path:
                 return f"the standard library changed ({path})"
         return None
-
-    def use_profile(self, dirs: Sequence[str]) -> None:
-        self.image_commands, self._cache = self.runtime.profile(self.task, dirs)
 
     def read(self, path: str) -> bytes | None:
         return _read_file(self.runtime.client.api, self.box.id, path)
@@ -234,26 +214,6 @@ class DockerFrozen:
     def fetch(self, path: str) -> bytes | None:
         """The file now (the container is stopped when the grader reads its verdict)."""
         return self.read(path)
-
-    def loader_cache_ok(self) -> bool:
-        before = _loader_map(self._cache)
-        after = _loader_map(self.read("/etc/ld.so.cache") or b"")
-        if before is None or after is None:
-            return False
-        return all(after.get(k) == v for k, v in before.items())
-
-    def put(self, archive: bytes) -> None:
-        try:
-            self.runtime.client.api.put_archive(self.box.id, "/", archive)
-        except Exception as exc:
-            raise SandboxError(f"cannot copy the tests into {self.box.short}: {exc}") from exc
-
-    def archive(self, path: str) -> bytes:
-        try:
-            stream, _ = self.runtime.client.api.get_archive(self.box.id, path)
-            return b"".join(stream)
-        except Exception as exc:
-            raise SandboxError(f"cannot read {path} of {self.box.short}: {exc}") from exc
 
     def stop(self) -> int:
         """Stop what the tests left running (programs of the agent they started) before

@@ -74,7 +74,7 @@ from agentenvs.envs.terminal.data import (
     TerminalTask,
     analyse_dockerfile,
 )
-from agentenvs.envs.terminal.grading_docker import DockerFrozen, _read_file
+from agentenvs.envs.terminal.grading_docker import DockerFrozen
 from agentenvs.envs.terminal.shell import ShellSession
 from agentenvs.envs.terminal.task_container import (
     TASK_LABEL,
@@ -212,10 +212,6 @@ class DockerRuntime:
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
         self._current_key: _SpareKey | None = None
-        #: per image: (the names in each dir of the tests' PATH, its ld.so.cache)
-        self._profiles: dict[
-            tuple[str, tuple[str, ...]], tuple[dict[str, frozenset[str]], bytes]
-        ] = {}
         #: the image's python3 for the verifier, by image
         self._pythons: dict[str, str] = {}
         #: whether task containers get the verifier's read-only dirs (safe grading)
@@ -920,39 +916,6 @@ class DockerRuntime:
                 api.start(box.id)
         except Exception as exc:
             raise SandboxError(f"cannot restart container {box.short}: {exc}") from exc
-
-    def profile(
-        self, task: TerminalTask, dirs: Sequence[str]
-    ) -> tuple[dict[str, frozenset[str]], bytes]:
-        """What the task's image has, from a container no agent ever touched: the names in
-        each of ``dirs`` and its ``/etc/ld.so.cache`` (once per image and dirs)."""
-        image = self.image(task)
-        key = (image, tuple(dirs))
-        if key in self._profiles:
-            return self._profiles[key]
-        box = self._start(image, task.id, "none", services=False)
-        try:
-            script = "".join(
-                f"echo @@{shlex.quote(d)}; ls -1A {shlex.quote(d)} 2>/dev/null; " for d in dirs
-            )
-            rc, out, err, _, _ = box.exec(["sh", "-c", script], user="0:0", timeout=60)
-            if rc != 0:
-                raise SandboxError(
-                    f"cannot list the image's commands: {err.decode(errors='replace')}"
-                )
-            names: dict[str, set[str]] = {}
-            current: set[str] | None = None
-            for line in out.decode(errors="replace").splitlines():
-                if line.startswith("@@"):
-                    current = names.setdefault(line[2:], set())
-                elif current is not None and line:
-                    current.add(line)
-            cache = _read_file(self.client.api, box.id, "/etc/ld.so.cache") or b""
-        finally:
-            self._discard(box)
-        made = ({d: frozenset(v) for d, v in names.items()}, cache)
-        self._profiles[key] = made
-        return made
 
     def freeze(
         self,

@@ -600,19 +600,12 @@ def stop_all(shell: ShellSession) -> tuple[int, int]:
 class LocalFrozen:
     """The grader's view of a frozen local sandbox: a new sandbox holding the end state."""
 
+    #: the verifier's interpreter as the sandbox sees it (set by ``freeze``)
+    python: str = ""
+
     def __init__(self, shell: ShellSession, stopped: int, state: bytes) -> None:
         self.shell = shell
         self.stopped = stopped
-        self._members: dict[str, tarfile.TarInfo] = {}
-        self._tar = tarfile.open(fileobj=io.BytesIO(state), mode="r:")
-        for member in self._tar.getmembers():
-            self._members["/" + member.name.lstrip("./").rstrip("/")] = member
-        #: the host's system is read-only: what the agent can change is what it wrote
-        self.changes = [(path, "A") for path in self._members]
-        self.image_commands: dict[str, frozenset[str]] | None = None
-
-    #: the verifier's interpreter as the sandbox sees it (set by ``freeze``)
-    python: str = ""
 
     def open(self) -> ShellSession:
         return self.shell
@@ -649,13 +642,6 @@ class LocalFrozen:
             return f"its executable {exe} is not the verifier's interpreter"
         return None
 
-    def read(self, path: str) -> bytes | None:
-        member = self._members.get(path)
-        if member is None or not member.isfile():
-            return None
-        f = self._tar.extractfile(member)
-        return f.read() if f is not None else None
-
     def fetch(self, path: str) -> bytes | None:
         """A regular file of the grader's sandbox now (None: absent or not a regular file)."""
         q = shlex.quote(path)
@@ -667,18 +653,6 @@ class LocalFrozen:
         if rc != 0 or text == b"-":
             return None
         return base64.b64decode(text)
-
-    def loader_cache_ok(self) -> bool:
-        return True  # the host's /etc is read-only in the sandbox
-
-    def put(self, archive: bytes) -> None:
-        rc, out = self.shell.control("tar -x -C / --no-same-owner", stdin=archive, timeout=120)
-        if rc != 0:
-            raise SandboxError(f"cannot copy the tests: {out.decode(errors='replace')}")
-
-    def archive(self, path: str) -> bytes:
-        """A tar of ``path`` (its members named relative to ``/``), read by the host."""
-        return _read_state(self.shell, (path.lstrip("/"),))
 
     def stop(self) -> int:
         """Stop what the tests left running (programs of the agent they started)."""

@@ -221,7 +221,7 @@ class TaskTests:
         uses_pytest = any(counted.values())
         if not uses_pytest:
             self._problems = []  # no pytest tests: the task's own script decides
-        results = {nodeid.split("::", 1)[-1]: ok for nodeid, ok in verdict.results.items()}
+        results = dict(verdict.results)
         for names in counted.values():
             for name in names:
                 if not any(k == name or k.startswith(name + "[") for k in results):

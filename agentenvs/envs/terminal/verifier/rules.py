@@ -137,6 +137,9 @@ def judge(
                 for path, digest in files.items() if isinstance(files, dict) else ():
                     rel = _relative(str(path), tests_dir)
                     if rel is None:
+                        verdict.findings.append(
+                            f"a pytest session ran a test file that is not the task's: {path}"
+                        )
                         continue
                     seen_files.add(rel)
                     if shipped.get(rel) != digest:
@@ -153,7 +156,9 @@ def judge(
                 elif when == "setup" and outcome == "skipped":
                     outcomes.setdefault(nodeid, []).append(True)
     for nodeid, oks in outcomes.items():
-        verdict.results[nodeid] = all(oks)
+        # by the test's name (as the official parser keys them); every run of it counts
+        name = nodeid.split("::", 1)[-1] if "::" in nodeid else nodeid
+        verdict.results[name] = verdict.results.get(name, True) and all(oks)
     reported: dict[str, set[str]] = {}
     for nodeid in outcomes:
         path, name = _base(nodeid)
