@@ -104,7 +104,9 @@ def test_first_observation_is_the_lcb_prompt() -> None:
     obs, info = env.reset(seed=0, options={"task_id": "lcb-stdin"})
     assert obs.startswith(info["system_prompt"] + "\n\n")  # the system prompt, then the task
     question = obs[len(info["system_prompt"]) + 2 :]
-    assert question.startswith("Print the sum of n numbers.\n\n### Format: Read the inputs from stdin")
+    assert question.startswith(
+        "Print the sum of n numbers.\n\n### Format: Read the inputs from stdin"
+    )
     assert "```python\n# YOUR CODE HERE\n```\n\n### Answer: (use the provided format" in obs
     assert info["system_prompt"].startswith("You are an expert Python programmer.")
     assert (info["tests_total"], info["public_total"], info["tests_passed"]) == (4, 3, 0)

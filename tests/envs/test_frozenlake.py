@@ -31,7 +31,14 @@ from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import make_policy
 
 STANDARD_KEYS = (
-    "task_id", "turn", "max_turns", "turns_left", "success", "score", "action_valid", "state_key"
+    "task_id",
+    "turn",
+    "max_turns",
+    "turns_left",
+    "success",
+    "score",
+    "action_valid",
+    "state_key",
 )
 LEFT, DOWN, RIGHT, UP = 0, 1, 2, 3
 
@@ -47,10 +54,20 @@ def still(map_name: str = "4x4", **kwargs) -> FrozenLakeEnv:  # type: ignore[no-
 @pytest.mark.parametrize(
     ("text", "moves"),
     [
-        ("Left", (LEFT,)), ("left", (LEFT,)), ("LEFT", (LEFT,)), ("L", (LEFT,)),
-        ("<answer>Left</answer>", (LEFT,)), ("<ANSWER> down </ANSWER>", (DOWN,)),
-        ("1", (LEFT,)), ("2", (DOWN,)), ("3", (RIGHT,)), ("4", (UP,)),
-        ("<answer>4</answer>", (UP,)), ("u", (UP,)), ("Right.", (RIGHT,)), ("**Up**", (UP,)),
+        ("Left", (LEFT,)),
+        ("left", (LEFT,)),
+        ("LEFT", (LEFT,)),
+        ("L", (LEFT,)),
+        ("<answer>Left</answer>", (LEFT,)),
+        ("<ANSWER> down </ANSWER>", (DOWN,)),
+        ("1", (LEFT,)),
+        ("2", (DOWN,)),
+        ("3", (RIGHT,)),
+        ("4", (UP,)),
+        ("<answer>4</answer>", (UP,)),
+        ("u", (UP,)),
+        ("Right.", (RIGHT,)),
+        ("**Up**", (UP,)),
         ("<think>Left is a hole, so go Down.</think> <answer>Down</answer>", (DOWN,)),
         ("<answer>Up</answer> wait, no: <answer>Right</answer>", (RIGHT,)),
         ("I'll go <answer>Right", (RIGHT,)),
@@ -70,8 +87,23 @@ def test_parse_several_moves_per_turn() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "go left", "Leftt", "5", "0", "<answer></answer>", "<answer>jump</answer>",
-     "\x00Left", "Left\x07", "||", "Left || sideways", "x" * 5000, "é" * 100, "\ud800"],
+    [
+        "",
+        "   ",
+        "go left",
+        "Leftt",
+        "5",
+        "0",
+        "<answer></answer>",
+        "<answer>jump</answer>",
+        "\x00Left",
+        "Left\x07",
+        "||",
+        "Left || sideways",
+        "x" * 5000,
+        "é" * 100,
+        "\ud800",
+    ],
 )
 def test_parse_rejects_with_a_reason(text: str) -> None:
     assert isinstance(parse_moves(text), str)
@@ -81,8 +113,16 @@ def test_parse_rejects_with_a_reason(text: str) -> None:
 def test_reset_observation_explains_rules_symbols_and_format() -> None:
     env = FrozenLakeEnv(map_name="4x4")
     obs, info = env.reset(seed=3)
-    for needle in ("P = you", "_ = frozen", "O = hole", "G = goal", "slippery", "<answer>Left</answer>",
-                   "1 = Left", "P___\n_O_O\n___O\nO__G"):
+    for needle in (
+        "P = you",
+        "_ = frozen",
+        "O = hole",
+        "G = goal",
+        "slippery",
+        "<answer>Left</answer>",
+        "1 = Left",
+        "P___\n_O_O\n___O\nO__G",
+    ):
         assert needle in obs
     assert info["system_prompt"] in obs
     assert all(k in info for k in STANDARD_KEYS)
@@ -152,8 +192,19 @@ def test_budget_is_shown_when_asked() -> None:
 
 @pytest.mark.parametrize(
     "action",
-    ["", "garbage", "x" * (1 << 20), "<answer>" * 10_000, "\x00\x01\x02", "Left" * 100,
-     "\ud800\udfff", "Left || Down", None, 3, b"\xff\xfe"],
+    [
+        "",
+        "garbage",
+        "x" * (1 << 20),
+        "<answer>" * 10_000,
+        "\x00\x01\x02",
+        "Left" * 100,
+        "\ud800\udfff",
+        "Left || Down",
+        None,
+        3,
+        b"\xff\xfe",
+    ],
 )
 def test_invalid_actions_cost_a_turn_and_nothing_else(action: object) -> None:
     env = still()
@@ -218,8 +269,16 @@ def test_generated_and_spelled_out_ids() -> None:
     assert env.reset(options={"task_id": "random:seed=3,p=0.8,size=5"})[0] == obs
     env.reset(options={"task_id": "desc:SFFF/FHFH/FFFH/HFFG"})
     assert env.snapshot().state["rows"] == FIXED_MAPS["4x4"]
-    for bad in ["nope", "random:size=5,p=0.8", "random:size=1,p=0.8,seed=0", "desc:SFX/FFG",
-                "desc:FFF/FFG", "random:size=4,p=0,seed=1", 7, ["4x4"]]:
+    for bad in [
+        "nope",
+        "random:size=5,p=0.8",
+        "random:size=1,p=0.8,seed=0",
+        "desc:SFX/FFG",
+        "desc:FFF/FFG",
+        "random:size=4,p=0,seed=1",
+        7,
+        ["4x4"],
+    ]:
         with pytest.raises(UnknownTaskError):
             env.reset(options={"task_id": bad})
     with pytest.raises(ValueError):
@@ -294,8 +353,15 @@ def test_size_and_p_draw_seeded_random_maps() -> None:
     ids = {env.reset(seed=s)[1]["task_id"] for s in range(20)}
     assert len(ids) > 15 and all(parse_random_id(i)[:2] == (5, 0.7) for i in ids)  # type: ignore[index]
     assert env.reset(seed=4)[0] == FrozenLakeEnv(size=5, p=0.7).reset(seed=4)[0]
-    for args in [dict(size=1), dict(p=0.0), dict(map_name="4x4", size=4), dict(map_name="5x5"),
-                 dict(desc=["SFF", "FG"]), dict(success_rate=2.0), dict(actions_per_turn=0)]:
+    for args in [
+        dict(size=1),
+        dict(p=0.0),
+        dict(map_name="4x4", size=4),
+        dict(map_name="5x5"),
+        dict(desc=["SFF", "FG"]),
+        dict(success_rate=2.0),
+        dict(actions_per_turn=0),
+    ]:
         with pytest.raises(ValueError):
             FrozenLakeEnv(**args)  # type: ignore[arg-type]
 
@@ -493,7 +559,9 @@ def test_error_action_has_the_lowest_q() -> None:
             assert q[a] == q.min()
             assert env.score_action(bad) == q.min()
             checked += 1
-            _, _, term, trunc, info = env.step(bad if rng.random() < 0.3 else format_action(int(q.argmax())))
+            _, _, term, trunc, info = env.step(
+                bad if rng.random() < 0.3 else format_action(int(q.argmax()))
+            )
             if term or trunc:
                 env.reset()
         assert checked == 300
@@ -568,8 +636,12 @@ def test_policies_are_registered_by_name() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"map_name": "8x8", "is_slippery": False}, {"size": 5, "p": 0.7, "show_budget": True},
-     {"desc": ["SFH", "FFG"], "actions_per_turn": 2, "success_rate": 0.6}],
+    [
+        {},
+        {"map_name": "8x8", "is_slippery": False},
+        {"size": 5, "p": 0.7, "show_budget": True},
+        {"desc": ["SFH", "FFG"], "actions_per_turn": 2, "success_rate": 0.6},
+    ],
 )
 def test_keeps_the_env_contract(kwargs: dict) -> None:  # type: ignore[type-arg]
     from agentenvs.testing.contract import assert_env_contract

@@ -61,11 +61,14 @@ def test_budgets_past_the_bound_are_refused_at_reset(monkeypatch: pytest.MonkeyP
     rows = generate_solvable_map(16, 0.8, seed=1)  # converges after ~8,700 moves
     # a bound of 100 moves for a 16x16 map, on maps not cached yet
     monkeypatch.setattr(oracle_mod, "MAX_TABLE_BYTES", 40 * 256 * 101)
-    monkeypatch.setattr(oracle_mod, "_ORACLES", oracle_mod.BoundedCache(
-        lambda o: o.nbytes, lambda: 1 << 30, 16))
+    monkeypatch.setattr(
+        oracle_mod, "_ORACLES", oracle_mod.BoundedCache(lambda o: o.nbytes, lambda: 1 << 30, 16)
+    )
     import agentenvs.envs.frozenlake.env as env_mod
 
-    monkeypatch.setattr(env_mod, "_VIEWS", oracle_mod.BoundedCache(lambda v: v.nbytes, lambda: 1 << 30, 16))
+    monkeypatch.setattr(
+        env_mod, "_VIEWS", oracle_mod.BoundedCache(lambda v: v.nbytes, lambda: 1 << 30, 16)
+    )
     env = FrozenLakeEnv(desc=rows)
     env.reset(seed=1, options={"max_turns": 60})
     env.step("Down")
@@ -81,8 +84,9 @@ def test_budgets_past_the_bound_are_refused_at_reset(monkeypatch: pytest.MonkeyP
         two.reset(options={"max_turns": 51})
     two.reset(options={"max_turns": 50})
     # a snapshot carrying such a budget is refused too, the env unchanged
-    tampered = Snapshot(before.env_class, before.version,
-                        {**before.base, "episode_max_turns": 5000}, before.state)
+    tampered = Snapshot(
+        before.env_class, before.version, {**before.base, "episode_max_turns": 5000}, before.state
+    )
     live = env.snapshot()
     with pytest.raises(SnapshotError, match="cannot be honoured"):
         env.restore(tampered)

@@ -132,7 +132,9 @@ def test_sequence_value_of_one_move_is_q() -> None:
     oracle = oracle_for(MAPS["gen5"])
     for s in range(oracle.model.n_states):
         for a in range(4):
-            assert oracle.sequence_value(s, [a], 6) == pytest.approx(oracle.q_table(7)[s, a], abs=1e-13)
+            assert oracle.sequence_value(s, [a], 6) == pytest.approx(
+                oracle.q_table(7)[s, a], abs=1e-13
+            )
 
 
 def test_oracles_are_cached() -> None:
@@ -147,8 +149,12 @@ def binomial_ok(wins: int, n: int, p: float) -> bool:
 
 @pytest.mark.parametrize(
     ("name", "slippery", "rate", "turns"),
-    [("4x4", True, 1 / 3, 20), ("8x8", True, 1 / 3, 60), ("gen5", True, 0.75, 10),
-     ("gen7", True, 0.6, 14)],
+    [
+        ("4x4", True, 1 / 3, 20),
+        ("8x8", True, 1 / 3, 60),
+        ("gen5", True, 0.75, 10),
+        ("gen7", True, 0.6, 14),
+    ],
 )
 def test_oracle_policy_simulated_on_gymnasium_table(
     name: str, slippery: bool, rate: float, turns: int

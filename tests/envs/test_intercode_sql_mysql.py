@@ -30,7 +30,9 @@ ORDERED_GOLD = "SELECT name, country, age FROM singer ORDER BY age DESC"
 
 
 def _container_url() -> Iterator[str]:
-    pytest.importorskip("pymysql", reason="PyMySQL is not installed (pip install 'agentenvs[mysql]')")
+    pytest.importorskip(
+        "pymysql", reason="PyMySQL is not installed (pip install 'agentenvs[mysql]')"
+    )
     from agentenvs.core.errors import ServiceUnavailable
     from agentenvs.envs.intercode_sql.container import start_mariadb_container
 
@@ -561,9 +563,12 @@ def test_an_advanced_auto_increment_counter_is_not_reused(url, tmp_path: Path) -
 
     (tmp_path / "shop.sql").write_text(SHOP_DUMP)
     questions = tmp_path / "questions.json"
-    questions.write_text(json.dumps([{"db": "shop", "query": "Items?", "gold": "SELECT name FROM item"}]))
-    env = InterCodeSQLEnv(tasks_path=questions, databases_path=tmp_path / "shop.sql",
-                          backend="mysql", mysql_url=url)
+    questions.write_text(
+        json.dumps([{"db": "shop", "query": "Items?", "gold": "SELECT name FROM item"}])
+    )
+    env = InterCodeSQLEnv(
+        tasks_path=questions, databases_path=tmp_path / "shop.sql", backend="mysql", mysql_url=url
+    )
     try:
         task = env.task_ids[0]
         # a delete leaves the counter as it was: the rows come back, the database serves again

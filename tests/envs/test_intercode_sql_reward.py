@@ -127,4 +127,7 @@ def test_iou_rules_leave_the_sort_order_scaling_out() -> None:
     assert intercode_reward(descending, ascending, rules="iou") == 1.0
     nine_of_fourteen = [(i,) for i in range(9)] + [(100 + i,) for i in range(5)]
     assert intercode_reward(nine_of_fourteen, [(i,) for i in range(9)], rules="iou") == 9 / 14
-    assert intercode_reward([], [], rules="iou") == 1 and intercode_reward(None, [], rules="iou") == 0.0
+    assert (
+        intercode_reward([], [], rules="iou") == 1
+        and intercode_reward(None, [], rules="iou") == 0.0
+    )

@@ -77,13 +77,16 @@ def _open_dir(name: str, dir_fd: int | None) -> int | None:
         return None
 
 
-def _overlay_changes(upper: str, lowers: Sequence[str]) -> list[tuple[str, str]] | None:
+def _overlay_changes(
+    upper: str, lowers: Sequence[str], links: dict[str, str] | None = None
+) -> list[tuple[str, str]] | None:
     """The changes an overlay2 upper dir holds over its lower dirs (None: unreadable).
 
     A whiteout (a 0:0 character device) is a deletion; an opaque dir deletes what the
     lower dirs held below it; a dir the lower dirs have is only there for what changed
     below it (not listed); any other entry is a change where a lower dir has the path,
-    else an addition. No link is followed. The walk is iterative and holds a directory
+    else an addition. No link is followed (``links``, when given, gets each symlink the
+    upper dir holds, path -> target). The walk is iterative and holds a directory
     descriptor for each dir (the upper's and each lower's at the same place), so neither
     depth nor path length matters: whatever tree the agent made is read.
     """
@@ -119,6 +122,8 @@ def _overlay_changes(upper: str, lowers: Sequence[str]) -> list[tuple[str, str]]
                             below.append(os.stat(name, dir_fd=lower, follow_symlinks=False))
                         except OSError:
                             pass
+                    if links is not None and stat.S_ISLNK(st.st_mode):
+                        links[path] = os.readlink(name, dir_fd=fd)
                     if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
                         out.append((path, "D"))
                     elif stat.S_ISDIR(st.st_mode):
@@ -207,6 +212,21 @@ class DockerFrozen:
             if STDLIB.match(path) and "-packages" not in path:
                 return f"the standard library changed ({path})"
         return None
+
+    def links(self) -> dict[str, str]:
+        """The symlinks the agent made (path -> target), from the container's overlay upper
+        dir where this host holds it (else none are known)."""
+        try:
+            driver = self.runtime.client.api.inspect_container(self.box.id).get("GraphDriver")
+        except Exception as exc:
+            raise SandboxError(f"cannot inspect container {self.box.short}: {exc}") from exc
+        data = (driver or {}).get("Data") or {}
+        if (driver or {}).get("Name") != "overlay2" or not data.get("UpperDir"):
+            return {}
+        lowers = [d for d in (data.get("LowerDir") or "").split(":") if d]
+        found: dict[str, str] = {}
+        _overlay_changes(data["UpperDir"], lowers, found)
+        return found
 
     def read(self, path: str) -> bytes | None:
         return _read_file(self.runtime.client.api, self.box.id, path)

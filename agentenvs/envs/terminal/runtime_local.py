@@ -606,6 +606,16 @@ class LocalFrozen:
     def __init__(self, shell: ShellSession, stopped: int, state: bytes) -> None:
         self.shell = shell
         self.stopped = stopped
+        self._state = state
+
+    def links(self) -> dict[str, str]:
+        """The symlinks of the end state (path -> target), from the freeze's copy."""
+        found: dict[str, str] = {}
+        with tarfile.open(fileobj=io.BytesIO(self._state), mode="r:") as tar:
+            for member in tar:
+                if member.issym():
+                    found["/" + member.name.lstrip("./")] = member.linkname
+        return found
 
     def open(self) -> ShellSession:
         return self.shell

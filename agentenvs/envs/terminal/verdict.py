@@ -16,7 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from agentenvs.core.errors import SandboxError
+from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_results
 from agentenvs.envs.terminal.shell import ShellSession
@@ -82,12 +82,15 @@ class TaskTests:
                 if self.grading == "safe":
                     return self._grade_safe(self._shell)
                 return self._run_tests_in(self._shell, "")
-            except SANDBOX_FAILURES as exc:
-                # the freeze, the grader's session, the engine's diff, the copies in and
-                # out: a fault of any is never a 0; the agent's own doing (its programs,
-                # run by the tests, ending their sandbox) is lost as in a step
+            except Fault:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure here is classified
+                # the freeze, the grader's session, the copies in and out, reading the
+                # agent's files: a fault of any is never a 0 (the runtime's evidence says
+                # which); anything else after the freeze is the agent's doing (its files,
+                # its programs run by the tests), lost as in a step, never out of step
                 self._check_fault(exc)
-                self._lose(str(exc))
+                self._lose(str(exc) or type(exc).__name__)
                 self._findings = []
         note = (
             f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
@@ -140,6 +143,7 @@ class TaskTests:
                 boot=f"{tree.MOUNT}/boot.py",
                 trusted=frozen.trusted,
             )
+            links = rules.links_into(frozen.links())
             rc, out = grader.control(verifier.prepare_home(stage))
             if rc != 0:
                 raise SandboxError(
@@ -192,6 +196,7 @@ class TaskTests:
         text_now = {k: (v or b"").decode("utf-8", errors="replace") for k, v in now.items()}
         json_at_exit, _, txt_at_exit = at_exit.partition(f"\n{marker}\n")
         verdict = rules.judge(channel.sessions, counted, shipped, refused=channel.refused)
+        verdict.findings += links
         return self._verifier_results(
             verdict,
             counted,

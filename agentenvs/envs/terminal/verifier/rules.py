@@ -192,3 +192,25 @@ def task_test_files(tests_dir: Path) -> dict[str, bytes]:
         if path.is_file() and not path.is_symlink():
             found[path.relative_to(tests_dir).as_posix()] = path.read_bytes()
     return found
+
+
+def links_into(links: Mapping[str, str], root: str = "/tests", hops: int = 40) -> list[str]:
+    """Findings for the symlinks of the end state that lead into ``root`` (the tests'
+    files, expected outputs included, appear there only at grading): following each
+    link, and links it leads to, as the kernel would."""
+    found = []
+    top = root.rstrip("/")
+    for path in sorted(links):
+        here, left = path, hops
+        while here in links and left > 0:
+            target = links[here]
+            here = posixpath.normpath(
+                target
+                if target.startswith("/")
+                else posixpath.join(posixpath.dirname(here), target)
+            )
+            left -= 1
+            if here == top or here.startswith(top + "/"):
+                found.append(f"{path} is a link into the tests' files ({here})")
+                break
+    return found
