@@ -13,11 +13,13 @@ through the image map, the official ``curl … uv`` bootstrap in ``run-tests.sh`
 image build (once per machine), a reset, the oracle, and the test run, beside the same
 tests run with the image's pytest directly (what the bootstrap's stand-ins add). And
 submit-to-verdict (the task's solution done, then ``submit``) and reset under
-``grading="safe"`` (the freeze, the toolchain check, a new session) beside
-``grading="official"`` (the tests in the agent's own session), with their ratio.
+``grading="safe"`` (the freeze, the verifier's tree and tests laid out, the tests in a new
+session on the verifier's toolchain, the verdict on its socket) beside
+``grading="official"`` (the tests in the agent's own session), with their ratio
+(``--grading-only``: that part alone).
 Exits 0 with a note when a runtime is unavailable.
 
-Usage: python benchmarks/bench_terminal.py [--task ID] [--repeat N]
+Usage: python benchmarks/bench_terminal.py [--task ID] [--repeat N] [--grading-only]
 """
 
 from __future__ import annotations
@@ -207,6 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="git-merge-conflict")
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--grading-only", action="store_true")
     args = parser.parse_args()
 
     results: dict[str, dict[str, float]] = {}
@@ -215,12 +218,15 @@ def main() -> None:
         if not ok:
             print(f"note: the {runtime} runtime is unavailable here ({why}); skipped")
             continue
+        if args.grading_only:
+            results[runtime] = {}
+            continue
         results[runtime] = measure(runtime, args.task, args.repeat)
         print(f"{runtime} runtime, task {args.task} (medians of {args.repeat}+):")
         for name, seconds in results[runtime].items():
             print(f"  {name:48s} {seconds * 1000:9.1f} ms")
 
-    if "docker" in results:
+    if "docker" in results and not args.grading_only:
         d = results["docker"]
         fresh = d["fresh container (docker run + first command)"]
         print(
@@ -229,7 +235,7 @@ def main() -> None:
             f"{fresh / (d['reset after 0.5 s of work'] + d['round-trip (step `echo`)']):.1f}x "
             "one after half a second of work"
         )
-    if "docker" in results:
+    if "docker" in results and not args.grading_only:
         real = measure_real_task(args.repeat)
         print("docker runtime, real TB1 task folder tb1-venv-sum, offline:")
         for name, seconds in real.items():
@@ -246,7 +252,7 @@ def main() -> None:
         for name in ("submit to verdict", "reset"):
             ratio = graded["safe"][name] / graded["official"][name]
             print(f"{runtime}: safe / official grading, {name}: {ratio:.2f}x")
-    if len(results) == 2:
+    if len(results) == 2 and not args.grading_only:
         loc, d = results["local"], results["docker"]
         names = ("reset", "reset after 0.5 s of work", "snapshot", "restore")
         for name in (*names, "round-trip (shell `true`)"):

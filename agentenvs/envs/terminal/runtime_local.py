@@ -476,6 +476,38 @@ class LocalRuntime:
 
     _tree: str | None = None
 
+    def read_dir(self, shell: ShellSession, where: str) -> bytes:
+        """A snapshot's tar of ``where`` (a dir of the sandbox), read by the host's ``tar``
+        through the namespace's root: a channel of its own (the shell's pipe carries the
+        agent's output too), and nothing in the sandbox is run."""
+        tar = shutil.which("tar", path="/usr/bin:/bin")
+        if tar is None:
+            raise SandboxError("no tar on the host")
+        parent, name = where.rstrip("/").rsplit("/", 1)
+        try:
+            done = subprocess.run(
+                [
+                    tar,
+                    "-c",
+                    "--format=posix",
+                    "--pax-option=delete=atime,delete=ctime",
+                    "--sort=name",
+                    "--numeric-owner",
+                    "-C",
+                    _namespace_root(shell) + (parent or "/"),
+                    name,
+                ],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"cannot read {where}: {exc}") from exc
+        if done.returncode != 0:
+            raise SandboxError(f"cannot read {where}: {done.stderr.decode(errors='replace')[-300:]}")
+        return done.stdout
+
     def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
         """(PATH, declared variables, the agent's HOME) of the tests: the Dockerfile's ENV."""
         declared = dict(task.env)
