@@ -11,9 +11,12 @@ A reply that is just ``submit`` (or ``task_complete``), or a script whose last l
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import shlex
 from dataclasses import dataclass
+from typing import Any
 
 _BLOCK = re.compile(r"```(bash|sh|shell|console|zsh)?[ \t]*\n(.*?)```", re.S | re.I)
 _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.S | re.I)
@@ -126,3 +129,33 @@ def parse_action(text: str) -> ParsedAction:
     if not script.strip() and not complete:
         return ParsedAction("", False, "no command found")
     return ParsedAction(script, complete)
+
+
+def oracle_action(task: Any) -> str:
+    """A task's solution as one action, run as the official oracle runs it: TB1's
+    ``solution.sh`` as ``/oracle/solution.sh``, Harbor's ``solution/`` at ``/solution``
+    with ``solve.sh`` run from the work dir, TB1's ``solution.yaml`` commands in order."""
+    from agentenvs.core.errors import TaskError
+    from agentenvs.envs.terminal.images import tar_of
+
+    if task.solution_path is None and task.solution_commands:
+        return "```bash\n" + "\n".join(task.solution_commands) + "\n```"
+    if task.solution_path is None:
+        raise TaskError(str(task.path), "solution", "the task has no solution script")
+    if task.layout == "tb1":
+        payload = tar_of([(task.solution_path, "/oracle/solution.sh")])
+        run = "bash /oracle/solution.sh"
+    else:
+        payload = tar_of([(task.solution_path.parent, "/solution")])
+        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in task.solution_env)
+        run = f"env {assigns} bash /solution/solve.sh" if assigns else "bash /solution/solve.sh"
+    data = base64.b64encode(payload).decode()
+    lines = [data[i : i + 76] for i in range(0, len(data), 76)]
+    return (
+        "```bash\n"
+        "base64 -d > /tmp/.oracle.tar <<'AGENTENVS_ORACLE'\n"
+        + "\n".join(lines)
+        + "\nAGENTENVS_ORACLE\n"
+        "tar -x -C / --no-same-owner -f /tmp/.oracle.tar && rm -f /tmp/.oracle.tar\n"
+        f"{run}\n```"
+    )

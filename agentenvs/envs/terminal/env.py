@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,7 +17,11 @@ from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
-from agentenvs.envs.terminal.state import check_dir_archive, check_state
+from agentenvs.envs.terminal.state import (
+    check_state,
+    read_work_dir,
+    work_dir_key,
+)
 from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox.base import Limits
 
@@ -582,34 +585,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         return score
 
     def oracle_action(self) -> str:
-        """The task's solution as one action, run as the official oracle runs it: TB1's
-        ``solution.sh`` as ``/oracle/solution.sh``, Harbor's ``solution/`` at
-        ``/solution`` with ``solve.sh`` run from the work dir."""
-        task = self.task
-        if task.solution_path is None and task.solution_commands:
-            # TB1's solution.yaml: the oracle types these commands in order
-            return "```bash\n" + "\n".join(task.solution_commands) + "\n```"
-        if task.solution_path is None:
-            raise TaskError(str(task.path), "solution", "the task has no solution script")
-        from agentenvs.envs.terminal.runtime_local import tar_of
+        """The task's solution as one action, run as the official oracle runs it
+        (``actions.oracle_action``)."""
+        from agentenvs.envs.terminal.actions import oracle_action
 
-        if task.layout == "tb1":
-            payload = tar_of([(task.solution_path, "/oracle/solution.sh")])
-            run = "bash /oracle/solution.sh"
-        else:
-            payload = tar_of([(task.solution_path.parent, "/solution")])
-            assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in task.solution_env)
-            run = f"env {assigns} bash /solution/solve.sh" if assigns else "bash /solution/solve.sh"
-        data = base64.b64encode(payload).decode()
-        lines = [data[i : i + 76] for i in range(0, len(data), 76)]
-        return (
-            "```bash\n"
-            "base64 -d > /tmp/.oracle.tar <<'AGENTENVS_ORACLE'\n"
-            + "\n".join(lines)
-            + "\nAGENTENVS_ORACLE\n"
-            "tar -x -C / --no-same-owner -f /tmp/.oracle.tar && rm -f /tmp/.oracle.tar\n"
-            f"{run}\n```"
-        )
+        return oracle_action(self.task)
 
     # ---------------------------------------------------------------- errors
     def error_action(self, rng: np.random.Generator) -> str:
@@ -636,63 +616,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         return workdir.rstrip("/") or "/app"
 
     def _files_tar(self) -> bytes:
-        where = self._state_dir
-        parent, name = where.rsplit("/", 1)
-        reader = getattr(self.runtime(), "read_dir", None)
-        if reader is not None:  # a channel of the runtime's own (local: the host's tar)
-            data = reader(self.shell, where)
-            try:
-                check_dir_archive(data, name)
-            except ValueError as exc:
-                raise SandboxError(f"cannot read {where} for a snapshot ({exc})") from exc
-            return data
-        # Docker: the engine's archive keeps whole seconds of mtimes, so a tar in the
-        # container, through the shell's control pipe, checked whole
-        why = "status"
-        for _ in range(3):
-            rc, out = self.shell.control(
-                # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
-                "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
-                f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
-                "2>/dev/null | base64 -w0",
-                timeout=120,
-            )
-            if rc != 0:
-                why = f"status {rc}"
-                continue
-            # the pipeline's status is base64's: a tar that could not start (no process
-            # slot left: a fork bomb) or the shell's own messages come back as a bad archive
-            try:
-                data = base64.b64decode(out.strip(), validate=True)
-                check_dir_archive(data, name)
-            except ValueError as exc:  # binascii.Error is one
-                why = str(exc)[:120]
-                continue
-            return data
-        raise SandboxError(f"cannot read {where} for a snapshot ({why})")
+        return read_work_dir(self.shell, self.runtime(), self._state_dir)
 
     def _state_key(self) -> str:
         if self._shell is None or self._lost is not None:
             return "lost"
-        where = self._state_dir
-        parent, name = where.rsplit("/", 1)
-        try:
-            # git's index caches stat data (times, inodes) that differ between equal
-            # states: hash each repository's staged entries instead of the index file
-            # anchored patterns: one match per member, where an unanchored one is tried at
-            # every '/' of the path (a tree 1,200 dirs deep took minutes of the sandbox)
-            top = shlex.quote(name)
-            rc, out = self._shell.control(
-                "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
-                f"--anchored --exclude={top}/.git/index --exclude={top}/'*/.git/index' "
-                f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
-                f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
-                'while read -r g; do echo "$g"; '
-                'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; } | md5sum'
-            )
-        except SandboxError:  # the sandbox died; the next step ends the episode
-            return "lost"
-        return f"{out.decode(errors='replace').strip()}\x00{self._shell.cwd}\x00{self._tested}"
+        return work_dir_key(self._shell, self._state_dir, self._tested)
 
     def _get_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {

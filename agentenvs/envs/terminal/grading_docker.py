@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
+import shutil
 import tarfile
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentenvs.core.errors import SandboxError
-from agentenvs.envs.terminal.data import TerminalTask
+from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.grading import STDLIB
 from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.envs.terminal.task_container import _ShellProcess, _TaskContainer
+from agentenvs.envs.terminal.verifier import tree as verifier_tree
 from agentenvs.envs.terminal.verifier.tree import MOUNT
-from agentenvs.sandbox.docker import _Container
+from agentenvs.sandbox.docker import DockerProcess, _Container
 
 
 class FreezingRuntime(Protocol):
@@ -255,3 +260,123 @@ class DockerFrozen:
                 raise SandboxError(f"cannot start container {self.box.short}: {exc}") from exc
             self._stopped = False
         return self.open()
+
+
+#: (image, task id, exec environment, shell init text, output cap, network, work dir)
+_SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str, str]
+#: a task container's own processes: docker-init, its sleep, the shell supervisor, the
+#: subshell holding the agent's bash, and that bash
+_OWN_PROCESSES = ("docker-init", "sleep", "sh", "sh", "bash")
+
+
+class FreezingDocker:
+    """The docker runtime's part in safe grading (a base of ``DockerRuntime``): the freeze,
+    the verifier's mounts filled while the container is stopped, the image's interpreter
+    and environment for the verifier, and the grader's session."""
+
+    client: Any
+    wheelhouse: Path | None
+    _current: Any
+    _current_key: Any
+    _pythons: dict[str, str]
+
+    if TYPE_CHECKING:
+
+        def image(self, task: TerminalTask) -> str: ...
+        def image_config(self, task: TerminalTask) -> dict[str, Any]: ...
+        def _start(
+            self, image: str, task_id: str, network: str, *, services: bool = True
+        ) -> Any: ...
+        def _discard(self, box: Any) -> None: ...
+
+    def _shell_in(self, box: _TaskContainer, key: _SpareKey) -> ShellSession:
+        _, _, env, init, max_output_bytes, _, workdir = key
+
+        def spawn(argv: Sequence[str]) -> DockerProcess:
+            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir=workdir)
+
+        return ShellSession(spawn, init=init, max_output_bytes=max_output_bytes, workdir=workdir)
+
+    def _restart(self, box: _TaskContainer, *, start: bool = True) -> None:
+        """Kill every process of ``box`` through the engine (its files stay), then start
+        it again: nothing inside can outlive or refuse this."""
+        api = self.client.api
+        try:
+            try:
+                api.kill(box.id)
+            except Exception:  # noqa: BLE001 - already stopped
+                pass
+            else:
+                box.own_kills += 1
+            api.wait(box.id, timeout=60)
+            if start:
+                api.start(box.id)
+        except Exception as exc:
+            raise SandboxError(f"cannot restart container {box.short}: {exc}") from exc
+
+    def freeze(
+        self,
+        task: TerminalTask,
+        shell: ShellSession,
+        reopen: Callable[[], ShellSession],
+        stage: Any = None,
+    ) -> DockerFrozen:
+        """Stop every process of the agent's container (the engine kills it; its files
+        stay), start it again and open the grader's session in it. With a verifier
+        ``stage``: the container's read-only dirs get the verifier's tree (for the image's
+        interpreter) and the task's tests while it is stopped."""
+        box, key = self._current, self._current_key
+        if box is None or key is None:
+            raise SandboxError("no container to grade")
+        api = self.client.api
+        try:
+            listed = api.top(box.id).get("Processes") or []
+        except Exception as exc:
+            raise SandboxError(f"cannot list the processes of {box.short}: {exc}") from exc
+        shell.close()
+        self._restart(box, start=False)
+        python = ""
+        if stage is not None:
+            if box.host_dir is None:
+                raise SandboxError(f"container {box.short} has no verifier mounts")
+            python = self.verifier_python(task)
+            verifier_tree.lay_out(Path(box.host_dir) / "v", python, self.wheelhouse, link=True)
+            shutil.rmtree(Path(box.host_dir) / "tests")
+            shutil.copytree(stage.tests, Path(box.host_dir) / "tests")
+            verifier_tree.readable(Path(box.host_dir) / "tests")
+        try:
+            api.start(box.id)
+        except Exception as exc:
+            raise SandboxError(f"cannot restart container {box.short}: {exc}") from exc
+        frozen = DockerFrozen(self, task, box, key, max(0, len(listed) - len(_OWN_PROCESSES)))
+        frozen.python = python
+        return frozen
+
+    def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
+        """(PATH, declared variables, the agent's HOME) of the tests: the image's ENV."""
+        declared = dict(self.image_config(task)["env"])
+        return declared.get("PATH", DEFAULT_PATH), declared, declared.get("HOME", "/root")
+
+    def verifier_python(self, task: TerminalTask) -> str:
+        """The image's ``python3`` (first on its PATH), from a container no agent touched."""
+        image = self.image(task)
+        if image in self._pythons:
+            return self._pythons[image]
+        path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
+        box = self._start(image, task.id, "none", services=False)
+        try:
+            rc, out, _, _, _ = box.exec(
+                [
+                    "sh",
+                    "-c",
+                    f"PATH={shlex.quote(path)}; command -v python3 || echo /usr/bin/python3",
+                ],
+                user="0:0",
+                timeout=60,
+            )
+        finally:
+            self._discard(box)
+        found = out.decode(errors="replace").strip().splitlines()
+        python = found[0] if rc == 0 and found and found[0].startswith("/") else "/usr/bin/python3"
+        self._pythons[image] = python
+        return python

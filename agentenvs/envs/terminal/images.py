@@ -480,3 +480,17 @@ def context_digest(path: Path) -> str:
                 h.update(str(p.relative_to(path)).encode() + b"\0")
                 h.update(p.read_bytes())
     return h.hexdigest()
+
+
+def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
+    """A tar of host paths (files or dirs' contents), each placed under a sandbox path."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for src, dest in pairs:
+            dest = dest.lstrip("/")
+            if src.is_dir():
+                for p in sorted(src.rglob("*")):
+                    tar.add(p, arcname=f"{dest}/{p.relative_to(src)}".lstrip("/"), recursive=False)
+            else:
+                tar.add(src, arcname=dest, recursive=False)
+    return buf.getvalue()

@@ -381,7 +381,6 @@ class DockerNeeds:
         if not task.dockerfile.is_file() and plans and plans[0].how in ("local", "mapped"):
             base_debs, base_dists = self.contents(plans[0].use)
             debs, dists = set(base_debs), set(base_dists)
-        from agentenvs.envs.terminal.runtime_docker import network_plan
 
         _, _, tests_online = network_plan(task, offline=offline, network=runtime.network)
         if not tests_online:
@@ -440,3 +439,24 @@ def unmet_on_docker(runtime: Any, tasks: Iterable[TerminalTask], *, build: bool)
         if why is not None:
             found[task.id] = why
     return found
+
+
+NETWORKS = ("task", "tests-only", "none")
+#: the engine's network for containers that may reach the internet
+ONLINE_NETWORK = "bridge"
+
+
+def network_plan(task: TerminalTask, *, offline: bool, network: str) -> tuple[str, bool, bool]:
+    """(container network mode, agent has network, tests have network).
+
+    The official harnesses give both phases the internet unless a Harbor task says
+    otherwise; ``network="tests-only"`` keeps the agent off it, ``"none"`` (and any
+    offline run) gives it to neither.
+    """
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
+    if offline or network == "none":
+        return "none", False, False
+    agent = task.agent_network and network == "task"
+    tests = task.verifier_network
+    return (ONLINE_NETWORK if agent or tests else "none"), agent, tests

@@ -42,7 +42,13 @@ from agentenvs.envs.terminal.data import (
     missing_binaries,
     standin_base,
 )
+from agentenvs.envs.terminal.images import tar_of
 from agentenvs.envs.terminal.shell import ShellSession
+from agentenvs.envs.terminal.verifier.tree import (
+    PYTEST_PACKAGES,
+    _compile_for_sandbox,
+    pytest_dir,
+)
 from agentenvs.sandbox._leftovers import owned_mkdtemp
 from agentenvs.sandbox.base import Limits
 
@@ -55,95 +61,7 @@ TMPFS_MB = {
     "/oracle": 16,
     "/solution": 64,
 }
-#: pytest and what it imports, copied for the sandbox's python3
-PYTEST_PACKAGES = (
-    "pytest",
-    "_pytest",
-    "pluggy",
-    "iniconfig",
-    "packaging",
-    "py",
-    "exceptiongroup",
-    "tomli",
-    "pygments",  # pytest 9 imports it at start-up
-)
-
-_pylib_lock = threading.Lock()
-_pylib: str | None = None
-
-
-def pytest_dir() -> str | None:
-    """A world-readable copy of pytest's packages (made once per process), or None."""
-    global _pylib
-    with _pylib_lock:
-        if _pylib is not None:
-            return _pylib
-        if importlib.util.find_spec("pytest") is None:
-            return None
-        root = owned_mkdtemp("agentenvs-pylib-")  # swept by a later start if we are killed
-        atexit.register(shutil.rmtree, root, True)
-        for name in PYTEST_PACKAGES:
-            spec = importlib.util.find_spec(name)
-            if spec is None or spec.origin is None:
-                continue
-            origin = Path(spec.origin)
-            if spec.submodule_search_locations is not None:  # a package (maybe compiled)
-                # __pycache__ too: the copy is read-only inside, so without its bytecode
-                # every test run would compile pytest anew (most of its start-up time)
-                shutil.copytree(origin.parent, Path(root) / name)
-            else:
-                shutil.copy2(origin, root)
-                cached = importlib.util.cache_from_source(str(origin))
-                if os.path.exists(cached):
-                    dest = Path(root) / "__pycache__"
-                    dest.mkdir(exist_ok=True)
-                    shutil.copy2(cached, dest)
-        # their metadata too: pytest and pluggy read their own versions (each package is
-        # its own distribution but _pytest and py, which are pytest's; looked up by name,
-        # as packages_distributions() would read the records of every installed one)
-        import importlib.metadata as md
-
-        for name in PYTEST_PACKAGES:
-            try:
-                path = getattr(md.distribution(name), "_path", None)
-            except md.PackageNotFoundError:
-                continue
-            if path is not None and Path(path).is_dir():
-                shutil.copytree(path, Path(root) / Path(path).name, dirs_exist_ok=True)
-        _compile_for_sandbox(root)
-        for d, _, files in os.walk(root):
-            os.chmod(d, 0o755)
-            for f in files:
-                os.chmod(os.path.join(d, f), 0o644)
-        # pytest's console script, last on PATH: the uv stand-ins run `pytest` by name
-        launcher = Path(root) / "bin" / "pytest"
-        launcher.parent.mkdir(mode=0o755)
-        launcher.write_text('#!/bin/sh\nexec python3 -m pytest "$@"\n')
-        launcher.chmod(0o755)
-        _pylib = root
-        return root
-
-
-def _compile_for_sandbox(root: str) -> None:
-    """Bytecode of ``root`` for the sandbox's own ``python3`` (the host's, on the image's
-    PATH), when its version differs from this interpreter's: the copied caches match
-    source mtimes (``copy2``), so ``compileall`` skips what is already current."""
-    python = shutil.which("python3", path=DEFAULT_PATH)
-    if python is None:
-        return
-    # a failure only costs speed: the sandbox then compiles in memory, as before
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            [python, "-m", "compileall", "-q", root],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={"PATH": DEFAULT_PATH},
-            timeout=120,
-            check=False,
-        )
-
-
+_offline_lock = threading.Lock()
 _offline_dir: str | None = None
 
 
@@ -152,7 +70,7 @@ def offline_dir() -> str:
     may be installed under a directory the sandbox's user cannot enter (a 0700 home or
     temp dir), and a bind of such a path leaves the sandbox without its stand-ins."""
     global _offline_dir
-    with _pylib_lock:
+    with _offline_lock:
         if _offline_dir is not None:
             return _offline_dir
         root = owned_mkdtemp("agentenvs-pylib-")  # swept by a later start if we are killed
@@ -167,20 +85,6 @@ def offline_dir() -> str:
                 os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
         _offline_dir = str(dest)
         return _offline_dir
-
-
-def tar_of(pairs: list[tuple[Path, str]]) -> bytes:
-    """A tar of host paths (files or dirs' contents), each placed under a sandbox path."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT) as tar:
-        for src, dest in pairs:
-            dest = dest.lstrip("/")
-            if src.is_dir():
-                for p in sorted(src.rglob("*")):
-                    tar.add(p, arcname=f"{dest}/{p.relative_to(src)}".lstrip("/"), recursive=False)
-            else:
-                tar.add(src, arcname=dest, recursive=False)
-    return buf.getvalue()
 
 
 _host_lock = threading.Lock()
@@ -505,7 +409,9 @@ class LocalRuntime:
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot read {where}: {exc}") from exc
         if done.returncode != 0:
-            raise SandboxError(f"cannot read {where}: {done.stderr.decode(errors='replace')[-300:]}")
+            raise SandboxError(
+                f"cannot read {where}: {done.stderr.decode(errors='replace')[-300:]}"
+            )
         return done.stdout
 
     def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:

@@ -6,7 +6,11 @@ and exports.
 
 from __future__ import annotations
 
+import base64
+import shlex
 from typing import Any
+
+from agentenvs.core.errors import SandboxError
 
 
 def check_state(state: Any) -> None:
@@ -99,3 +103,63 @@ def check_dir_archive(data: Any, top: str) -> None:
                         raise ValueError(f"{member.name!r:.80} is cut short")
     except tarfile.TarError as exc:
         raise ValueError(f"files is not a readable tar archive: {exc}") from None
+
+
+def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
+    """The tar of the work dir ``where`` a snapshot holds: through the runtime's own
+    channel where it has one (local: the host's tar through the namespace's root), else a
+    tar in the container through the shell's control pipe, checked whole (Docker: the
+    engine's archive keeps whole seconds of mtimes)."""
+    parent, name = where.rsplit("/", 1)
+    reader = getattr(runtime, "read_dir", None)
+    if reader is not None:
+        data = reader(shell, where)
+        try:
+            check_dir_archive(data, name)
+        except ValueError as exc:
+            raise SandboxError(f"cannot read {where} for a snapshot ({exc})") from exc
+        return bytes(data)
+    why = "status"
+    for _ in range(3):
+        rc, out = shell.control(
+            # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
+            "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
+            f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
+            "2>/dev/null | base64 -w0",
+            timeout=120,
+        )
+        if rc != 0:
+            why = f"status {rc}"
+            continue
+        # the pipeline's status is base64's: a tar that could not start (no process slot
+        # left: a fork bomb) or the shell's own messages come back as a bad archive
+        try:
+            data = base64.b64decode(out.strip(), validate=True)
+            check_dir_archive(data, name)
+        except ValueError as exc:  # binascii.Error is one
+            why = str(exc)[:120]
+            continue
+        return data
+    raise SandboxError(f"cannot read {where} for a snapshot ({why})")
+
+
+def work_dir_key(shell: Any, where: str, tested: bool) -> str:
+    """The state key of a work dir: a hash of its files (git indexes by their staged
+    entries: the index caches stat data that differ between equal states), the shell's
+    directory, and whether the tests ran; ``lost`` when the sandbox died."""
+    parent, name = where.rsplit("/", 1)
+    top = shlex.quote(name)
+    try:
+        rc, out = shell.control(
+            # anchored patterns: one match per member, where an unanchored one is tried
+            # at every '/' of the path (a tree 1,200 dirs deep took minutes)
+            "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
+            f"--anchored --exclude={top}/.git/index --exclude={top}/'*/.git/index' "
+            f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
+            f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
+            'while read -r g; do echo "$g"; '
+            'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; } | md5sum'
+        )
+    except SandboxError:  # the sandbox died; the next step ends the episode
+        return "lost"
+    return f"{out.decode(errors='replace').strip()}\x00{shell.cwd}\x00{tested}"

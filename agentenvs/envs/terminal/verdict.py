@@ -43,7 +43,7 @@ class TaskTests:
     _fraction: float
 
     def _upload_tests(self, shell: ShellSession) -> None:
-        from agentenvs.envs.terminal.runtime_local import tar_of
+        from agentenvs.envs.terminal.images import tar_of
 
         pairs = self._test_pairs()
         # as Harbor does, stale rewards go first

@@ -19,12 +19,19 @@ Nothing in it is ever written by a process of the sandbox or container.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import importlib.util
 import os
 import shlex
 import shutil
+import subprocess
 import threading
 import zipfile
 from pathlib import Path
+
+from agentenvs.envs.terminal.data import DEFAULT_PATH
+from agentenvs.sandbox._leftovers import owned_mkdtemp
 
 #: where the grading session sees the tree
 MOUNT = "/opt/agentenvs/verifier"
@@ -43,6 +50,94 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 
 _lock = threading.Lock()
 _pylibs: dict[str, str] = {}
+
+#: pytest and what it imports, copied for the sandbox's python3
+PYTEST_PACKAGES = (
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+    "exceptiongroup",
+    "tomli",
+    "pygments",  # pytest 9 imports it at start-up
+)
+
+_pylib_lock = threading.Lock()
+_pylib: str | None = None
+
+
+def pytest_dir() -> str | None:
+    """A world-readable copy of pytest's packages (made once per process), or None."""
+    global _pylib
+    with _pylib_lock:
+        if _pylib is not None:
+            return _pylib
+        if importlib.util.find_spec("pytest") is None:
+            return None
+        root = owned_mkdtemp("agentenvs-pylib-")  # swept by a later start if we are killed
+        atexit.register(shutil.rmtree, root, True)
+        for name in PYTEST_PACKAGES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.origin is None:
+                continue
+            origin = Path(spec.origin)
+            if spec.submodule_search_locations is not None:  # a package (maybe compiled)
+                # __pycache__ too: the copy is read-only inside, so without its bytecode
+                # every test run would compile pytest anew (most of its start-up time)
+                shutil.copytree(origin.parent, Path(root) / name)
+            else:
+                shutil.copy2(origin, root)
+                cached = importlib.util.cache_from_source(str(origin))
+                if os.path.exists(cached):
+                    dest = Path(root) / "__pycache__"
+                    dest.mkdir(exist_ok=True)
+                    shutil.copy2(cached, dest)
+        # their metadata too: pytest and pluggy read their own versions (each package is
+        # its own distribution but _pytest and py, which are pytest's; looked up by name,
+        # as packages_distributions() would read the records of every installed one)
+        import importlib.metadata as md
+
+        for name in PYTEST_PACKAGES:
+            try:
+                path = getattr(md.distribution(name), "_path", None)
+            except md.PackageNotFoundError:
+                continue
+            if path is not None and Path(path).is_dir():
+                shutil.copytree(path, Path(root) / Path(path).name, dirs_exist_ok=True)
+        _compile_for_sandbox(root)
+        for d, _, files in os.walk(root):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        # pytest's console script, last on PATH: the uv stand-ins run `pytest` by name
+        launcher = Path(root) / "bin" / "pytest"
+        launcher.parent.mkdir(mode=0o755)
+        launcher.write_text('#!/bin/sh\nexec python3 -m pytest "$@"\n')
+        launcher.chmod(0o755)
+        _pylib = root
+        return root
+
+
+def _compile_for_sandbox(root: str) -> None:
+    """Bytecode of ``root`` for the sandbox's own ``python3`` (the host's, on the image's
+    PATH), when its version differs from this interpreter's: the copied caches match
+    source mtimes (``copy2``), so ``compileall`` skips what is already current."""
+    python = shutil.which("python3", path=DEFAULT_PATH)
+    if python is None:
+        return
+    # a failure only costs speed: the sandbox then compiles in memory, as before
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            [python, "-m", "compileall", "-q", root],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": DEFAULT_PATH},
+            timeout=120,
+            check=False,
+        )
 
 
 def readable(root: str | Path) -> None:
@@ -78,7 +173,6 @@ def pylib(wheelhouse: Path | None) -> str:
     """``pylib/``, made once per process and wheelhouse: the wheelhouse's pure wheels
     (the official harnesses' pins) where there is one, else a copy of this interpreter's
     pytest; then the verdict plugin."""
-    from agentenvs.envs.terminal.runtime_local import pytest_dir
     from agentenvs.sandbox._leftovers import owned_mkdtemp
 
     key = str(wheelhouse or "")
