@@ -12,7 +12,7 @@ import pytest
 from agentenvs.envs.terminal.data import load_tasks
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.grading import AGENT_PROCESSES_TAG, GRADINGS
-from agentenvs.envs.terminal.runtime_docker import TASK_LABEL
+from agentenvs.envs.terminal.task_container import TASK_LABEL
 from agentenvs.testing import FileProbe
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
