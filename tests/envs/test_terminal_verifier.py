@@ -220,6 +220,15 @@ def _task_dirs(root: Path) -> Path:
     (imports / "tests" / "test_outputs.py").write_text(
         "import aecount\n\n\ndef test_import():\n    assert aecount.VALUE == 3\n"
     )
+    # a script that prints nothing and runs no pytest: its reward file is the verdict
+    silent = tasks / "harbor-silent"
+    shutil.copytree(FIXTURES / "harbor-count", silent)
+    (silent / "tests" / "test_outputs.py").unlink()
+    (silent / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        'if [ "$(cat /app/count.txt 2>/dev/null)" = 3 ]; then echo 1 > /logs/verifier/reward.txt; '
+        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
     # Harbor's uv bootstrap (uvx), without the ctrf plugin
     uvx = tasks / "harbor-uvx"
     shutil.copytree(FIXTURES / "harbor-count", uvx)
@@ -382,3 +391,12 @@ def test_start_up_hooks_never_run_and_installed_packages_stay_importable(
     reward, info = _run(env, "harbor-import", install)
     assert reward == 1.0 and info["grading_findings"] == [], info
     assert "aecount" in info["grading_exposed"], info
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_silent_script_without_pytest_is_graded_by_its_reward(runtime: str, tasks: Path) -> None:
+    env = _env(runtime, "safe", tasks)
+    reward, info = _solve(env, "harbor-silent")
+    assert reward == 1.0 and info["grading_findings"] == [], info
+    reward, info = _run(env, "harbor-silent", "true")
+    assert reward == 0.0, info

@@ -378,8 +378,6 @@ class LocalRuntime:
             frozen.python = python
         return frozen
 
-    _tree: str | None = None
-
     def read_dir(self, shell: ShellSession, where: str) -> bytes:
         """A snapshot's tar of ``where`` (a dir of the sandbox), read by the host's ``tar``
         through the namespace's root: a channel of its own (the shell's pipe carries the
@@ -427,21 +425,8 @@ class LocalRuntime:
         return python
 
     def verifier_tree(self) -> str:
-        """The verifier's tree for this host (laid out once per runtime)."""
-        if self._tree is None:
-            from agentenvs.envs.terminal.verifier import tree
-            from agentenvs.sandbox._leftovers import owned_mkdtemp
-
-            root = Path(owned_mkdtemp("agentenvs-verifier-"))
-            wheelhouse = offline.default_wheelhouse()
-            laid = tree.lay_out(
-                root / "v", self.verifier_python(), wheelhouse if wheelhouse.is_dir() else None
-            )
-            _compile_for_sandbox(str(laid / "pylib"))  # bytecode for the host's python3
-            tree.readable(laid)
-            os.chmod(root, 0o755)
-            self._tree = str(laid)
-        return self._tree
+        """The verifier's tree for this host's ``python3`` (laid out once per process)."""
+        return local_tree(self.verifier_python())
 
     def close(self) -> None:
         self.box.close()
@@ -533,6 +518,29 @@ def stop_all(shell: ShellSession) -> tuple[int, int]:
         raise SandboxError("cannot stop the sandbox's processes")
     # the agent's bash and the supervisor's subshell that holds it
     return max(0, int(words[1]) - (2 if bash else 0)), int(words[3])
+
+
+_trees: dict[str, str] = {}
+_trees_lock = threading.Lock()
+
+
+def local_tree(python: str) -> str:
+    """The verifier's tree for the host's ``python`` (once per process, in a dir named
+    like pytest's copy: reaped at exit, swept by a later start if this one is killed)."""
+    from agentenvs.envs.terminal.verifier import tree
+    from agentenvs.sandbox._leftovers import owned_mkdtemp
+
+    with _trees_lock:
+        if python not in _trees:
+            root = Path(owned_mkdtemp("agentenvs-pylib-"))
+            atexit.register(shutil.rmtree, root, True)
+            wheelhouse = offline.default_wheelhouse()
+            laid = tree.lay_out(root / "v", python, wheelhouse if wheelhouse.is_dir() else None)
+            _compile_for_sandbox(str(laid / "pylib"))  # bytecode for the host's python3
+            tree.readable(laid)
+            os.chmod(root, 0o755)
+            _trees[python] = str(laid)
+        return _trees[python]
 
 
 class LocalFrozen:

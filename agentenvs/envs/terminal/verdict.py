@@ -173,8 +173,10 @@ class TaskTests:
                 f"printf '\\n{marker}\\n'; cat /logs/verifier/reward.txt 2>/dev/null; exit 0",
                 timeout=limit + 30,
             )
-            text = out.decode("utf-8", errors="replace")
+            # (the control channel drops a leading newline: a silent script's marker is first)
+            text = "\n" + out.decode("utf-8", errors="replace")
             output, _, tail = text.partition(f"\n{marker}")
+            output = output[1:]
             code, _, at_exit = tail.partition("\n")
             if rc is None or code.strip() in ("", "137"):
                 output += f"\n[tests timed out after {limit:g} s]"

@@ -179,7 +179,9 @@ def pylib(wheelhouse: Path | None) -> str:
     with _lock:
         if key in _pylibs:
             return _pylibs[key]
-        root = Path(owned_mkdtemp("agentenvs-verifier-"))
+        # one per process, like pytest's copy (swept by a later start if we are killed)
+        root = Path(owned_mkdtemp("agentenvs-pylib-"))
+        atexit.register(shutil.rmtree, root, True)
         dest = root / "pylib"
         dest.mkdir()
         if wheelhouse is None or not wheelhouse.is_dir() or not _unpack_wheels(wheelhouse, dest):
