@@ -221,7 +221,11 @@ def test_the_overlay_walk_reads_any_depth_and_path_length(tmp_path: Path) -> Non
     _deep(upper / "app", "a" * 250, 20)  # paths past PATH_MAX
     os.symlink("/tests/x", upper / "app" / "l")
     links: dict[str, str] = {}
-    found = _overlay_changes(str(upper), [str(lower)], links)
+    try:
+        found = _overlay_changes(str(upper), [str(lower)], links)
+    finally:  # rm's walk is iterative (shutil.rmtree, pytest's clean-up, are not)
+        subprocess.run(["rm", "-rf", str(upper / "app" / "d"), str(upper / "app" / ("a" * 250))],
+                       check=True, timeout=120)  # fmt: skip
     assert found is not None
     paths = dict(found)
     assert paths["/app/old"] == "C" and paths["/app/l"] == "A"
