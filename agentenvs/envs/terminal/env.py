@@ -45,9 +45,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     The agent works in ONE bash shell per episode: ``cd``, variables and background
     jobs persist between turns. When it says it is done (or the turn budget runs out)
     the task's own test runner runs as the official harnesses run it, but out of the
-    agent's reach (``grading="safe"``, see ``agentenvs.envs.terminal.grading``): every
-    process of the agent is stopped first, the toolchain is checked against the image,
-    and the tests run in a new session; ``grading="official"`` runs them beside the
+    agent's reach (``grading="safe"``, see ``agentenvs.envs.terminal.verifier``): every
+    process of the agent is stopped first, then the tests run in a new session on a
+    verifier toolchain the agent never had, their verdict on a channel only the
+    verifier's pytest may use; ``grading="official"`` runs them beside the
     agent's shell in its container, as TB1 and Harbor do. Either way: TB1's
     ``bash /tests/run-tests.sh`` with ``tests/`` at ``/tests`` (``TEST_DIR=/tests``), its
     ``pytest -rA`` output read by the official parser; Harbor's ``bash /tests/test.sh``,
@@ -110,7 +111,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     ``exit_status`` (absent before the first command and after one interrupted without a
     status), ``timed_out``, ``runtime``, ``grading``; once the tests ran,
     ``grading_findings`` (what safe grading found the agent changed in what grades it:
-    the episode then scores 0) and ``processes_stopped``. With ``step_rewards=True`` every
+    the episode then scores 0) and ``processes_stopped``; under safe grading also
+    ``grading_problems`` (what kept the verifier's verdict from a pass besides failed
+    tests: a test never reported, a pytest killed) and ``grading_exposed`` (modules the
+    tests imported from the end state, which ran inside pytest). With ``step_rewards=True`` every
     step's info has ``step_reward`` (``agentenvs.core.info.STEP_REWARD``): the change in
     the fraction of tests passed that the step made. After each command the task's tests
     run on a *copy* of the state (a snapshot restored into a second env of the same
@@ -165,7 +169,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     - ``max_turns`` (30), ``show_budget``, ``render_mode``, ``max_action_chars``.
 
     ## Version History
-    - v0: initial version; snapshots of version 2 hold the grading's findings.
+    - v0: initial version; snapshots of version 2 hold the grading's findings (and,
+      optionally, its problems and exposed modules); safe grading runs on the verifier.
     """
 
     default_max_turns: ClassVar[int] = 30
