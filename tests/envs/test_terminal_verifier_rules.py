@@ -232,3 +232,17 @@ def test_the_overlay_walk_reads_any_depth_and_path_length(tmp_path: Path) -> Non
     assert any(p.endswith("/d/f") and p.count("/d") == 1200 for p in paths)
     assert any(p.endswith("/f") and len(p) > 5000 for p in paths)
     assert links == {"/app/l": "/tests/x"}
+
+
+def test_a_pytest_that_never_collected_reports_nothing_either_way() -> None:
+    """``pytest --version`` (or one ended before collecting) neither fails nor passes."""
+    version_only = _session()
+    done = _session(
+        FILES_EVENT,
+        _report("test_outputs.py::test_a"),
+        _report("test_outputs.py::TestB::test_c"),
+        FINISH,
+        pid=2,
+    )
+    assert _judge(version_only, done).passed
+    assert not _judge(version_only).passed

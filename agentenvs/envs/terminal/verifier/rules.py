@@ -116,6 +116,11 @@ def judge(
         if session.started is None:
             continue
         finish = session.finished
+        collected = any(e.get("ev") == "collected" for e in session.events)
+        if finish is None and not collected and not session.problem:
+            # a pytest that ended before collecting anything (``--version``, ``--help``,
+            # or killed that early) reported no outcome: it cannot make a pass either way
+            continue
         if finish is None:
             verdict.problems.append(
                 f"the pytest session of pid {session.pid} did not finish (killed or cut short)"
@@ -148,9 +153,9 @@ def judge(
                 nodeid = str(event.get("nodeid", ""))
                 outcome = event.get("outcome")
                 when = event.get("when")
-                ok = outcome in PASSING or (outcome == "failed" and bool(event.get("xfail")))
+                ok = outcome in PASSING
                 if outcome == "passed" and bool(event.get("xfail")):
-                    ok = False  # an xpass in strict mode is reported failed; otherwise passed
+                    ok = False  # an unexpected pass (XPASS), failed as the official parser has it
                 if when == "call" or not ok:
                     outcomes.setdefault(nodeid, []).append(ok)
                 elif when == "setup" and outcome == "skipped":

@@ -139,9 +139,7 @@ def pytest_runtest_logreport(report):
             "nodeid": report.nodeid,
             "when": report.when,
             "outcome": report.outcome,
-            "xfail": bool(
-                getattr(report, "wasxfail", None) is not None and hasattr(report, "wasxfail")
-            ),
+            "xfail": hasattr(report, "wasxfail"),
         }
     )
 
