@@ -400,3 +400,21 @@ def test_a_silent_script_without_pytest_is_graded_by_its_reward(runtime: str, ta
     assert reward == 1.0 and info["grading_findings"] == [], info
     reward, info = _run(env, "harbor-silent", "true")
     assert reward == 0.0, info
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_without_the_containers_proc_no_changed_library_is_trusted(tasks: Path) -> None:
+    """Where the grader may not read a container's processes (an engine run by a user),
+    the session is trusted only while no shared library, loader file or interpreter of
+    the image changed; files of the work dir are the agent's to change either way."""
+    from agentenvs.envs.terminal.grading_docker import DockerFrozen
+
+    env = _env("docker", "safe", tasks)
+    env.reset(options={"task_id": "harbor-count"})
+    runtime = env.runtime()
+    frozen = DockerFrozen(runtime, env.task, runtime._current, runtime._current_key, 0)
+    frozen.python = runtime.verifier_python(env.task)
+    env.step("```bash\necho 3 > /app/count.txt\n```")
+    assert frozen.trusted(0, None) is None
+    env.step("```bash\ncp /bin/true /usr/local/lib/libae.so.1\n```")
+    assert "libae.so.1" in (frozen.trusted(0, None) or "")

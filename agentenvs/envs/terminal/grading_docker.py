@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import posixpath
 import shlex
 import shutil
 import tarfile
@@ -50,6 +51,11 @@ def _read_file(api: Any, container: str, path: str) -> bytes | None:
             return None
         f = tar.extractfile(members[0])
         return f.read() if f is not None else None
+
+
+def _shared_object(path: str) -> bool:
+    name = posixpath.basename(path)
+    return name.endswith(".so") or ".so." in name or name.startswith("ld-linux")
 
 
 def container_changes(api: Any, container: str) -> list[tuple[str, str]]:
@@ -189,11 +195,26 @@ class DockerFrozen:
         assert self.box.host_dir is not None
         return os.path.join(self.box.host_dir, "v", "channel")
 
-    def trusted(self, pid: int, maps: list[str]) -> str | None:
+    def trusted(self, pid: int, maps: list[str] | None) -> str | None:
         """Why a process of this container runs code the agent could have changed (None:
         it does not): its executable or a file it maps differs from the image (the
         engine's account of the container's changes, read now), or the standard library
-        of its interpreter does."""
+        of its interpreter does. Where this process may not read the container's
+        processes (the engine run by a user, not root), what they map is not known: then
+        no shared library, loader file, interpreter or standard-library file of the image
+        may have changed (honest changes to libraries are graded only as root)."""
+        try:
+            changed = {p for p, _ in container_changes(self.runtime.client.api, self.box.id)}
+        except SandboxError as exc:
+            return f"cannot read the container's changes: {exc}"
+        for path in changed:
+            if STDLIB.match(path) and "-packages" not in path:
+                return f"the standard library changed ({path})"
+        if maps is None:
+            for path in sorted(changed):
+                if path == self.python or path.startswith("/etc/ld.so") or _shared_object(path):
+                    return f"{path} changed (the processes' maps cannot be read as this user)"
+            return None
         try:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError as exc:
@@ -202,10 +223,6 @@ class DockerFrozen:
 
         if not same_file(pid, exe, self.python):
             return f"its executable {exe} is not the verifier's interpreter"
-        try:
-            changed = {p for p, _ in container_changes(self.runtime.client.api, self.box.id)}
-        except SandboxError as exc:
-            return f"cannot read the container's changes: {exc}"
         for path in [exe, *maps]:
             if path.endswith(" (deleted)"):
                 return f"it maps a deleted file {path}"
@@ -213,9 +230,6 @@ class DockerFrozen:
                 continue
             if path in changed:
                 return f"it runs {path}, a file the agent changed"
-        for path in changed:
-            if STDLIB.match(path) and "-packages" not in path:
-                return f"the standard library changed ({path})"
         return None
 
     def links(self) -> dict[str, str]:

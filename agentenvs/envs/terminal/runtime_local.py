@@ -569,7 +569,7 @@ class LocalFrozen:
     def channel_dir(self, stage: Any) -> str:
         return str(stage.channel)
 
-    def trusted(self, pid: int, maps: list[str]) -> str | None:
+    def trusted(self, pid: int, maps: list[str] | None) -> str | None:
         """Why a process of this sandbox runs code the agent could have changed (None:
         it does not): its executable or a file it maps lies on one of the sandbox's
         writable mounts (everything else is the host's, read-only)."""
@@ -583,6 +583,8 @@ class LocalFrozen:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError as exc:
             return f"cannot read its executable: {exc}"
+        if maps is None:
+            return "cannot read the files it maps"
         for path in [exe, *maps]:
             if path.endswith(" (deleted)"):
                 return f"it maps a deleted file {path}"

@@ -110,9 +110,10 @@ class VerdictChannel:
     """The listener of one grading.
 
     ``directory``: the host directory shown at ``<tree>/channel``; ``python`` and
-    ``boot``: the interpreter and launcher paths as the sandbox sees them; ``trusted``:
-    whether a path the process maps (as the sandbox sees it) is one the agent could not
-    have changed, or why not (a string)."""
+    ``boot``: the interpreter and launcher paths as the sandbox sees them; ``trusted(pid,
+    maps)``: why the process runs code the agent could have changed (None: it does not),
+    from the files it maps as the sandbox sees them (``maps`` is None where this process
+    may not read them)."""
 
     def __init__(
         self,
@@ -120,7 +121,7 @@ class VerdictChannel:
         *,
         python: str,
         boot: str,
-        trusted: Callable[[int, list[str]], str | None],
+        trusted: Callable[[int, list[str] | None], str | None],
     ) -> None:
         self.path = os.path.join(directory, "verdict.sock")
         self.python = python
@@ -145,7 +146,13 @@ class VerdictChannel:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0")[:-1]]
+        except OSError as exc:
+            return f"cannot read the process: {exc}"
+        maps: list[str] | None
+        try:
             maps = _maps(pid)
+        except PermissionError:
+            maps = None  # another user's process (a container's, the engine run as a user)
         except OSError as exc:
             return f"cannot read the process: {exc}"
         if argv[:4] != [self.python, "-I", "-S", self.boot]:
