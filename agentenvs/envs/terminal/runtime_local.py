@@ -382,35 +382,20 @@ class LocalRuntime:
         """A snapshot's tar of ``where`` (a dir of the sandbox), read by the host's ``tar``
         through the namespace's root: a channel of its own (the shell's pipe carries the
         agent's output too), and nothing in the sandbox is run."""
-        tar = shutil.which("tar", path="/usr/bin:/bin")
-        if tar is None:
-            raise SandboxError("no tar on the host")
         parent, name = where.rstrip("/").rsplit("/", 1)
-        try:
-            done = subprocess.run(
-                [
-                    tar,
-                    "-c",
-                    "--format=posix",
-                    "--pax-option=delete=atime,delete=ctime",
-                    "--sort=name",
-                    "--numeric-owner",
-                    "-C",
-                    _namespace_root(shell) + (parent or "/"),
-                    name,
-                ],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=300,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxError(f"cannot read {where}: {exc}") from exc
-        if done.returncode != 0:
-            raise SandboxError(
-                f"cannot read {where}: {done.stderr.decode(errors='replace')[-300:]}"
-            )
-        return done.stdout
+        return _host_tar(
+            [
+                "--format=posix",
+                "--pax-option=delete=atime,delete=ctime",
+                "--sort=name",
+                "--numeric-owner",
+                "-C",
+                _namespace_root(shell) + (parent or "/"),
+                name,
+            ],
+            f"cannot read {where}",
+            ok=(0,),
+        )
 
     def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
         """(PATH, declared variables, the agent's HOME) of the tests: the Dockerfile's ENV."""
@@ -469,42 +454,45 @@ def _namespace_root(shell: ShellSession) -> str:
     return f"/proc/{init}/root"
 
 
-def _read_state(shell: ShellSession, dirs: tuple[str, ...] = STATE_DIRS) -> bytes:
-    """A tar of the writable dirs of a frozen sandbox, read by the host's tar through the
-    namespace's root (no symlink is followed; nothing in the sandbox is run)."""
+def _host_tar(args: list[str], what: str, ok: tuple[int, ...] = (0, 1)) -> bytes:
+    """``tar -c ARGS`` by the host's tar (nothing in the sandbox is run), its archive."""
     tar = shutil.which("tar", path="/usr/bin:/bin")
     if tar is None:
         raise SandboxError("no tar on the host")
-    root = _namespace_root(shell)
     try:
         done = subprocess.run(
-            [
-                tar,
-                "-c",
-                "--format=posix",
-                "--numeric-owner",
-                "--ignore-failed-read",
-                # anchored: an unanchored pattern is tried at every '/' of every member's
-                # path, which a tree thousands of dirs deep makes minutes of work
-                "--anchored",
-                "--exclude=./logs/verifier",
-                "--exclude=logs/verifier",
-                "-C",
-                root,
-                *dirs,
-            ],
+            [tar, "-c", *args],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=300,
             check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxError(f"cannot read the sandbox's end state: {exc}") from exc
-    if done.returncode not in (0, 1) or not done.stdout:
-        raise SandboxError(
-            f"cannot read the sandbox's end state: {done.stderr.decode(errors='replace')[-500:]}"
-        )
+        raise SandboxError(f"{what}: {exc}") from exc
+    if done.returncode not in ok or not done.stdout:
+        raise SandboxError(f"{what}: {done.stderr.decode(errors='replace')[-500:]}")
     return done.stdout
+
+
+def _read_state(shell: ShellSession, dirs: tuple[str, ...] = STATE_DIRS) -> bytes:
+    """A tar of the writable dirs of a frozen sandbox, read by the host's tar through the
+    namespace's root (no symlink is followed; nothing in the sandbox is run)."""
+    return _host_tar(
+        [
+            "--format=posix",
+            "--numeric-owner",
+            "--ignore-failed-read",
+            # anchored: an unanchored pattern is tried at every '/' of every member's
+            # path, which a tree thousands of dirs deep makes minutes of work
+            "--anchored",
+            "--exclude=./logs/verifier",
+            "--exclude=logs/verifier",
+            "-C",
+            _namespace_root(shell),
+            *dirs,
+        ],
+        "cannot read the sandbox's end state",
+    )
 
 
 def stop_all(shell: ShellSession) -> tuple[int, int]:
