@@ -138,20 +138,28 @@ def test_pytest_arguments_load_nothing_from_outside(
 ) -> None:
     tests = tmp_path / "tests"
     tests.mkdir()
-    monkeypatch.setenv("AGENTENVS_VERIFIER_TESTS", str(tests))
+    # a package whose parent would run if a submodule of it were looked up
+    (tmp_path / "evilpkg").mkdir()
+    (tmp_path / "evilpkg" / "__init__.py").write_text("raise SystemExit('ran')\n")
+    (tmp_path / "evilpkg" / "mod.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
     sys.path.insert(0, str(FILES))
     try:
         import boot  # the launcher, as the sandbox runs it
 
+        monkeypatch.setattr(boot, "TESTS", str(tests))
         args = boot.pytest_args(
-            ["-p", "evil", "-pevil2", "-c", "/app/p.ini", "--rootdir=/", "--pyargs",
-             "-o", "addopts=-p evil", "-p", "no:cacheprovider", f"{tests}/test_x.py", "-rA"]
+            ["-p", "evil", "-pevil2", "-p", "evilpkg.mod", "-c", "/app/p.ini", "--rootdir=/",
+             "--pyargs", "-o", "addopts=-p evil", "-o", "pythonpath=/app",
+             "-p", "no:cacheprovider", f"{tests}/test_x.py", "-rA"]
         )  # fmt: skip
     finally:
         sys.path.remove(str(FILES))
         sys.modules.pop("boot", None)
+    assert "evilpkg" not in sys.modules and "evilpkg.mod" not in args
     assert "evil" not in args and "evil2" not in args and "--pyargs" not in args
     assert "-c" not in args and "--rootdir=/" not in args and "addopts=-p evil" not in args
+    assert "pythonpath=/app" not in args
     assert args[:4] == ["-p", "agentenvs_verdict", "-p", "no:cacheprovider"]
     assert f"--rootdir={tests}" in args and f"--confcutdir={tests}" in args
     assert args[-2:] == [f"{tests}/test_x.py", "-rA"]

@@ -101,7 +101,6 @@ def environment(
             "LANG": env.get("LANG", "C.UTF-8"),
             "TERM": "dumb",
             "AGENTENVS_VERIFIER_MARK": stage.mark,
-            "AGENTENVS_VERIFIER_TESTS": "/tests",
             "AGENTENVS_VERIFIER_INSTALLS": f"{stage.home}/site",
             "AGENTENVS_VERIFIER_PYTHONPATH": declared.get("PYTHONPATH", ""),
             "AGENTENVS_AGENT_HOME": agent_home,

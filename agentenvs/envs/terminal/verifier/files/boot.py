@@ -62,8 +62,13 @@ def _env(name, default=""):
     return os.environ.get(name, default)
 
 
+#: where the grader puts the task's tests (read-only); fixed: a variable could be set by
+#: any process that starts the launcher
+TESTS = "/tests"
+
+
 def tests_dir():
-    return os.path.realpath(_env("AGENTENVS_VERIFIER_TESTS", "/tests"))
+    return os.path.realpath(TESTS)
 
 
 def _site_dirs():
@@ -177,8 +182,10 @@ def _allowed_plugin(name):
         return True
     import importlib.util
 
+    # the top-level package only: finding a submodule would import (run) its parents
+    top = name.split(":", 1)[-1].split(".", 1)[0]
     try:
-        spec = importlib.util.find_spec(name.split(":", 1)[-1])
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError, AttributeError):
         return False
     origin = getattr(spec, "origin", None) if spec is not None else None
@@ -228,7 +235,8 @@ def pytest_args(args):
                 dropped.append(key + " " + value)
             continue
         if key in ("-o", "--override-ini"):
-            if value.split("=", 1)[0].strip() in ("addopts", "required_plugins"):
+            # (pythonpath puts dirs first on sys.path: the runner's imports would follow)
+            if value.split("=", 1)[0].strip() in ("addopts", "required_plugins", "pythonpath"):
                 dropped.append(key + " " + value)
                 continue
         if key == "--pyargs":

@@ -146,8 +146,7 @@ def pytest_runtest_logreport(report):
 
 def _exposed():
     roots = [VERIFIER, os.path.dirname(os.__file__)]
-    tests = os.environ.get("AGENTENVS_VERIFIER_TESTS", "/tests")
-    roots.append(os.path.realpath(tests))
+    roots.append(os.path.realpath("/tests"))
     found = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
