@@ -53,6 +53,14 @@ def _read_file(api: Any, container: str, path: str) -> bytes | None:
         return f.read() if f is not None else None
 
 
+def _link(src: str, dst: str) -> None:
+    """A hard link where the filesystem allows, else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def _shared_object(path: str) -> bool:
     name = posixpath.basename(path)
     return name.endswith(".so") or ".so." in name or name.startswith("ld-linux")
@@ -293,6 +301,8 @@ class FreezingDocker:
     _current: Any
     _current_key: Any
     _pythons: dict[str, str]
+    #: per image: a host dir of the verifier's packages' bytecode for its interpreter
+    _bytecode: dict[str, str | None]
 
     if TYPE_CHECKING:
 
@@ -354,7 +364,12 @@ class FreezingDocker:
             if box.host_dir is None:
                 raise SandboxError(f"container {box.short} has no verifier mounts")
             python = self.verifier_python(task)
-            verifier_tree.lay_out(Path(box.host_dir) / "v", python, self.wheelhouse, link=True)
+            laid = verifier_tree.lay_out(
+                Path(box.host_dir) / "v", python, self.wheelhouse, link=True
+            )
+            bytecode = self._bytecode.get(self.image(task))
+            if bytecode is not None:
+                shutil.copytree(bytecode, laid / "pylib", dirs_exist_ok=True, copy_function=_link)
             shutil.rmtree(Path(box.host_dir) / "tests")
             shutil.copytree(stage.tests, Path(box.host_dir) / "tests")
             verifier_tree.readable(Path(box.host_dir) / "tests")
@@ -388,9 +403,50 @@ class FreezingDocker:
                 user="0:0",
                 timeout=60,
             )
+            found = out.decode(errors="replace").strip().splitlines()
+            python = (
+                found[0] if rc == 0 and found and found[0].startswith("/") else "/usr/bin/python3"
+            )
+            self._bytecode[image] = self._compile_pylib(box, python)
         finally:
             self._discard(box)
-        found = out.decode(errors="replace").strip().splitlines()
-        python = found[0] if rc == 0 and found and found[0].startswith("/") else "/usr/bin/python3"
         self._pythons[image] = python
         return python
+
+    def _compile_pylib(self, box: Any, python: str) -> str | None:
+        """The verifier's packages compiled by the image's interpreter, in a container no
+        agent touched (the tree is read-only in the grading session: without bytecode its
+        pytest would be compiled anew at every start). A host dir of ``__pycache__`` files,
+        or None when the image cannot (no python3: the tests run without it anyway)."""
+        from agentenvs.envs.terminal.images import tar_of
+        from agentenvs.sandbox._leftovers import owned_mkdtemp
+
+        lib = Path(verifier_tree.pylib(self.wheelhouse))
+        where = "/tmp/agentenvs-pylib"
+        try:
+            self.client.api.put_archive(box.id, "/", tar_of([(lib, where)]))
+            rc, _, _, _, _ = box.exec(
+                [python, "-m", "compileall", "-q", where], user="0:0", timeout=120
+            )
+            if rc != 0:
+                return None
+            stream, _ = self.client.api.get_archive(box.id, where)
+            data = b"".join(stream)
+        except Exception:  # noqa: BLE001 - bytecode only saves time
+            return None
+        root = Path(owned_mkdtemp("agentenvs-pylib-"))
+        top = posixpath.basename(where)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar.getmembers():
+                parts = member.name.split("/")
+                if not member.isfile() or "__pycache__" not in parts or ".." in parts:
+                    continue
+                rel = "/".join(parts[1:]) if parts[0] == top else member.name
+                f = tar.extractfile(member)
+                if f is None:
+                    continue
+                dest = root / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(f.read())
+        verifier_tree.readable(root)
+        return str(root)

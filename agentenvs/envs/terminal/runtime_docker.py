@@ -190,6 +190,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._current_key: _SpareKey | None = None
         #: the image's python3 for the verifier, by image
         self._pythons: dict[str, str] = {}
+        self._bytecode: dict[str, str | None] = {}
         #: whether task containers get the verifier's read-only dirs (safe grading)
         self.verifier_mounts = False
         #: the next session, opened ahead (or the thread opening it)
