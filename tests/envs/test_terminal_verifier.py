@@ -12,7 +12,6 @@ honest edits of image files pass.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,19 +20,10 @@ import pytest
 
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.policies import solution_action
+from tests.envs.test_terminal_attacks import _PLUGIN, _write
 
 FIXTURES = Path(__file__).parent / "terminal_fixtures"
 
-_PLUGIN = """
-import pytest
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-    report.longrepr = None
-"""
 _FAKE = "\\n".join(
     [
         "=========== short test summary info ===========",
@@ -43,11 +33,6 @@ _FAKE = "\\n".join(
     ]
 )
 _FAKE_RUNNER = f"#!/bin/sh\nprintf '{_FAKE}\\n'\nexit 0\n"
-
-
-def _write(path: str, text: str, mode: str = "") -> str:
-    line = f'mkdir -p "$(dirname {path})" && printf %s {shlex.quote(text)} > {path}'
-    return line + (f" && chmod {mode} {path}" if mode else "")
 
 
 # a program of the agent's that the tests run (its output is what they check)
@@ -181,6 +166,14 @@ OFFICIAL_PAYS = {
 }  # fmt: skip
 
 
+def _harbor_script(tasks: Path, name: str, body: str) -> Path:
+    """A copy of the Harbor fixture whose ``test.sh`` is ``body``."""
+    task = tasks / name
+    shutil.copytree(FIXTURES / "harbor-count", task)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\nmkdir -p /logs/verifier\n" + body)
+    return task
+
+
 def _task_dirs(root: Path) -> Path:
     """The fixtures, and tasks whose tests run a program of the agent's."""
     tasks = root / "tasks"
@@ -221,23 +214,21 @@ def _task_dirs(root: Path) -> Path:
         "import aecount\n\n\ndef test_import():\n    assert aecount.VALUE == 3\n"
     )
     # a script that prints nothing and runs no pytest: its reward file is the verdict
-    silent = tasks / "harbor-silent"
-    shutil.copytree(FIXTURES / "harbor-count", silent)
-    (silent / "tests" / "test_outputs.py").unlink()
-    (silent / "tests" / "test.sh").write_text(
-        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    silent = _harbor_script(
+        tasks,
+        "harbor-silent",
         'if [ "$(cat /app/count.txt 2>/dev/null)" = 3 ]; then echo 1 > /logs/verifier/reward.txt; '
-        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+        "else echo 0 > /logs/verifier/reward.txt; fi\n",
     )
+    (silent / "tests" / "test_outputs.py").unlink()
     # Harbor's uv bootstrap (uvx), without the ctrf plugin
-    uvx = tasks / "harbor-uvx"
-    shutil.copytree(FIXTURES / "harbor-count", uvx)
-    (uvx / "tests" / "test.sh").write_text(
-        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    _harbor_script(
+        tasks,
+        "harbor-uvx",
         "curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\n"
         "uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA\n"
         "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; "
-        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+        "else echo 0 > /logs/verifier/reward.txt; fi\n",
     )
     # an image whose tool is broken: the honest fix edits /usr/local/bin
     tool = tasks / "harbor-fix-tool"

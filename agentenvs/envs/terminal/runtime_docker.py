@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -271,6 +272,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
                 host_dir=host_dir,
             )
         except SandboxError as exc:
+            if host_dir is not None:  # no container holds it: removed here
+                shutil.rmtree(host_dir, ignore_errors=True)
             text = str(exc)
             if any(m in text.lower() for m in IMAGE_LACKS):
                 raise  # the image has no `sleep` to run: the task's

@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import tarfile
 from pathlib import Path
 from typing import Any
 
-from agentenvs.core.errors import Fault, SandboxError
+from agentenvs.core.errors import SandboxError
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_results
 from agentenvs.envs.terminal.shell import ShellSession
 
+#: what reading data the agent made can raise besides OSError (its archives, its trees,
+#: its text): on the grading path these are the agent's doing, like a failed step
+AGENT_DATA_ERRORS = (RecursionError, ValueError, EOFError, MemoryError, tarfile.TarError)
 #: where the offline stand-ins note what they could not provide (see offline.LOG)
 OFFLINE_LOG = "/logs/agentenvs-offline.log"
 
@@ -82,13 +86,12 @@ class TaskTests:
                 if self.grading == "safe":
                     return self._grade_safe(self._shell)
                 return self._run_tests_in(self._shell, "")
-            except Fault:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure here is classified
+            except (*SANDBOX_FAILURES, *AGENT_DATA_ERRORS) as exc:
                 # the freeze, the grader's session, the copies in and out, reading the
                 # agent's files: a fault of any is never a 0 (the runtime's evidence says
                 # which); anything else after the freeze is the agent's doing (its files,
                 # its programs run by the tests), lost as in a step, never out of step
+                # (an error of the grader's own code is neither: it is raised)
                 self._check_fault(exc)
                 self._lose(str(exc) or type(exc).__name__)
                 self._findings = []

@@ -80,7 +80,6 @@ class Verdict:
     #: problems that say a process changed what reports the verdict (findings)
     findings: list[str] = field(default_factory=list)
     exposed: list[str] = field(default_factory=list)
-    sessions: int = 0
 
     @property
     def passed(self) -> bool:
@@ -110,7 +109,6 @@ def judge(
             f"a process that is not the verifier's pytest used its channel ({refusal})"
         )
     for session in sessions:
-        verdict.sessions += 1
         if session.problem:
             verdict.problems.append(f"pytest session of pid {session.pid}: {session.problem}")
         if session.started is None:

@@ -237,7 +237,13 @@ def lay_out(dest: Path, python: str, wheelhouse: Path | None, *, link: bool = Fa
     if wheelhouse is not None and wheelhouse.is_dir():
         (dest / "wheelhouse").mkdir()
         for wheel in wheelhouse.glob("*.whl"):
-            shutil.copy2(wheel, dest / "wheelhouse" / wheel.name)
+            target = dest / "wheelhouse" / wheel.name
+            try:
+                if not link:
+                    raise OSError
+                os.link(wheel, target)
+            except OSError:
+                shutil.copy2(wheel, target)
     readable(dest)
     return dest
 

@@ -144,23 +144,27 @@ def pytest_runtest_logreport(report):
     )
 
 
+def _within(path, root):
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def _exposed():
-    roots = [VERIFIER, os.path.dirname(os.__file__)]
-    roots.append(os.path.realpath("/tests"))
-    found = []
+    """Top-level modules loaded from outside the verifier, the standard library (its site
+    dirs excluded) and the tests: code of the end state that ran in this process."""
+    stdlib = os.path.dirname(os.__file__)
+    tests = os.path.realpath("/tests")
+    found = set()
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if not path:
             continue
         real = os.path.realpath(path)
-        if (
-            "site-packages" in real
-            or "dist-packages" in real
-            or not any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
-        ):
-            if not any(real.startswith(r.rstrip("/") + "/") for r in roots[:1]):
-                found.append(name)
-    return sorted(set(n.split(".", 1)[0] for n in found))
+        if _within(real, VERIFIER) or _within(real, tests):
+            continue
+        if _within(real, stdlib) and "-packages" not in real:
+            continue
+        found.add(name.split(".", 1)[0])
+    return sorted(found)
 
 
 def pytest_sessionfinish(session, exitstatus):
