@@ -322,6 +322,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 self._runtime = DockerRuntime(self.limits, **self.docker_options)
                 # safe grading fills each task container's read-only verifier dirs
                 self._runtime.verifier_mounts = self.grading == "safe"
+                if self.grading == "safe":  # the process's one copy, made with the runtime
+                    from agentenvs.envs.terminal.verifier.tree import pylib
+
+                    pylib(self._runtime.wheelhouse)
             else:
                 from agentenvs.envs.terminal.runtime_local import LocalRuntime
                 from agentenvs.sandbox.local import hide_from_sandboxes

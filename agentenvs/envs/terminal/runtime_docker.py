@@ -553,6 +553,10 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self._closed = True
             self._current = None
             threads = list(self._threads)
+            bytecode, self._bytecode = list(self._bytecode.values()), {}
+        for made in bytecode:  # this runtime's compiled copies of the verifier's packages
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
         for thread in threads:
             thread.join(timeout=60)
         with self._lock:
