@@ -236,7 +236,11 @@ class InterCodeSQLEnv(TextEnv):
     The standard keys; ``success`` is reward = 1 (with ``try_again``: best so far = 1);
     ``gold_error`` (when graded) holds the engine's message when the gold query itself
     fails there, so such a task is never a silent 0;
-    ``score`` is the reward (best so far with ``try_again``) clipped to [0, 1]. Also
+    ``score`` is the reward (best so far with ``try_again``) clipped to [0, 1].
+    ``state_key`` is equal for equal database contents and last results while the
+    database holds at most 4 MB (every task database does); past that it follows the
+    writes since the last key (equal keys and equal writes give equal keys), so no step
+    reads a large database whole. Also
     ``db``, ``hardness``, ``backend``, and ``schema``: the task database's tables and their
     columns, ``{table: [column, ...]}``, named as the database itself names them (the
     names a query must use), in a fixed order (SQLite: the order the tables were created
@@ -274,6 +278,14 @@ class InterCodeSQLEnv(TextEnv):
       SQLite and MySQL).
     - ``hardness``: keep only tasks of these levels (easy, medium, hard, extra).
     - ``statement_timeout_s``, ``max_result_rows``: limits on each statement.
+    - ``max_db_bytes`` (default 64 MB; the largest task database holds about 100 KB): the
+      most the episode's database may hold. A write that would take it past this is refused
+      with ``Error executing query: database or disk is full: ...`` and leaves the
+      database as it was (the episode goes on). SQLite: ``PRAGMA max_page_count``, which
+      no statement can raise. MySQL: the size of the episode's table files on the server,
+      watched while a write runs and checked after it; a data change past it is rolled
+      back, a new table past it dropped (``docs/intercode_sql.md`` gives the slack). A
+      task database larger than this cannot be opened (``TaskError``).
     - ``max_rows``, ``max_observation_chars``: how much of a result is shown (InterCode
       shows 50 rows and 1000 characters).
     - ``max_turns`` (default 10), ``show_budget``, ``render_mode``,
@@ -315,6 +327,7 @@ class InterCodeSQLEnv(TextEnv):
         hardness: str | Sequence[str] | None = None,
         statement_timeout_s: float = 5.0,
         max_result_rows: int = 100_000,
+        max_db_bytes: int = 64_000_000,
         max_rows: int = 50,
         max_observation_chars: int = 1000,
         max_turns: int | None = None,
@@ -333,9 +346,11 @@ class InterCodeSQLEnv(TextEnv):
             or max_result_rows < 1
             or max_rows < 1
             or max_observation_chars < 1
+            or max_db_bytes < 1
         ):
             raise ValueError(
-                "statement_timeout_s, max_result_rows, max_rows and max_observation_chars must be positive"
+                "statement_timeout_s, max_result_rows, max_db_bytes, max_rows and "
+                "max_observation_chars must be positive"
             )
         self.task_set: TaskSet = load_tasks(tasks_path, databases_path)
         levels = [hardness] if isinstance(hardness, str) else hardness
@@ -358,7 +373,9 @@ class InterCodeSQLEnv(TextEnv):
         self.max_rows = int(max_rows)
         self.max_observation_chars = int(max_observation_chars)
         self.limits = Limits(
-            statement_timeout_s=float(statement_timeout_s), max_result_rows=int(max_result_rows)
+            statement_timeout_s=float(statement_timeout_s),
+            max_result_rows=int(max_result_rows),
+            max_db_bytes=int(max_db_bytes),
         )
         self.backend: Backend = make_backend(
             backend, self.limits, mysql_url, comparable=rules == "normalized"

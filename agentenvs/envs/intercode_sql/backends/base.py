@@ -54,6 +54,14 @@ class Limits:
     #: a result set whose values add up to more bytes than this is refused as it is
     #: fetched (wide rows fill memory long before the row limit or the time limit)
     max_result_bytes: int = 64_000_000
+    #: the most an episode's database may hold, in bytes (SQLite: its pages; MySQL: its
+    #: tables' files on the server); a write that would take it past this is refused
+    max_db_bytes: int = 64_000_000
+
+
+#: a database that holds more than this is keyed by the writes that made it, not read
+#: whole for its content digest each step (every task database is far smaller)
+DIGEST_LIMIT_BYTES = 4_000_000
 
 
 def value_size(value: Any) -> int:
@@ -69,6 +77,22 @@ def too_wide(limits: Limits) -> str:
         f"the result is larger than {limits.max_result_bytes / 1e6:g} MB; narrow the query "
         "(fewer rows or shorter values)"
     )
+
+
+def too_big(limits: Limits) -> str:
+    """The error of a write that would take the database past ``limits.max_db_bytes``."""
+    return (
+        f"database or disk is full: the database may hold at most "
+        f"{limits.max_db_bytes / 1e6:g} MB (delete rows or drop tables to make room)"
+    )
+
+
+def chained_digest(base: str, statements: Sequence[str]) -> str:
+    """The key of a database reached from one keyed ``base`` by ``statements`` (writes)."""
+    h = hashlib.blake2b(base.encode(), digest_size=12)
+    for sql in statements:
+        h.update(b"\x04" + sql.encode())
+    return "w" + h.hexdigest()
 
 
 def normalize_value(value: Any) -> Any:
@@ -148,7 +172,10 @@ class Episode(ABC):
 
     @abstractmethod
     def fingerprint(self) -> str:
-        """Equal for equal contents (cheap when nothing was written since last asked)."""
+        """Equal for equal contents while the database holds at most
+        ``DIGEST_LIMIT_BYTES`` (cheap when nothing was written since last asked); past
+        that, the last key chained with the writes since (``chained_digest``), so a step
+        never reads a large database whole."""
 
     @abstractmethod
     def close(self) -> None:

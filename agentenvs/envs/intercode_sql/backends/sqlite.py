@@ -9,7 +9,10 @@ refuses ``ATTACH``/``DETACH`` (and so ``VACUUM INTO``), transaction control, tem
 objects, pragmas other than schema reads, and the functions ``fts3_tokenizer`` (raw
 pointers: a forged one crashes the process) and ``load_extension``;
 ``SQLITE_LIMIT_ATTACHED`` is 0, string/blob and SQL sizes are capped, and a result is
-fetched in chunks and refused past ``Limits.max_result_bytes``.
+fetched in chunks and refused past ``Limits.max_result_bytes``. The database cannot grow
+past ``Limits.max_db_bytes``: ``PRAGMA max_page_count`` is set on every episode connection
+before the authorizer is, and the authorizer refuses every pragma that sets anything, so a
+write past it fails as SQLite's own ``database or disk is full`` and rolls back.
 
 Faults: none. The database lives in the env's own process, with no connection, server
 or file to lose, so every failed statement is the agent's outcome and this backend never
@@ -30,10 +33,13 @@ from agentenvs.core.errors import TaskError
 from agentenvs.envs.intercode_sql.backends.base import (
     Backend,
     Episode,
+    DIGEST_LIMIT_BYTES,
     Limits,
     QueryResult,
+    chained_digest,
     content_digest,
     normalize_rows,
+    too_big,
     too_wide,
     value_size,
 )
@@ -178,12 +184,19 @@ class SqliteEpisode(Episode):
         self._refusal: str | None = None
         self._wrote = False
         self._read_only = False
+        self._trusted = False
         self._digest = template_digest
+        #: the last key known, and the writes run since (``fingerprint``)
+        self._base: str | None = None
+        self._since: list[str] = []
         self.conn = self._connect(template)
 
     def _connect(self, data: bytes) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.deserialize(data)
+        # the cap, before the authorizer: no statement of the agent can set a pragma
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {max(1, self.limits.max_db_bytes // page_size)}")
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
         conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, _MAX_SQL_BYTES)
@@ -193,6 +206,8 @@ class SqliteEpisode(Episode):
 
     # sqlite3 callbacks -------------------------------------------------------
     def _authorize(self, action: int, arg1: Any, arg2: Any, _db: Any, _trigger: Any) -> int:
+        if self._trusted:  # the env's own size reads
+            return sqlite3.SQLITE_OK
         reason = _REFUSED.get(action)
         if action == sqlite3.SQLITE_FUNCTION:
             reason = _REFUSED_FUNCTIONS.get(str(arg2).lower())
@@ -247,7 +262,9 @@ class SqliteEpisode(Episode):
             return QueryResult(error=str(exc))
         except sqlite3.Error as exc:
             message = str(exc)
-            if message == "interrupted" and time.monotonic() > self._deadline:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                message = too_big(self.limits)
+            elif message == "interrupted" and time.monotonic() > self._deadline:
                 message = f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
             elif self._refusal is not None:
                 message = f"not authorized: {self._refusal}"
@@ -261,6 +278,9 @@ class SqliteEpisode(Episode):
         self._wrote = False
         result = self._run(self.conn, sql)
         if self._wrote:  # the cached content digest is stale
+            if self._digest is not None:
+                self._base, self._since = self._digest, []
+            self._since.append(sql)
             self._digest = None
             # the authorizer saw a write, whatever came back (DELETE ... RETURNING has rows)
             result = dataclasses.replace(result, wrote=True)
@@ -294,11 +314,27 @@ class SqliteEpisode(Episode):
         # deserialize() attaches internally, which the authorizer would refuse: reconnect
         old, self.conn = self.conn, self._connect(bytes(state))
         old.close()
-        self._digest = None
+        self._digest, self._base, self._since = None, None, []
+
+    def used_bytes(self) -> int:
+        """The bytes the database's pages in use hold (free pages left out)."""
+        self._trusted = True
+        try:
+            pages, free, size = (
+                self.conn.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("page_count", "freelist_count", "page_size")
+            )
+        finally:
+            self._trusted = False
+        return (pages - free) * size
 
     def fingerprint(self) -> str:
         if self._digest is None:
-            self._digest = _digest(self.conn)
+            if self._base is not None and self.used_bytes() > DIGEST_LIMIT_BYTES:
+                self._digest = chained_digest(self._base, self._since)
+            else:
+                self._digest = _digest(self.conn)
+            self._base, self._since = None, []
         return self._digest
 
     def fork(self) -> SqliteEpisode:
@@ -307,7 +343,9 @@ class SqliteEpisode(Episode):
         page by page on a task database (``benchmarks/bench_fork.py``), and the copy
         stays an in-memory image like every episode's (a backup's copy would not be one,
         and its ``serialize`` reads a table the authorizer refuses)."""
-        return SqliteEpisode(self.conn.serialize(), self.limits, self._digest)
+        child = SqliteEpisode(self.conn.serialize(), self.limits, self._digest)
+        child._base, child._since = self._base, list(self._since)
+        return child
 
     def close(self) -> None:
         conn, self.conn = self.conn, None  # type: ignore[assignment]
@@ -341,6 +379,13 @@ class SqliteBackend(Backend):
 
     def open_episode(self, source: DatabaseSource) -> SqliteEpisode:
         data = template_bytes(source)
+        if len(data) > self.limits.max_db_bytes:
+            raise TaskError(
+                str(source.path),
+                "database",
+                f"database {source.name!r} holds {len(data)} bytes, over max_db_bytes="
+                f"{self.limits.max_db_bytes}: raise it",
+            )
         return SqliteEpisode(data, self.limits, self._template_digest(source, data))
 
     def schema(self, source: DatabaseSource) -> dict[str, list[str]]:
