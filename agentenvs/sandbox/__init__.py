@@ -43,6 +43,32 @@ def make_sandbox(backend: str = "local", *, limits: Limits | None = None, **kwar
     return DockerSandbox(limits=limits, **kwargs)
 
 
+def limits_info(backend: str, limits: Limits, *, docker_pids_slack: int = 16) -> dict[str, Any]:
+    """What bounds a sandbox of ``backend`` as a whole on this host (``info["sandbox_limits"]``
+    of the envs that run code): ``scope`` ``"sandbox"`` (a cgroup locally, the container on
+    Docker: memory incl. tmpfs, no swap, processes) or ``"process"`` (rlimits only; ``why``
+    says why the host gives no cgroup), ``enforced_by``, ``memory_mb``, ``max_processes``."""
+    if backend == "docker":
+        from agentenvs.sandbox._cgroup import MEMORY_SLACK_MB
+
+        return {
+            "scope": "sandbox",
+            "enforced_by": "docker",
+            "memory_mb": limits.memory_mb + MEMORY_SLACK_MB,
+            "max_processes": limits.max_processes + docker_pids_slack,
+        }
+    from agentenvs.sandbox import _cgroup
+
+    h = _cgroup.hierarchy()
+    if h.version == 0:
+        return _cgroup.Scope("rlimits", why=h.why).as_info()
+    return _cgroup.Scope(
+        f"cgroup{h.version}",
+        limits.memory_mb + _cgroup.MEMORY_SLACK_MB,
+        limits.max_processes + _cgroup.PIDS_SLACK,
+    ).as_info()
+
+
 _docker_swept: list[bool] = []
 
 
@@ -82,6 +108,7 @@ __all__ = [
     "RunResult",
     "Sandbox",
     "SandboxProcess",
+    "limits_info",
     "make_sandbox",
     "sweep_leftovers",
 ]

@@ -47,7 +47,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
-from agentenvs.sandbox import _files, _leftovers, faults, harness, runtime
+from agentenvs.sandbox import _cgroup, _files, _leftovers, faults, harness, runtime
 from agentenvs.sandbox._case_results import case_run, unanswered
 from agentenvs.sandbox._local_bwrap import (
     _PATH,
@@ -119,14 +119,18 @@ def _cleanup(
     killed: set[subprocess.Popen[bytes]],
     lock: threading.Lock,
     workdir: str,
+    cgroup: _cgroup.SandboxCgroup | None,
 ) -> None:
-    """Kill what still runs and remove the work dir; shared by close() and the finalizer."""
+    """Kill what still runs and remove the work dir and the cgroup; shared by close() and
+    the finalizer."""
     with lock:
         live = list(procs)
         procs.clear()
         killed.update(live)
     for proc in live:
         _kill_tree(proc)
+    if cgroup is not None:
+        cgroup.remove()
     shutil.rmtree(workdir, ignore_errors=True)
     if os.path.lexists(workdir):
         with contextlib.suppress(Exception):
@@ -193,11 +197,15 @@ class LocalSandbox(Sandbox):
         #: each running process's bwrap status pipe, and those this sandbox killed itself
         self._status: dict[subprocess.Popen[bytes], _Status] = {}
         self._killed: set[subprocess.Popen[bytes]] = set()
+        #: the OOM kills of the sandbox's cgroup when each running process started
+        self._oom_at: dict[subprocess.Popen[bytes], int] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._close_lock = threading.Lock()
+        # one cgroup for everything the sandbox runs (``_cgroup``), where the host allows
+        self._cgroup, self.scope = _cgroup.make(limits.memory_mb, limits.max_processes)
         self._finalizer = weakref.finalize(
-            self, _cleanup, self._procs, self._killed, self._lock, self.workdir
+            self, _cleanup, self._procs, self._killed, self._lock, self.workdir, self._cgroup
         )
         self._warm = WarmServers(self)
 
@@ -307,6 +315,11 @@ class LocalSandbox(Sandbox):
         status_r, status_w = os.pipe()
         os.set_blocking(status_r, False)
         extra = (status_w, *pass_fds) if filt is None else (filt, status_w, *pass_fds)
+        cg = self._cgroup
+        if cg is not None:
+            # joined by the child before it executes bwrap: nothing runs outside it
+            kw["preexec_fn"] = cg.preexec()
+        oom_at = cg.oom_kills() if cg is not None else 0
         try:
             argv = self._bwrap_argv(
                 cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds
@@ -341,6 +354,7 @@ class LocalSandbox(Sandbox):
         with self._lock:
             self._procs.add(proc)
             self._status[proc] = _Status(status_r, json=_has_json_status(self._bwrap))
+            self._oom_at[proc] = oom_at
         return proc
 
     def _end_fault(
@@ -366,13 +380,21 @@ class LocalSandbox(Sandbox):
                 return None
         if proc.returncode is None:
             return faults.local_stopped(_pid1(proc) or proc.pid, what)
-        return faults.local_fault(
+        fault = faults.local_fault(
             proc.returncode,
             status.read() if status.json else None,
             what=what,
             reported=reported,
             stderr=stderr,
         )
+        if fault is not None and self._cgroup is not None:
+            with self._lock:
+                before = self._oom_at.get(proc, 0)
+            if self._cgroup.oom_kills() > before:
+                # the kernel's OOM killer took processes of this sandbox's own cgroup
+                # while it ran: its processes filled the memory the sandbox was given
+                return None
+        return fault
 
     def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         _kill_tree(proc)
@@ -380,6 +402,7 @@ class LocalSandbox(Sandbox):
         with self._lock:
             self._procs.discard(proc)
             self._killed.discard(proc)
+            self._oom_at.pop(proc, None)
             status = self._status.pop(proc, None)
         if status is not None:
             status.close()

@@ -136,7 +136,9 @@ class DeepCoderMTEnv(TextEnv):
     for the trainer, not the agent). ``info["system_prompt"]`` on reset, and with the local
     sandbox ``info["sandbox_runtime"]``: the Python programs run under (the project's
     provisioned prefix, its version and numpy/pandas versions; see
-    ``agentenvs.sandbox.runtime``).
+    ``agentenvs.sandbox.runtime``); ``info["sandbox_limits"]``: what bounds the sandbox
+    as a whole (a cgroup locally, the container on Docker; ``scope`` ``"process"`` with the
+    reason where the host gives no cgroup and only the per-process rlimits hold).
 
     Scoring and errors. ``score_action(action)`` is the pass rate of the action's
     program on all tests (0 without a program), from the current state without
@@ -379,6 +381,10 @@ class DeepCoderMTEnv(TextEnv):
             from agentenvs.sandbox.runtime import runtime_info
 
             info["sandbox_runtime"] = runtime_info()  # provisioned once per machine
+        if isinstance(self._sandbox_spec, str) and self._sandbox_spec != "auto":
+            from agentenvs.sandbox import limits_info
+
+            info["sandbox_limits"] = limits_info(self._sandbox_spec, self.limits)
         return info
 
     def _extra_info(self) -> dict[str, Any]:
