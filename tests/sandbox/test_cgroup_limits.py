@@ -349,3 +349,41 @@ def test_deepcoder_program_forking_past_memory_through_step() -> None:
         assert reward == 1.0
     finally:
         env.close()
+
+
+TERMINAL_FIXTURES = Path(__file__).parent.parent / "envs" / "terminal_fixtures"
+
+
+def test_terminal_command_forking_past_memory_through_step() -> None:
+    """A Terminal-Bench session (local runtime) whose command forks past the memory: the
+    session's sandbox holds its memory, ``step`` answers, and the next episode solves."""
+    _need_cgroup()
+    from agentenvs.envs.terminal.env import TerminalBenchEnv
+
+    limits = Limits(
+        cpu_seconds=3600,
+        memory_mb=384,
+        max_processes=256,
+        max_file_mb=256,
+        max_open_files=1024,
+        max_output_bytes=1 << 20,
+    )
+    env = TerminalBenchEnv(tasks_path=TERMINAL_FIXTURES, command_timeout=120, limits=limits)
+    try:
+        _, info = env.reset(options={"task_id": "tb1-greeting"})
+        assert info["sandbox_limits"]["enforced_by"].startswith("cgroup")
+        action = f"```bash\ncat > /tmp/bomb.py <<'EOF'\n{BOMB}\nEOF\npython3 /tmp/bomb.py\n```"
+        obs, _, _, _, info = env.step(action)  # no Fault, no exception
+        assert isinstance(obs, str)
+        cg = env._runtime.box._cgroup
+        assert cg is not None and cg.oom_kills() >= 1
+        assert (cg.memory_peak() or 0) <= cg.memory_mb * MB
+        if "held" in obs:
+            assert _held(obs) < CHILDREN
+        env.reset(options={"task_id": "tb1-greeting"})
+        solution = (TERMINAL_FIXTURES / "tb1-greeting" / "solution.sh").read_text()
+        env.step(f"```bash\n{solution}\n```")
+        _, reward, terminated, _, _ = env.step("submit")
+        assert terminated and reward == 1.0
+    finally:
+        env.close()
