@@ -29,6 +29,15 @@
   databases); the least recently used template's spares go first, and a backend's own go
   when it closes. ``spares=0`` builds each episode's database at reset and drops it at
   close.
+- **Size cap** (``Limits.max_db_bytes``): MariaDB has no quota per database, so the size
+  of the episode's table files (``information_schema.INNODB_SYS_TABLESPACES``, MySQL's
+  ``INNODB_TABLESPACES``: exact, about a millisecond) is read before a write, every
+  ``SIZE_POLL_S`` while it runs (a write that takes the files past the cap is killed, and
+  rolls back), and after it. A data change (``INSERT``, ``UPDATE``, ...) runs in a
+  transaction the env opens, committed only when the files stay within the cap or did not
+  grow; a ``CREATE`` past it has the tables it made dropped. An ``ALTER`` or index that
+  grows an existing table past it stays, and every later write that grows the files is
+  refused. Files never shrink, so the overshoot is what one write adds before it is seen.
 - **Snapshots** dump every table (definition and rows) into a picklable value.
 - **Faults**: a connection-level failure (a lost or refused connection, a session or
   statement killed from outside, the server shut down or restarted, the episode's
@@ -60,12 +69,15 @@ from typing import Any
 from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError
 from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
 from agentenvs.envs.intercode_sql.backends.base import (
+    DIGEST_LIMIT_BYTES,
     Backend,
     Episode,
     Limits,
     QueryResult,
+    chained_digest,
     content_digest,
     normalize_rows,
+    too_big,
     too_wide,
     value_size,
 )
@@ -96,6 +108,7 @@ from agentenvs.envs.intercode_sql.backends.sqlite import template_bytes
 from agentenvs.envs.intercode_sql.data import DatabaseSource
 from agentenvs.envs.intercode_sql.statements import (
     classify,
+    gold_writes,
     match_table_case,
     sqlite_gold_for_mysql,
 )
@@ -110,6 +123,10 @@ DEFAULT_SPARES = 4
 MAX_AUTO_SPARES = 64
 #: how long a backend waits for another process building the same template
 TEMPLATE_LOCK_WAIT_S = 120
+#: how often the files of a database that a write is changing are measured
+SIZE_POLL_S = 0.02
+#: statements that commit on their own (a data change runs in a transaction the env opens)
+_DDL_KINDS = frozenset({"CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME"})
 #: rows read from the server at a time (the byte limit is checked after each batch)
 _FETCH_CHUNK = 256
 #: errors after which the server may have closed the agent's session (a packet too large,
@@ -144,6 +161,13 @@ class MySQLEpisode(Episode):
         self.template = template
         self.name: str | None = None
         self._digest: str | None = template_digest
+        #: the last key known and the writes run since (``fingerprint``)
+        self._base: str | None = None
+        self._since: list[str] = []
+        #: the size of the database's files after the last write (None: not measured)
+        self._size: int | None = None
+        # the statement stopped for growing past the size cap (0: none)
+        self._oversized = 0
         #: any statement that may write (or a load) ran: the database is not pristine
         self.dirty = False
         self.conn: Any = None
@@ -217,16 +241,62 @@ class MySQLEpisode(Episode):
         if statement.problem is not None:
             return QueryResult(error=statement.problem)
         sql = self._spelt(sql)
-        if statement.writes:
-            self._digest = None
-            self.dirty = True
-        result = self._run(sql)
-        if statement.writes:
-            self._case = None  # tables may have come or gone
-            result = dataclasses.replace(result, wrote=True)
-        return result
+        if not statement.writes:
+            return self._run(sql)
+        if self._digest is not None:
+            self._base, self._since = self._digest, []
+        self._since.append(sql)
+        self._digest = None
+        self.dirty = True
+        result = self._write(sql, transaction=statement.kind not in _DDL_KINDS)
+        self._case = None  # tables may have come or gone
+        return dataclasses.replace(result, wrote=True)
 
-    def _run(self, sql: str) -> QueryResult:
+    def _write(self, sql: str, *, transaction: bool) -> QueryResult:
+        """Run a statement that may write, within the size cap: a data change in a
+        transaction committed only when the files stay within it (or did not grow), the
+        tables a statement that commits on its own made dropped when they took it past."""
+        backend, cap = self.backend, self.limits.max_db_bytes
+        before = self._size if self._size is not None else backend.db_bytes(self.name)
+        tables = None if transaction else set(backend.table_case(self.name).values())
+        if transaction:
+            self._session("START TRANSACTION")
+        result = self._run(sql, size_before=before)
+        after = backend.db_bytes(self.name)
+        over = after > cap and after > before
+        if transaction:
+            self._session("COMMIT" if result.ok and not over else "ROLLBACK")
+        elif over and tables is not None:
+            made = set(backend.table_case(self.name).values()) - tables
+            for table in sorted(made):
+                backend.server.run(f"DROP TABLE IF EXISTS {_q(self.name)}.{_q(table)}")
+            after = backend.db_bytes(self.name) if made else after
+        self._size = after
+        return QueryResult(error=too_big(self.limits)) if over else result
+
+    def _session(self, sql: str) -> None:
+        """One of the env's own statements on the agent's session (its transaction)."""
+        if self.conn is None:
+            return
+        with self.server.guard("episode connection"), self.conn.cursor() as cur:
+            cur.execute(sql)
+
+    def _watch_size(self, statement: int, before: int, stop: threading.Event) -> None:
+        """Kill ``statement`` once the database's files grow past the cap (and past
+        ``before``); runs beside it until ``stop``."""
+        while not stop.wait(SIZE_POLL_S):
+            try:
+                size = self.backend.db_bytes(self.name or "")
+            except Exception:  # the server went away: the statement's own failure tells
+                return
+            if size > self.limits.max_db_bytes and size > before:
+                with self._watch:
+                    if self._running == statement:
+                        self._oversized = statement
+                        self.backend.kill_query(self.thread_id)
+                return
+
+    def _run(self, sql: str, size_before: int | None = None) -> QueryResult:
         pymysql = self.server.pymysql
         if self.conn is None:
             raise Fault(
@@ -245,6 +315,13 @@ class MySQLEpisode(Episode):
         watchdog.daemon = True
         sent_at = time.time()
         watchdog.start()
+        stop_sizes = threading.Event()
+        sizes = None
+        if size_before is not None:  # a write: its files are watched while it runs
+            sizes = threading.Thread(
+                target=self._watch_size, args=(statement, size_before, stop_sizes), daemon=True
+            )
+            sizes.start()
         wide = False
         failure: Exception | None = None
         try:
@@ -272,8 +349,11 @@ class MySQLEpisode(Episode):
             return QueryResult(error=str(exc) or type(exc).__name__)
         finally:
             watchdog.cancel()
+            stop_sizes.set()
             with self._watch:
                 self._running = 0
+            if sizes is not None:
+                sizes.join(timeout=10)
         if failure is not None:  # decided once no watchdog can fire any more
             return self._failed(failure, statement, wide, sent_at)
         if wide:
@@ -297,6 +377,8 @@ class MySQLEpisode(Episode):
             error=f"the statement ran past the time limit of {self.limits.statement_timeout_s:g} s"
         )
         if code == 1317:  # interrupted: by the watchdog (time or byte limit), or from outside
+            if self._oversized == statement:
+                return QueryResult(error=too_big(self.limits))
             if wide:
                 return QueryResult(error=too_wide(self.limits))
             if self._killed == statement:
@@ -346,7 +428,7 @@ class MySQLEpisode(Episode):
         """The gold query on this episode's database from the process's gold connection:
         the rows this copy yields, in its order, and nothing of the run reaches the agent's
         session (``FOUND_ROWS()``, warnings, status counters would tell about the gold)."""
-        if classify(sql, "mysql").writes:
+        if gold_writes(sql):
             return self.probe(sql)
         if self._case is None:
             self._case = self.backend.table_case(self.name)
@@ -363,7 +445,7 @@ class MySQLEpisode(Episode):
         saved = self.dump()
         self.dirty = True
         try:
-            return self._run(sql)
+            return self._write(sql, transaction=False)
         finally:
             self.load(saved)
             self._case = None
@@ -374,13 +456,22 @@ class MySQLEpisode(Episode):
     def load(self, state: Any) -> None:
         self.dirty = True
         self.backend.load_tables(self.name, state)
-        self._digest = None
+        self._digest, self._base, self._since, self._size = None, None, [], None
         self._case = None
 
     def fingerprint(self) -> str:
         if self._digest is None:
-            self._digest = self.backend.digest(self.name)
+            if self._base is not None and self._large():
+                self._digest = chained_digest(self._base, self._since)
+            else:
+                self._digest = self.backend.digest(self.name)
+            self._base, self._since = None, []
         return self._digest
+
+    def _large(self) -> bool:
+        """The database's files hold more than ``DIGEST_LIMIT_BYTES`` over its template's."""
+        size = self._size if self._size is not None else self.backend.db_bytes(self.name)
+        return size - self.backend.template_bytes(self.template) > DIGEST_LIMIT_BYTES
 
     def fork(self) -> MySQLEpisode:
         """A new episode database and user with this one's tables: a pristine one of the
@@ -395,6 +486,7 @@ class MySQLEpisode(Episode):
                 raise
             child.dirty = True
             child._digest = self._digest
+            child._base, child._since = self._base, list(self._since)
         return child
 
     def discard(self) -> None:
@@ -688,7 +780,34 @@ class MySQLBackend(Backend):
     # episodes ------------------------------------------------------------------
     def open_episode(self, source: DatabaseSource) -> MySQLEpisode:
         template, digest = self.template(source)
+        size = self.template_bytes(template)
+        if size > self.limits.max_db_bytes:
+            raise TaskError(
+                str(source.path),
+                "database",
+                f"database {source.name!r} takes {size} bytes of files on the server, over "
+                f"max_db_bytes={self.limits.max_db_bytes}: raise it",
+            )
         return MySQLEpisode(self, source, template, digest)
+
+    def db_bytes(self, db: str) -> int:
+        """The size of the files of ``db``'s tables on the server, exact (InnoDB's own
+        record of each table's file; a file per table, as MariaDB and MySQL default to)."""
+        view = "INNODB_SYS_TABLESPACES" if self.server.is_mariadb else "INNODB_TABLESPACES"
+        pattern = re.sub(r"([\\_%])", r"\\\1", db) + "/%"
+        size = self.server.scalar(
+            f"SELECT COALESCE(SUM(FILE_SIZE), 0) FROM information_schema.{view} "
+            "WHERE NAME LIKE %s",
+            (pattern,),
+        )
+        return int(size or 0)
+
+    def template_bytes(self, template: str) -> int:
+        """``db_bytes`` of a template (its clones start the same size), read once."""
+        sizes = self.server.template_sizes
+        if template not in sizes:
+            sizes[template] = self.db_bytes(template)
+        return sizes[template]
 
     def kill_connection(self, thread_id: int) -> None:
         """End session ``thread_id`` and the statement it runs."""

@@ -87,6 +87,8 @@ class _Server:
         self.source_templates: dict[tuple, tuple[str, str]] = {}
         self.case: dict[str, dict[str, str]] = {}
         self.gold_sql: dict[tuple[str, str], str] = {}
+        #: the size of each template's files (``MySQLBackend.template_bytes``)
+        self.template_sizes: dict[str, int] = {}
         # gold queries on templates, for every backend of the process
         self.gold_lock = threading.Lock()
         self.gold_conn: Any = None

@@ -31,9 +31,9 @@ from typing import Any
 
 from agentenvs.core.errors import TaskError
 from agentenvs.envs.intercode_sql.backends.base import (
+    DIGEST_LIMIT_BYTES,
     Backend,
     Episode,
-    DIGEST_LIMIT_BYTES,
     Limits,
     QueryResult,
     chained_digest,
