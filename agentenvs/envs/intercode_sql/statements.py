@@ -15,6 +15,14 @@ file, or when it places a table's files or data anywhere but the server's own st
 (the engine of every episode table), ``INTO OUTFILE``/``DUMPFILE``. ``CREATE``, ``ALTER``,
 ``DROP`` and ``RENAME`` act on tables, views and indexes only (``OR REPLACE`` read past).
 
+The guard fails closed. Text the tokenizer cannot read (an unterminated string, quote or
+comment, and whatever else it raises on) is refused, never judged by its first word. On
+MySQL the text is also read as the server reads it (``server_reading``: its quotes,
+backslash escapes, ``#``, ``-- `` and unnested ``/* */`` comments), and it is refused when
+the two readings disagree anywhere (code that the tokenizer took for a comment or a string,
+or the reverse), or when its code holds characters that are not ASCII or control
+characters (look-alike letters and spaces): what the server runs is what the guard judged.
+
 ``writes`` is conservative: a statement counts as a write when it is of a writing kind or
 when any writing keyword appears in it outside strings and identifiers (``WITH ... DELETE``,
 ``SELECT ... FOR UPDATE``), whatever it returns (``DELETE ... RETURNING``).
@@ -147,23 +155,30 @@ def _writes(tokens: list[Any]) -> bool:
     return False
 
 
+_UNREADABLE = (
+    "the statement could not be read ({why}); check its quotes, comments and characters"
+)
+
+
 @lru_cache(maxsize=4096)
 def classify(sql: str, dialect: str = "mysql") -> Statement:
     """Classify one action's SQL for ``dialect`` (``"mysql"`` or ``"sqlite"``).
 
-    ``problem`` is set for several statements in one action, and, on MySQL, for every
-    statement of a kind the episode may not run.
+    ``problem`` is set for text the guard cannot read (any dialect), for several
+    statements in one action, and, on MySQL, for every statement of a kind the episode may
+    not run and for text the server would read otherwise than the guard.
     """
     from sqlglot.tokens import TokenType
 
+    if "\x00" in sql:
+        return Statement("", True, _UNREADABLE.format(why="it holds a NUL character"))
     tokens = _tokens(sql, dialect)
     if tokens is None:
-        head = sql.lstrip().split(None, 1)
-        kind = head[0].upper() if head else ""
-        problem = None
-        if dialect == "mysql" and _EXECUTABLE_COMMENT.search(sql):
-            problem = "executable comments (/*! ... */) are not allowed"
-        return Statement(kind, kind not in READ_KINDS, problem)
+        return Statement("", True, _UNREADABLE.format(why="the tokenizer cannot split it"))
+    if dialect == "mysql":
+        why = _readings_differ(sql, tokens)
+        if why is not None:
+            return Statement("", True, _UNREADABLE.format(why=why))
     for i, token in enumerate(tokens):
         if token.token_type == TokenType.SEMICOLON and any(
             t.token_type != TokenType.SEMICOLON for t in tokens[i + 1 :]
@@ -175,6 +190,100 @@ def classify(sql: str, dialect: str = "mysql") -> Statement:
     if dialect != "mysql":
         return Statement(kind, writes)
     return Statement(kind, writes, _mysql_problem(sql, kind, tokens))
+
+
+def gold_writes(sql: str) -> bool:
+    """Whether a gold query (the task's own text, not the agent's) may write: as
+    ``classify`` says, or, for text the guard cannot read, unless its first word reads."""
+    statement = classify(sql, "mysql")
+    if statement.problem is None or not statement.problem.startswith(_UNREADABLE[:20]):
+        return statement.writes
+    head = sql.lstrip().lstrip("(").split(None, 1)
+    return not head or head[0].upper() not in READ_KINDS
+
+
+#: what each character of a statement is to the server (``server_reading``)
+CODE, SPACE, TEXT, COMMENT = "c", " ", "s", "#"
+
+
+def server_reading(sql: str) -> tuple[str, str | None]:
+    """What MySQL/MariaDB (default ``sql_mode``: backslash escapes, no ``ANSI_QUOTES``)
+    reads each character of ``sql`` as: one of ``CODE``, ``SPACE`` (outside strings and
+    comments), ``TEXT`` (a string or a quoted name, quotes included) or ``COMMENT``; and why
+    it cannot read it (an unterminated string, name or comment), or None."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`":
+            j = i + 1
+            while True:
+                if j >= n:
+                    return "".join(out), f"an unterminated {ch}...{ch}"
+                if sql[j] == "\\" and ch != "`":
+                    j += 2
+                    continue
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:  # a doubled quote
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append(TEXT * (j + 1 - i))
+            i = j + 1
+        elif ch == "#" or (
+            sql.startswith("--", i) and i + 2 < n and (sql[i + 2].isspace() or sql[i + 2] < " ")
+        ):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            out.append(COMMENT * (j - i))
+            i = j
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            if j < 0:
+                return "".join(out), "an unterminated /* comment"
+            out.append(COMMENT * (j + 2 - i))
+            i = j + 2
+        else:
+            out.append(SPACE if ch in " \t\r\n\f\v" else CODE)
+            i += 1
+    return "".join(out), None
+
+
+def _readings_differ(sql: str, tokens: list[Any]) -> str | None:
+    """Why the tokenizer's reading of ``sql`` is not the server's (``server_reading``),
+    or None: every character of code must be in a token of code, every character of a
+    string in a string token, every comment outside every token."""
+    server, why = server_reading(sql)
+    if why is not None:
+        return why
+    guard = [SPACE] * len(sql)
+    text = _text_types() | {_identifier_type()}
+    for token in tokens:
+        kind = TEXT if token.token_type in text else CODE
+        for k in range(token.start, min(token.end + 1, len(sql))):
+            guard[k] = kind
+    for k, (seen, judged) in enumerate(zip(server, guard, strict=True)):
+        if seen == CODE:
+            ch = sql[k]
+            if not (" " <= ch < "\x7f"):
+                return f"{ch!r} at character {k}: only ASCII outside quotes"
+            # a string's prefix (N'..', X'..', B'..') is part of its token
+            prefix = judged == TEXT and ch in "nNxXbB" and sql[k + 1 : k + 2] in ("'", '"')
+            if judged != CODE and not prefix:
+                return f"the server reads character {k} as code, the guard as a string or comment"
+        elif seen == TEXT and judged != TEXT:
+            return f"the server reads character {k} as a string, the guard as code or a comment"
+        elif seen == COMMENT and judged != SPACE:
+            return f"the server reads character {k} as a comment, the guard as code"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _identifier_type() -> Any:
+    from sqlglot.tokens import TokenType
+
+    return TokenType.IDENTIFIER
 
 
 def _mysql_problem(sql: str, kind: str, tokens: list[Any]) -> str | None:
