@@ -1,10 +1,15 @@
 """A MariaDB server in a container, for the ``mysql`` backend without a local server.
 
 The image ``agentenvs/mariadb:latest`` is built offline by ``sandboxes/build_images.sh``.
-The container has no network: the server listens only on a unix socket in a private host
+The container has no network: the server listens only on a unix socket in a host
 directory bind-mounted at ``/run/mysqld``, and ``root`` logs in via ``unix_socket`` auth
 (the server maps the connecting process's uid to a name in the container, so ``root``
-works for a host process running as root). Containers carry the label
+works for a host process running as root). Whoever could replace that socket would catch
+the env's passwordless root login, so the socket's directory sits in a private one (mode
+0700, the env's user's: no other local user can enter it) and is sticky: made ``1777``
+when the env runs as root (the image's entrypoint then gives it to the server's uid, and
+only that uid or root may remove the socket), ``0777`` otherwise (so that the env's user
+can remove what the server left; the private directory above keeps others out). Containers carry the label
 ``agentenvs.pool=<pid>`` so the docker sandbox's orphan sweep removes those of dead
 processes. Start one from a shell with ``python -m agentenvs.envs.intercode_sql.container``
 (prints its URL, removes it on Ctrl-C).
@@ -34,6 +39,8 @@ class MariaDBContainer:
         self._client = client
         self.container_id = container_id
         self.socket_dir = socket_dir
+        #: the private directory that holds ``socket_dir`` (removed whole at close)
+        self.private_dir = os.path.dirname(socket_dir)
         self.socket_path = os.path.join(socket_dir, SOCKET_NAME)
         self.url = f"mysql://root@localhost/?unix_socket={self.socket_path}"
         self._closed = False
@@ -51,7 +58,7 @@ class MariaDBContainer:
             pass
         finally:
             self._client.close()
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            shutil.rmtree(self.private_dir, ignore_errors=True)
 
     def __enter__(self) -> MariaDBContainer:
         return self
@@ -66,6 +73,19 @@ class MariaDBContainer:
 
     def __repr__(self) -> str:
         return f"MariaDBContainer({self.container_id[:12]}, url={self.url!r})"
+
+
+def private_socket_dir(parent: str | None = None) -> str:
+    """A directory for the server's socket that no other local user can replace it in:
+    ``<private>/run``, where ``<private>`` is this user's alone (0700)."""
+    private = tempfile.mkdtemp(prefix="agentenvs-mariadb.", dir=parent)  # 0700, ours
+    run = os.path.join(private, "run")
+    os.mkdir(run)
+    # mysqld runs as the container's mysql uid, which the host does not know: it must be
+    # able to write here. As root the dir is sticky, and the image's entrypoint gives it
+    # to that uid; otherwise it stays ours, so that we can remove what the server left.
+    os.chmod(run, 0o1777 if os.geteuid() == 0 else 0o777)
+    return run
 
 
 def _answers(socket_path: str) -> bool:
@@ -101,10 +121,7 @@ def start_mariadb_container(
         raise ServiceUnavailable(
             f"image {image!r} is missing ({exc}); build it with `bash sandboxes/build_images.sh`"
         ) from exc
-    socket_dir = tempfile.mkdtemp(prefix="agentenvs-mariadb.", dir=socket_parent)
-    # mysqld runs as the container's mysql uid, which the host does not know: the private
-    # dir must be writable for it to create its socket there
-    os.chmod(socket_dir, 0o777)
+    socket_dir = private_socket_dir(socket_parent)
     labels = {POOL_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
     try:
         created = client.api.create_container(
@@ -123,7 +140,7 @@ def start_mariadb_container(
         box = MariaDBContainer(client, created["Id"], socket_dir)
     except Exception as exc:
         client.close()
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        shutil.rmtree(os.path.dirname(socket_dir), ignore_errors=True)
         raise ServiceUnavailable(f"cannot create a {image} container: {exc}") from exc
     try:
         client.api.start(box.container_id)

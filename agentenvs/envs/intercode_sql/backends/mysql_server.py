@@ -7,7 +7,9 @@ answer, and a statement that never reached the server is sent once more. A failu
 its connection is a ``Fault(kind="database")`` (``mysql_faults``), and a health probe that
 finds the server restarted makes the process forget what it knew of its templates and
 spares. Over a unix socket TLS is off; over TCP the first connection's choice and context
-serve every later one.
+serve every later one. A unix socket that another local user could replace (its
+directory, or one above it, writable by everyone and not sticky) is not used: whoever put
+their own socket there would catch the login, which for ``root`` has no password.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import hashlib
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -54,12 +57,38 @@ def parse_mysql_url(url: str) -> dict[str, Any]:
     return args
 
 
+def socket_problem(path: str) -> str | None:
+    """Why another local user could replace the unix socket at ``path`` (a directory on
+    its way that everyone can reach and write, without the sticky bit), or None."""
+    directory = os.path.dirname(os.path.abspath(path))
+    chain = [directory]
+    while os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    for d in reversed(chain):  # from / down: a directory others cannot enter guards the rest
+        try:
+            mode = os.stat(d).st_mode
+        except OSError:  # the connection says what is missing
+            return None
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            return f"{d} is writable by every local user and not sticky"
+        if not mode & stat.S_IXOTH:
+            return None
+    return None
+
+
 class _Server:
     """What we know about the server and how to reach it."""
 
     def __init__(self, url: str) -> None:
         self.pymysql = require("pymysql", "mysql")
         self.args = parse_mysql_url(url)
+        if "unix_socket" in self.args:
+            problem = socket_problem(self.args["unix_socket"])
+            if problem is not None:
+                raise ServiceUnavailable(
+                    f"will not log in over {self.args['unix_socket']}: {problem}, so another "
+                    "user could put their own socket there"
+                )
         # an episode user connects from wherever we connect from
         local = "unix_socket" in self.args or self.args.get("host") in ("localhost",)
         self.user_host = "localhost" if local else "%"
