@@ -27,7 +27,6 @@ run the backend, ``... sweep`` removes orphaned containers.
 from __future__ import annotations
 
 import io
-import json
 import posixpath
 import shlex
 import tarfile
@@ -38,15 +37,15 @@ from typing import Any, Literal
 
 from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
 from agentenvs.sandbox import faults
-from agentenvs.sandbox._case_results import case_run, unanswered
+from agentenvs.sandbox._case_results import case_run, read_answer, unanswered
 from agentenvs.sandbox._docker_container import (
-    _CLEAN_UID,
     _KILL_ALL,
     MEMORY_SLACK_MB,
     PIDS_SLACK,
     TMP_TMPFS_MB,
     UID_BASE,
     WORK_TMPFS_MB,
+    WRITABLE,
     _Container,
     container_options,
 )
@@ -115,20 +114,11 @@ _RUN_WRAPPER = (
     "i=0; while kill -9 -1 2>/dev/null && [ $i -lt 200 ]; do i=$((i+1)); done; "
     "exit $rc"
 )
-# The case worker's wrapper, run as the case uid: a fresh dir of its own as cwd, HOME and
-# TMPDIR; the worker under an inner time limit ($0); then everything the call left is
-# removed (processes, files, IPC objects), exit 97 when that fails.
+# A scratch process's fresh dir of its own as cwd, HOME and TMPDIR (the case worker makes
+# its own: see ``harness.main``).
 _SCRATCH_DIR = (
     'd=$(mktemp -d /tmp/cases.XXXXXXXX) && cd "$d" || exit 125; export HOME="$d" TMPDIR="$d"; '
 )
-_CASES_WRAPPER = (
-    _SCRATCH_DIR
-    + 'timeout -s KILL "$0" "$@"; rc=$?; cd /; '
-    + _CLEAN_UID
-    + ' && exit "$rc"; exit 97'
-)
-#: exit statuses of the wrapper when the clean-up failed or refused to run
-_NOT_CLEAN = (90, 97)
 # File access inside the container ($1: a path relative to /work, already checked for
 # `..`): symlinks are refused as the local backend refuses them (a path must resolve to
 # itself). Exit 3 symlink, 4 missing, 5 not a regular file, 6 bad directory.
@@ -153,6 +143,13 @@ _RESTORE = (
 
 
 # --------------------------------------------------------------------------- sandbox
+
+
+def _answer_cap(max_output: int) -> int:
+    """The longest answer line the worker writes: stdout and stderr of ``max_output`` bytes
+    each, every byte written as a 6-byte ``\\uXXXX`` at worst, and a value of the same size
+    at 3 bytes a byte (non-ASCII text), with room to spare."""
+    return 16 * max_output + (1 << 20)
 
 
 def _work_path(path: str) -> str:
@@ -486,15 +483,26 @@ class DockerSandbox(Sandbox):
         if not cases:
             return
         box = self._container()
-        # the worker's text goes in argv, so nothing in the sandbox can alter it between calls
-        worker = harness.worker_argv("python3")
+        # The worker is the exec's own process (no shell or `timeout` around it holds the
+        # exec's pipes): the only process of the case uid that holds the protocol, and it
+        # is not dumpable, so a case can neither open its pipes through /proc nor trace
+        # it. Its text goes in argv, so nothing in the sandbox can alter it between calls;
+        # no rlimits on the worker itself: it sets them for each case it forks.
+        argv = harness.worker_argv("python3")
         total = CASE_START_S + len(cases) * (timeout_per_case + CASE_SLACK_S)
-        # the case uid, in a fresh dir of its own; no rlimits on the worker itself: it
-        # sets them for each case it forks
-        argv = ["/bin/sh", "-c", _CASES_WRAPPER, f"{total:.3f}", *worker]
+        # a fresh dir of its own, an inner time limit (a backstop for the host's deadlines)
+        # and, at its end, everything the case uid left removed (exit 0 only then)
+        header = harness.encode_header(
+            source,
+            timeout_per_case,
+            self.limits,
+            scratch="/tmp",
+            deadline_s=total,
+            clean_up=WRITABLE,
+        )
         what = "a program's test cases"
         try:
-            ex = _Exec(box, argv, user=box.case_user)
+            ex = _Exec(box, argv, user=box.case_user, workdir="/tmp")
         except Exception as exc:
             fault = self._fault(box, what, exc)
             if fault is not None:
@@ -505,13 +513,21 @@ class DockerSandbox(Sandbox):
         ready = ended = False
         clean: bool | None = None
         stderr = bytearray()
-        line_cap = 8 * self.limits.max_output_bytes + (1 << 20)
+        line_cap = _answer_cap(self.limits.max_output_bytes)
         pending = bytearray()
 
-        def next_line(deadline: float) -> dict[str, Any] | None:
-            """The worker's next JSON line, or None (it ended, went silent, or overflowed)."""
-            nonlocal ended, stderr, pending
-            while b"\n" not in pending:
+        def next_line(deadline: float) -> bytes | None:
+            """The worker's next answer line (b"" for one over the cap, whose rest is
+            dropped), or None: it ended or went silent."""
+            nonlocal ended, stderr
+            seen = 0  # bytes of pending known to hold no newline
+            over = False
+            while (nl := pending.find(b"\n", seen)) < 0:
+                seen = len(pending)
+                if seen > line_cap:
+                    over = True
+                    pending.clear()
+                    seen = 0
                 try:
                     frame = ex.read(deadline)
                 except _Deadline:
@@ -523,29 +539,29 @@ class DockerSandbox(Sandbox):
                 if stream != 1:
                     stderr = (stderr + data)[-4096:]
                     continue
-                pending += data
-                if len(pending) > line_cap:
-                    return None
-            line, _, rest = bytes(pending).partition(b"\n")
-            pending = bytearray(rest)
-            return json.loads(line)
+                pending.extend(data)
+            line = bytes(pending[:nl])
+            del pending[: nl + 1]
+            return b"" if over else line
 
         try:
-            ex.queue(harness.encode_header(source, timeout_per_case, self.limits))
+            ex.queue(header)
             # one case ahead: the next case's input waits in the exec's stdin pipe, which
             # only the worker reads, once the case before is over
             ex.queue(harness.encode_case(cases[0]))
-            msg = next_line(time.monotonic() + CASE_START_S)
-            ready = bool(msg and msg.get("ready"))
+            line = next_line(time.monotonic() + CASE_START_S)
+            msg = None if line is None else read_answer(line)
+            ready = bool(msg and msg.get("ready") is True)
             for i in range(len(cases)) if ready else ():
                 if i + 1 < len(cases):
                     ex.queue(harness.encode_case(cases[i + 1]))
                 # due within one case's timeout plus the worker's own clean-up of it
-                msg = next_line(time.monotonic() + timeout_per_case + CASE_SLACK_S)
-                if msg is None:
+                line = next_line(time.monotonic() + timeout_per_case + CASE_SLACK_S)
+                if line is None:
                     break
                 done += 1
-                yield case_run(msg)
+                # a line that is not an answer is this case's failure, never the call's
+                yield case_run(read_answer(line))
             if done < len(cases):
                 # the worker ended, went silent or never started: its container stopped,
                 # removed or paused from outside, or an engine that failed, is a fault; a
@@ -560,8 +576,9 @@ class DockerSandbox(Sandbox):
                 while not ended and next_line(time.monotonic() + CASE_SLACK_S + 30) is not None:
                     pass
                 rc = ex.exit_code() if ended else None
-                if rc is not None:
-                    clean = rc not in _NOT_CLEAN
+                # only the worker's own 0 says its clean-up was complete: a worker a case
+                # killed (137) or stopped never ran it
+                clean = rc == 0
         except (Fault, GeneratorExit):
             raise
         except Exception as exc:  # the engine's connection or an exec request failed
@@ -573,8 +590,8 @@ class DockerSandbox(Sandbox):
         finally:
             ex.close()
             # a faulted container is dropped already: nothing in it is used again
-            if not faulted and clean is None:
-                # early stop, worker death or a hung worker: the wrapper did not finish
+            if not faulted and not clean:
+                # early stop, a worker that died, hung or did not finish its clean-up
                 clean = box.clean_uid(box.case_user)
             if not faulted and not clean and self._box is box:
                 # what the call left cannot be removed: the next call gets a new container

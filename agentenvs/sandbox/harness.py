@@ -49,6 +49,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 #: a non-JSON return value comes back as ``{REPR_KEY: repr(value)}``
@@ -58,7 +59,15 @@ CALL_MODULE_NAME = "solution"
 _FILENAME = "<solution>"
 _CHUNK = 1 << 16
 _PR_SET_DUMPABLE = 4
+_PR_SET_SECCOMP = 22
+_PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
+#: the worker's exit status: 0 after a complete clean-up (or none asked), else one of these
+EXIT_NOT_CLEAN = 97
+EXIT_REFUSED = 90
+EXIT_DEADLINE = 124
+#: a case's error when the worker's answer to it cannot be read
+UNREADABLE_RESULT = "crashed: unreadable result"
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -128,15 +137,34 @@ def frame(obj: Any) -> bytes:
     return len(raw).to_bytes(4, "big") + raw
 
 
-def encode_header(source: str, timeout: float, limits: Any) -> bytes:
-    """The first frame for a worker; ``limits`` is Limits-like."""
-    return frame(
-        {
-            "source": source,
-            "timeout": float(timeout),
-            "limits": {k: getattr(limits, k) for k in _LIMIT_FIELDS},
-        }
-    )
+def encode_header(
+    source: str,
+    timeout: float,
+    limits: Any,
+    *,
+    scratch: str | None = None,
+    deadline_s: float | None = None,
+    clean_up: Sequence[str] = (),
+) -> bytes:
+    """The first frame for a worker; ``limits`` is Limits-like.
+
+    ``scratch``: the worker works from a fresh private dir made there (its cwd, ``HOME``
+    and ``TMPDIR``); ``deadline_s``: it stops this long after it read the header;
+    ``clean_up``: at its end it kills every other process of its uid and removes what
+    that uid owns in these dirs and in System V IPC (see ``main`` for its exit status).
+    """
+    header: dict[str, Any] = {
+        "source": source,
+        "timeout": float(timeout),
+        "limits": {k: getattr(limits, k) for k in _LIMIT_FIELDS},
+    }
+    if scratch is not None:
+        header["scratch"] = scratch
+    if deadline_s is not None:
+        header["deadline_s"] = float(deadline_s)
+    if clean_up:
+        header["clean_up"] = list(clean_up)
+    return frame(header)
 
 
 def encode_case(case: Any) -> bytes:
@@ -155,13 +183,75 @@ def worker_argv(python: str = "python3") -> list[str]:
 
 
 # ----------------------------------------------------------------------------- the worker
-def _prctl(option: int, value: int) -> None:
-    try:
+_LIBC: Any = None
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _prctl(option: int, value: int, arg: Any = 0) -> int:
+    try:
+        return int(_libc().prctl(option, value, arg, 0, 0))
     except Exception:  # best effort: not every libc/interpreter has it
-        pass
+        return -1
+
+
+# Tracing and reading other processes (ptrace, process_vm_readv/writev, pidfd_getfd) fail
+# with EPERM in a case, whatever the sandbox's own filter allows; other ABIs of the same
+# machine (x32, i386) are refused whole. Classic BPF on struct seccomp_data.
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_NO_TRACING = {"x86_64": (101, 310, 311, 438), "aarch64": (117, 270, 271, 438)}
+_X32_BIT = 0x40000000
+
+
+def _no_tracing_filter() -> Any:
+    """A ``struct sock_fprog`` (with its instructions kept alive) for this machine, or None."""
+    import ctypes
+    import platform
+
+    machine = platform.machine()
+    if machine not in _AUDIT_ARCH:
+        return None
+    eperm = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM
+    allow = 0x7FFF0000
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    denied = _NO_TRACING[machine]
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, _AUDIT_ARCH[machine]), (ret, 0, 0, eperm), (ld, 0, 0, 0)]
+    if machine == "x86_64":
+        prog.append((jge, len(denied) + 1, 0, _X32_BIT))  # x32 system calls: to the EPERM
+    for i, nr in enumerate(denied):
+        prog.append((jeq, len(denied) - i, 0, nr))
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, eperm)]
+
+    class Insn(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+
+    insns = (Insn * len(prog))(*[Insn(*i) for i in prog])
+    fprog = Prog(len(prog), insns)
+    fprog.keep = insns
+    return ctypes.byref(fprog), fprog
+
+
+def _deny_tracing(fprog: Any) -> None:
+    """Install the filter on this process (a case's, before the program runs)."""
+    if fprog is None:
+        return
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(_PR_SET_SECCOMP, 2, fprog[0])  # SECCOMP_MODE_FILTER
 
 
 def _list_children() -> list[int]:
@@ -245,6 +335,7 @@ def _child(
     timeout: float,
     fds: tuple[int, int, int],
     result_addr: bytes,
+    fprog: Any,
 ) -> None:
     """Runs in the forked child; never returns."""
     in_fd, out_w, err_w = fds
@@ -252,7 +343,7 @@ def _child(
     args: Any = ()
     try:
         os.setpgid(0, 0)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if case["kind"] == "call":
@@ -264,7 +355,7 @@ def _child(
         os.dup2(err_w, 2)
         # nothing of the worker's (its protocol pipes, the result listener) stays open:
         # while the program runs, its process holds stdin, stdout and stderr only
-        os.closerange(3, 1 << 16)
+        os.closerange(3, max(1 << 16, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
         # memory that runs out picks the program first, never the worker (pid 1 locally),
         # whose death by the kernel's signal would read as the host's doing (see faults)
         # (the file is the process's own only while it is dumpable, which the worker is not)
@@ -276,6 +367,7 @@ def _child(
             pass
         _prctl(_PR_SET_DUMPABLE, 0)
         _set_limits(limits, timeout)
+        _deny_tracing(fprog)
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         sys.stderr = open(
@@ -423,13 +515,15 @@ def _run_case(
     timeout: float,
     listener: socket.socket,
     result_addr: bytes,
+    fprog: Any = None,
 ) -> dict[str, Any]:
     cap = int(limits["max_output_bytes"])
     pipes = [os.pipe() for _ in range(2)]
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(code, case, limits, timeout, (in_fd, pipes[0][1], pipes[1][1]), result_addr)
+        fds = (in_fd, pipes[0][1], pipes[1][1])
+        _child(code, case, limits, timeout, fds, result_addr, fprog)
     try:
         os.setpgid(pid, pid)  # both sides set it, so killpg works whoever runs first
     except OSError:
@@ -558,12 +652,13 @@ def _run_case(
         os.close(pidfd)
     status: dict[str, Any] = {}
     if bufs[2]:
+        # the program may send its own result: whatever it is, it is this case's alone
         try:
             status = json.loads(bytes(bufs[2]))
-        except ValueError:
-            status = {"error": "crashed: unreadable result"}
+        except (ValueError, RecursionError, MemoryError):
+            status = {"error": UNREADABLE_RESULT}
         if not isinstance(status, dict):
-            status = {"error": "crashed: unreadable result"}
+            status = {"error": UNREADABLE_RESULT}
     if error is None:
         if misuse:
             error = "crashed: the result channel was opened twice"
@@ -571,7 +666,8 @@ def _run_case(
             sig = os.WTERMSIG(wait_status)
             error = "timeout" if sig == signal.SIGXCPU else describe_signal(sig)
         elif "error" in status:
-            error = str(status["error"])
+            err = status["error"]
+            error = err if isinstance(err, str) else UNREADABLE_RESULT
         elif not bufs[2] and os.WEXITSTATUS(wait_status) != 0:
             error = f"crashed: exit code {os.WEXITSTATUS(wait_status)}"
         elif not bufs[2] and case["kind"] == "call":
@@ -585,9 +681,163 @@ def _run_case(
     }
 
 
+class _DeadlinePassed(Exception):
+    """The worker's own time limit (``deadline_s``) passed."""
+
+
+def _on_deadline(signum: int, frame: Any) -> None:
+    raise _DeadlinePassed
+
+
+def _in_sandbox_container() -> bool:
+    """Whether a clean-up may run here: an unprivileged uid in a sandbox container (pid 1
+    is Docker's init), never a host, where killing every process of a uid is a disaster."""
+    try:
+        with open("/proc/1/comm") as f:
+            init = f.read().strip()
+    except OSError:
+        return False
+    return os.getuid() != 0 and init == "docker-init"
+
+
+def _others_of_my_uid() -> list[int]:
+    """The live (not zombie) processes of this uid besides this one."""
+    me, uid = os.getpid(), str(os.getuid())
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        zombie = fields.get("State", "").strip().startswith("Z")
+        if fields.get("Uid", "").split()[:1] == [uid] and not zombie:
+            found.append(int(name))
+    return found
+
+
+def _kill_all_others(wait_s: float = 5.0) -> bool:
+    """SIGKILL every other process of this uid until none is left; whether none is."""
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # never the caller itself
+        except OSError:
+            pass
+        while True:  # orphans reparented to us: reap them
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not _others_of_my_uid():
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.001)
+
+
+def _remove_owned(top: str, uid: int) -> bool:
+    """Remove everything ``uid`` owns under ``top`` (never following links, never into
+    another file system); whether all of it went. A ``top`` we cannot write is skipped."""
+    try:
+        if not os.access(top, os.W_OK):
+            return True
+        dev = os.lstat(top).st_dev
+    except OSError:
+        return True
+    import stat
+
+    ok = True
+    todo, owned_dirs = [top], []
+    owned = set()
+    while todo:
+        path = todo.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError:
+            ok = ok and path not in owned  # ours was made listable: it must list
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_dev != dev:
+                continue
+            mine = st.st_uid == uid
+            if stat.S_ISDIR(st.st_mode):
+                if mine:
+                    try:
+                        os.chmod(entry.path, 0o700)
+                    except OSError:
+                        ok = False
+                    owned_dirs.append(entry.path)
+                    owned.add(entry.path)
+                todo.append(entry.path)
+            elif mine:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    ok = False
+    for path in reversed(owned_dirs):  # found after their parents: deepest first
+        try:
+            os.rmdir(path)
+        except OSError:
+            ok = False
+    return ok
+
+
+def _remove_ipc(uid: int) -> bool:
+    """Remove the System V IPC objects ``uid`` owns or made; whether none is left."""
+    libc = _libc()
+    remove = {
+        "shm": lambda i: libc.shmctl(i, 0, None),  # IPC_RMID
+        "msg": lambda i: libc.msgctl(i, 0, None),
+        "sem": lambda i: libc.semctl(i, 0, 0),
+    }
+    left = False
+    for attempt in range(2):
+        left = False
+        for kind, rm in remove.items():
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    head, *rows = f.read().splitlines()
+            except (OSError, ValueError):
+                continue
+            cols = head.split()
+            owners = [cols.index(c) for c in ("uid", "cuid") if c in cols]
+            for row in rows:
+                fields = row.split()
+                if any(int(fields[c]) == uid for c in owners):
+                    left = True
+                    if not attempt:
+                        rm(int(fields[1]))  # the second column is the object's id
+        if not left:
+            return True
+    return not left
+
+
+def _clean_up(dirs: Sequence[str]) -> bool:
+    """Kill every other process of this uid, then remove what it owns in ``dirs`` and in
+    System V IPC; whether nothing of it is left."""
+    os.chdir("/")
+    uid = os.getuid()
+    done = _kill_all_others()
+    for top in dirs:
+        done = _remove_owned(top, uid) and done
+    return _remove_ipc(uid) and done
+
+
 def main() -> None:
     # Our protocol channel moves off fd 1 so nothing a case inherits can write to it;
-    # being non-dumpable keeps /proc/<worker>/{fd,mem} out of a case's reach too.
+    # being non-dumpable keeps /proc/<worker>/{fd,mem} out of a case's reach too (the
+    # worker is the sandbox's own process holding the channel: nothing else of its uid
+    # does, see the sandbox backends).
     proto = os.dup(1)
     requests = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -600,12 +850,47 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
 
-    def send(obj: dict[str, Any]) -> None:
-        _write_all(proto, json.dumps(obj).encode() + b"\n")
-
     header = _read_frame(requests)
     if header is None:
         return
+    dirs = header.get("clean_up") or ()
+    if dirs and not _in_sandbox_container():
+        sys.exit(EXIT_REFUSED)
+    status = 0
+    try:
+        if "deadline_s" in header:
+            signal.signal(signal.SIGALRM, _on_deadline)
+            signal.setitimer(signal.ITIMER_REAL, max(float(header["deadline_s"]), 0.001))
+        if "scratch" in header:
+            # a fresh dir of its own as cwd, HOME and TMPDIR (a case inherits them)
+            home = os.path.join(header["scratch"], "cases." + os.urandom(6).hex())
+            os.mkdir(home, 0o700)
+            os.chdir(home)
+            os.environ["HOME"] = os.environ["TMPDIR"] = home
+        _serve(header, requests, proto)
+    except _DeadlinePassed:
+        status = EXIT_DEADLINE
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if dirs and not _clean_up(dirs):
+            status = EXIT_NOT_CLEAN
+    if status:
+        sys.exit(status)
+
+
+def _send(proto: int, result: dict[str, Any]) -> None:
+    """One answer line; a value that cannot be written (the program may have sent its own
+    result) is this case's error, never the worker's end."""
+    try:
+        line = json.dumps(result).encode()
+    except (ValueError, TypeError, RecursionError, MemoryError):
+        result.update(value=None, error=UNREADABLE_RESULT)
+        line = json.dumps(result).encode()
+    _write_all(proto, line + b"\n")
+
+
+def _serve(header: dict[str, Any], requests: int, proto: int) -> None:
+    """Compile the program, answer ready, then run the cases as they come."""
     limits, timeout = header["limits"], float(header["timeout"])
     source = header["source"]
     try:
@@ -625,7 +910,8 @@ def main() -> None:
     listener.bind(result_addr)
     listener.listen(8)
     copier = _InputCopier()
-    send({"ready": True})
+    fprog = _no_tracing_filter()
+    _send(proto, {"ready": True})
     i = 0
     while True:
         case = _read_frame(requests)
@@ -638,10 +924,10 @@ def main() -> None:
             os.close(in_fd)
             result = {"stdout": "", "stderr": "", "value": None, "error": bad, "duration_s": 0.0}
         else:
-            result = _run_case(code, case, in_fd, limits, timeout, listener, result_addr)
+            result = _run_case(code, case, in_fd, limits, timeout, listener, result_addr, fprog)
         result["i"] = i
         i += 1
-        send(result)
+        _send(proto, result)
 
 
 if __name__ == "__main__":
