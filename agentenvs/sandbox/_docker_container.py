@@ -25,6 +25,7 @@ from agentenvs.sandbox._docker_engine import (
     _engine_address,
 )
 from agentenvs.sandbox._docker_exec import _Deadline, _Exec, _wait_exec
+from agentenvs.sandbox._seccomp_docker import security_opt as seccomp_opt
 from agentenvs.sandbox.base import WORKDIR, Limits
 
 #: sandboxed code runs as an unprivileged uid of its own per container (from this base
@@ -111,7 +112,7 @@ def container_options(
                 "/tmp": f"rw,exec,nosuid,nodev,size={limits.disk_mb}m,mode=1777",
             },
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges", seccomp_opt()],
             "mem_limit": (limits.memory_mb + MEMORY_SLACK_MB) * mb,
             "memswap_limit": (limits.memory_mb + MEMORY_SLACK_MB) * mb,
             "pids_limit": limits.max_processes + PIDS_SLACK,

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox._seccomp_docker import security_opt as seccomp_opt
 from agentenvs.sandbox.base import Limits
 from agentenvs.sandbox.docker import (
     HOST_LABEL,
@@ -75,7 +76,7 @@ class _TaskContainer(_Container):
             init=True,
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
-            security_opt=["no-new-privileges"],
+            security_opt=["no-new-privileges", seccomp_opt(CAPABILITIES)],
             mem_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
             memswap_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
             pids_limit=limits.max_processes + PIDS_SLACK,
