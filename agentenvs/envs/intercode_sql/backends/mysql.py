@@ -127,6 +127,9 @@ TEMPLATE_LOCK_WAIT_S = 120
 SIZE_POLL_S = 0.02
 #: statements that commit on their own (a data change runs in a transaction the env opens)
 _DDL_KINDS = frozenset({"CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME"})
+#: statements that only take data away: never held to the size cap (InnoDB's own
+#: bookkeeping may still grow a file a little, and a full database must be able to shrink)
+_REMOVING_KINDS = frozenset({"DELETE", "DROP", "TRUNCATE"})
 #: rows read from the server at a time (the byte limit is checked after each batch)
 _FETCH_CHUNK = 256
 #: errors after which the server may have closed the agent's session (a packet too large,
@@ -248,7 +251,11 @@ class MySQLEpisode(Episode):
         self._since.append(sql)
         self._digest = None
         self.dirty = True
-        result = self._write(sql, transaction=statement.kind not in _DDL_KINDS)
+        if statement.kind in _REMOVING_KINDS:
+            result = self._run(sql)
+            self._size = None
+        else:
+            result = self._write(sql, transaction=statement.kind not in _DDL_KINDS)
         self._case = None  # tables may have come or gone
         return dataclasses.replace(result, wrote=True)
 
@@ -257,7 +264,8 @@ class MySQLEpisode(Episode):
         transaction committed only when the files stay within it (or did not grow), the
         tables a statement that commits on its own made dropped when they took it past."""
         backend, cap = self.backend, self.limits.max_db_bytes
-        before = self._size if self._size is not None else backend.db_bytes(self.name)
+        # measured afresh: InnoDB may still be growing a file after an earlier statement
+        before = backend.db_bytes(self.name)
         tables = None if transaction else set(backend.table_case(self.name).values())
         if transaction:
             self._session("START TRANSACTION")
