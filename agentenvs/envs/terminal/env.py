@@ -98,8 +98,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     parse counts as resolved, while missing ``short test summary info`` is a failure), else 0.
 
     ## Episode End
-    ``terminated`` after ``submit``/``task_complete``; ``truncated`` when the budget
-    runs out; the tests run in both cases.
+    ``terminated`` after ``submit``/``task_complete`` or a lost sandbox (``sandbox_lost``:
+    wrecked, past its disk cap); ``truncated`` when the budget runs out; tests run in both.
 
     ## Information
     ``success`` (resolved; Harbor: every reward ≥ 1), ``score`` (fraction of tests
@@ -226,7 +226,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             memory_mb=2048,
             max_processes=256,
             max_file_mb=256,
-            max_open_files=1024,
+            max_open_files=1024, disk_mb=2048,  # disk: what a docker container may fill
             max_output_bytes=1 << 20,
         )
         self.docker_options: dict[str, Any] = {
@@ -732,6 +732,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if self._last_exit is not None:  # absent, not None: vector envs batch ints only
             info["exit_status"] = self._last_exit
         if self._tested:
+            **({"sandbox_lost": self._lost} if self._lost is not None else {}),
             info["test_results"] = dict(self._results)
             info[keys.GRADING_FINDINGS] = list(self._findings)
             info["processes_stopped"] = self._stopped

@@ -352,6 +352,8 @@ class FreezingDocker:
         box, key = self._current, self._current_key
         if box is None or key is None:
             raise SandboxError("no container to grade")
+        if box.disk is not None:  # an end state past the disk cap is the agent's loss
+            box.disk.check()
         api = self.client.api
         try:
             listed = api.top(box.id).get("Processes") or []

@@ -497,6 +497,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self.set_network(self._current, True)
         if self._current is not None:
             self.service_status = self.check_services(self._current)
+        if self._current is not None and self._current.disk is not None:
+            self._current.disk.check()  # an end state past the disk cap is the agent's loss
 
     def check_services(self, box: _TaskContainer) -> dict[str, str]:
         """{service: running | exited (code N)} of ``box``'s sidecars (raises the Fault

@@ -183,7 +183,23 @@ class ShellSession:
     def run(self, command: str, timeout: float) -> CommandResult:
         """Run ``command`` in the agent's shell; interrupt it ``timeout`` seconds after it
         began. What happens once it has timed out depends on what its processes do, not
-        on how fast the machine is: on a loaded one it only takes longer."""
+        on how fast the machine is: on a loaded one it only takes longer.
+
+        A sandbox that holds its resources to caps (a process with ``check_limits``, see
+        ``task_container``) is asked after the command, and when the command failed: one
+        past a cap raises that (a ``SandboxError``) instead."""
+        check = getattr(self.proc, "check_limits", None)
+        try:
+            result = self._run(command, timeout)
+        except Exception:
+            if check is not None:
+                check()
+            raise
+        if check is not None:
+            check()
+        return result
+
+    def _run(self, command: str, timeout: float) -> CommandResult:
         start = time.monotonic()
         script = (
             f"printf '__AE_JOBS_{self.nonce}_%s_%d\\n' \"$(jobs -p | tr '\\n' ,)\" $LINENO\n"
@@ -298,7 +314,19 @@ class ShellSession:
     def control(
         self, command: str, *, timeout: float = 60.0, stdin: bytes | None = None
     ) -> tuple[int | None, bytes]:
-        """Run ``sh -c command`` beside the shell: (status or None on timeout, output)."""
+        """Run ``sh -c command`` beside the shell: (status or None on timeout, output).
+        A failure of a sandbox past one of its caps raises that cap's error (see ``run``)."""
+        try:
+            return self._control(command, timeout=timeout, stdin=stdin)
+        except Exception:
+            check = getattr(self.proc, "check_limits", None)
+            if check is not None:
+                check()
+            raise
+
+    def _control(
+        self, command: str, *, timeout: float, stdin: bytes | None
+    ) -> tuple[int | None, bytes]:
         if stdin is None:
             self._send("X " + _b64(command))
         else:

@@ -1,9 +1,13 @@
 """A container of a Terminal-Bench task's image, as the ``docker`` runtime starts it.
 
 It runs as root (the container is the boundary) with only the capabilities that managing
-files and its own processes needs (:data:`CAPABILITIES`), no new privileges,
-memory/pids/CPU limits and Docker's init; it carries the docker sandbox backend's labels
-(so its orphan sweep removes those of dead processes) and the task's id.
+files and its own processes needs (:data:`CAPABILITIES`), no new privileges, Docker's init,
+and limits: memory (no swap beyond it), pids, CPU, the size of one file
+(``Limits.max_file_mb``, RLIMIT_FSIZE), ``/dev/shm`` (``Limits.shm_mb``), its log, and the
+host disk its writable layer and bind-mounted files may fill (``Limits.disk_mb``: a
+storage quota where the engine's driver has one, and a :class:`DiskWatch` that stops the
+container past it, see ``agentenvs.sandbox._docker_disk``). It carries the docker sandbox
+backend's labels (so its orphan sweep removes those of dead processes) and the task's id.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
+from agentenvs.sandbox._docker_disk import DiskWatch, log_config, quota_supported
 from agentenvs.sandbox._seccomp_docker import security_opt as seccomp_opt
 from agentenvs.sandbox.base import Limits
 from agentenvs.sandbox.docker import (
@@ -83,10 +88,14 @@ class _TaskContainer(_Container):
             nano_cpus=int(cpus * 1e9),
             ulimits=[
                 {"Name": "nofile", "Soft": limits.max_open_files, "Hard": limits.max_open_files},
+                {"Name": "fsize", "Soft": limits.max_file_mb * mb, "Hard": limits.max_file_mb * mb},
                 {"Name": "core", "Soft": 0, "Hard": 0},
             ],
             ipc_mode="private",
+            shm_size=limits.shm_mb * mb,
+            log_config=log_config(),
             binds={h: {"bind": c, "mode": "ro"} for h, c in (binds or {}).items()} or None,
+            **_storage(client, image, limits),
         )
         labels = {
             POOL_LABEL: str(os.getpid()),
@@ -125,13 +134,28 @@ class _TaskContainer(_Container):
         self.short = self.id[:12]
         self.removed = False
         self._remove_lock = threading.Lock()
+        self.disk: DiskWatch | None = None
         try:
             api.start(self.id)
+            disk = DiskWatch(api, self.id, limits.disk_mb, self._stop_for_disk)
         except Exception as exc:
             self.remove()
             raise SandboxError(f"cannot start container {self.short}: {exc}") from exc
+        self.disk = disk
+        disk.start()
+
+    def _stop_for_disk(self) -> None:
+        """Kill the container through the engine (an own kill: the agent's outcome)."""
+        self.own_kills += 1
+        try:
+            self.client.api.kill(self.id)
+        except Exception:
+            self.own_kills -= 1  # stopped already: no kill event
+            raise
 
     def remove(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
         try:
             super().remove()
         finally:
@@ -139,9 +163,26 @@ class _TaskContainer(_Container):
                 shutil.rmtree(self.host_dir, ignore_errors=True)
 
 
+def _storage(client: Any, image: str, limits: Limits) -> dict[str, Any]:
+    """``storage_opt`` holding the writable layer to ``Limits.disk_mb`` where the engine's
+    storage driver has a quota (elsewhere the :class:`DiskWatch` alone holds it)."""
+    labels = {POOL_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
+    if quota_supported(client, image, labels):
+        return {"storage_opt": {"size": f"{limits.disk_mb}m"}}
+    return {}
+
+
 class _ShellProcess(DockerProcess):
     """The shell supervisor's exec; killing it drops the connection only, since its
-    container is removed right after (a root ``kill -9 -1`` would stop the container)."""
+    container is removed right after (a root ``kill -9 -1`` would stop the container).
+    ``check_limits`` (asked by the shell after each command) raises
+    :class:`~agentenvs.sandbox._docker_disk.DiskLimitExceeded` once the container is past
+    its disk cap."""
+
+    def check_limits(self) -> None:
+        disk = getattr(self._box, "disk", None)
+        if disk is not None:
+            disk.check()
 
     def kill(self) -> None:
         ex, self._ex = self._ex, None
