@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import platform
 import re
 import ssl
 from collections.abc import Iterator
@@ -61,6 +62,16 @@ params = ctypes.create_string_buffer(120)
 ring = libc.syscall(ctypes.c_long(io_uring_nr), ctypes.c_long(4), params)
 print("PROBE=" + json.dumps({"opened": opened, "refused": refused, "pairs": pairs,
                              "high": high, "io_uring": "open" if ring >= 0 else err()}))
+"""
+
+#: i386's getpid through ``int 0x80`` from a 64-bit process: the i386 ABI, whose
+#: ``socketcall`` would carry the family behind a pointer no filter can read
+I386_CALL = r"""
+import ctypes, mmap
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3]))  # mov eax, 20; int 0x80; ret
+call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
+print("i386 getpid:", call(), flush=True)
 """
 
 #: a TCP and a UDP echo over the loopback and an AF_UNIX pair: what the allowed families
@@ -139,6 +150,13 @@ def test_only_allowed_socket_families_open(box: Sandbox) -> None:
 def test_allowed_families_carry_traffic(box: Sandbox) -> None:
     r = box.run(["python3", "-c", ECHO])
     assert (r.returncode, r.stdout) == (0, "tcp udp unix\n"), r.stderr
+
+
+def test_other_abis_are_refused(box: Sandbox) -> None:
+    if platform.machine() != "x86_64":
+        pytest.skip("the call is x86_64 machine code")
+    r = box.run(["python3", "-c", I386_CALL])
+    assert r.returncode != 0 and "i386 getpid" not in r.stdout, (r.returncode, r.stdout)
 
 
 def test_docker_profile_is_an_allow_list() -> None:
