@@ -6,6 +6,14 @@ and ``spawn`` and owns ``/work``; the *case uid* runs the case worker of
 removes everything they own in the writable places (``/work``, ``/tmp``, ``/dev/shm``,
 ``/dev/mqueue``) and in SysV IPC, then checks that nothing is left; a container that is
 not clean is not reused.
+
+Nothing of a sandbox container is written onto the host's disk: its root is read-only
+(the engine's bind-mounted ``/etc/hosts`` and friends too), every writable place is a
+tmpfs with a size (``Limits.disk_mb``, ``Limits.shm_mb``) whose pages are charged to the
+container's memory cgroup (memory and swap limits equal: no swap), every file is held
+to ``Limits.max_file_mb`` (RLIMIT_FSIZE), and its log is capped (its pid 1, root, prints
+nothing, and the sandbox's uid cannot reach its output). So it needs no disk watch
+(``agentenvs.sandbox._docker_disk``, which task containers with a writable root have).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentenvs.core.errors import SandboxError, ServiceUnavailable
+from agentenvs.sandbox._docker_disk import log_config
 from agentenvs.sandbox._docker_engine import (
     HOST_LABEL,
     POOL_LABEL,
@@ -120,6 +129,7 @@ def container_options(
             "ulimits": [{"Name": n, "Soft": v, "Hard": v} for n, v in ulimits],
             "ipc_mode": "private",
             "shm_size": limits.shm_mb * mb,
+            "log_config": log_config(),
             "auto_remove": False,
         },
     }

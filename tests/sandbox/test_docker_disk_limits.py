@@ -54,8 +54,10 @@ HOST_NOISE = 192 * MB
 MEMORY_LIMIT = (LIMITS.memory_mb + 256) * MB
 PIDS_LIMIT = LIMITS.max_processes + 32
 
-#: each writes CAP + SLACK = 320 MiB in all (5 files of 64 MiB, or as many small ones)
+#: each writes CAP + SLACK = 320 MiB in all (5 files of 64 MiB, or as many small ones),
+#: but "gigabyte": 16 files of 64 MiB, which the watch stops once past the cap
 DISK_BOMBS = {
+    "gigabyte": "for i in $(seq 16); do yes > /app/g$i; done",
     # one command, several files, each cut by RLIMIT_FSIZE (SIGXFSZ ends `yes`)
     "yes": "for i in 1 2 3 4 5; do yes > /app/y$i; done",
     "dd": "for i in 1 2 3 4 5; do dd if=/dev/zero of=/app/d$i bs=1M count=64 status=none; done",
@@ -192,7 +194,8 @@ def test_disk_bomb_ends_the_episode_at_the_cap(env: Any, api: Any, bomb: str) ->
     assert term and reward == 0.0 and not info["success"]
     # the container was stopped with what it held, then removed: the host has it back
     held = _du(upper)
-    assert held <= CAP + SLACK + 8 * MB, held  # the bomb's bound (dirs' blocks aside)
+    bound = 1 << 30 if bomb == "gigabyte" else CAP + SLACK
+    assert held <= bound + 8 * MB, held  # the bomb's own bound (dirs' blocks aside)
     assert _gone(api, box)
     free_after = _free(api)
     print(  # a figure for the record, sampled: it may miss the true peak
@@ -364,3 +367,41 @@ def test_the_walk_refuses_a_tree_deeper_than_it_holds(tmp_path: Path) -> None:
         os.close(here)
     assert allocated(str(tmp_path)).too_deep
     shutil.rmtree(tmp_path / "d")
+
+
+# ---------------------------------------------------------------- the generic sandbox
+
+
+@pytest.mark.docker
+def test_a_sandbox_container_writes_nothing_onto_the_host() -> None:
+    """DeepCoder's sandbox (``DockerSandbox``): a read-only root, sized tmpfs only, files
+    held to max_file_mb; its writable layer on the host stays empty whatever it runs."""
+    import docker
+
+    from agentenvs.sandbox.docker import DockerSandbox
+
+    limits = Limits(memory_mb=256, max_file_mb=16, disk_mb=64, shm_mb=16)
+    client = docker.from_env()
+    box = DockerSandbox(limits, pool=False)
+    try:
+        info = client.api.inspect_container(box.container_id)
+        config = info["HostConfig"]
+        assert config["ReadonlyRootfs"] and config["Memory"] == config["MemorySwap"]
+        assert set(config["Tmpfs"]) == {"/work", "/tmp"}
+        assert all("size=" in opts for opts in config["Tmpfs"].values())
+        assert config["ShmSize"] == 16 * MB and config["LogConfig"]["Config"]["max-size"]
+        r = box.run(
+            "for d in /work /tmp /dev/shm; do for i in 1 2 3 4 5 6; do "
+            "head -c 20M /dev/zero > $d/f$i 2>/dev/null; done; done; "
+            "ls -l /work/f1 | cut -d' ' -f5; du -sm /work /tmp /dev/shm; "
+            "for p in /x /etc/hosts /var/tmp/x; do echo x >> $p || echo refused; done"
+        )
+        lines = r.stdout.splitlines()
+        assert lines[0] == str(16 * MB), r  # RLIMIT_FSIZE
+        assert r.stdout.count("refused") == 3, r
+        sizes = {ln.split("\t")[1]: int(ln.split("\t")[0]) for ln in lines if "\t" in ln}
+        assert sizes["/work"] <= 64 and sizes["/tmp"] <= 64 and sizes["/dev/shm"] <= 16, r
+        assert _du(info["GraphDriver"]["Data"]["UpperDir"]) <= 64 * 1024
+    finally:
+        box.close()
+        client.close()
