@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -68,7 +69,7 @@ class OverLimit(SandboxError):
             "depth": "directories deep",
         }[limit]
         super().__init__(
-            f"{where} are over the copy limit max_{limit}: {figure} {what} "
+            f"{where}: past the copy limit max_{limit}, {figure} {what} "
             f"(at most {cap}); nothing was copied"
         )
 
@@ -229,6 +230,44 @@ def write_file(
         for i in range(1, len(dirs) + 1):
             with _open_dir(root, dirs[:i], create=False) as dfd:
                 os.fchown(dfd, *owner)
+
+
+_MARK = "__AE_MEASURED__"
+
+
+def measure_command(where: str, limits: CopyLimits) -> str:
+    """A shell command measuring the tree ``where`` inside the sandbox as ``measure``
+    does (apparent bytes of regular files, entries, depth with ``where`` at 1), stopping
+    at the first limit passed; ``read_measure`` reads its answer."""
+    return (
+        f"find {shlex.quote(where)} -printf '%y %s %d\\n' 2>/dev/null | "
+        f"awk -v mb={limits.max_bytes} -v mf={limits.max_files} -v md={limits.max_depth} "
+        '\'{ n++; if ($1 == "f") b += $2; if ($3 + 1 > d) d = $3 + 1; '
+        "if (n > mf || b > mb || d > md) exit } "
+        f'END {{ printf "{_MARK} %d %.0f %d\\n", n, b, d }}\''
+    )
+
+
+def read_measure(output: bytes, limits: CopyLimits, where: str) -> TreeSize | None:
+    """What ``measure_command`` said (None: this sandbox could not measure: no GNU
+    ``find`` or no ``awk``); ``OverLimit`` past ``limits``."""
+    for line in reversed(output.decode(errors="replace").splitlines()):
+        words = line.split()
+        if len(words) == 4 and words[0] == _MARK:
+            try:
+                files, size, depth = (int(w) for w in words[1:])
+            except ValueError:
+                return None
+            if files == 0:
+                return None  # find said nothing: it cannot -printf, or where is gone
+            if files > limits.max_files:
+                raise OverLimit("files", files, limits.max_files, where)
+            if size > limits.max_bytes:
+                raise OverLimit("bytes", size, limits.max_bytes, where)
+            if depth > limits.max_depth:
+                raise OverLimit("depth", depth, limits.max_depth, where)
+            return TreeSize(bytes=size, files=files, depth=depth)
+    return None
 
 
 def snapshot(root: str, limits: CopyLimits = DEFAULT_COPY_LIMITS) -> dict[str, tuple[int, bytes]]:

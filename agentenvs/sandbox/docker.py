@@ -60,7 +60,13 @@ from agentenvs.sandbox._docker_engine import (
     sweep_orphans,
 )
 from agentenvs.sandbox._docker_exec import _Deadline, _Exec, _wait_exec
-from agentenvs.sandbox._files import split_path
+from agentenvs.sandbox._files import (
+    DEFAULT_COPY_LIMITS,
+    OverLimit,
+    measure_command,
+    read_measure,
+    split_path,
+)
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -638,9 +644,23 @@ class DockerSandbox(Sandbox):
         raise SandboxError(f"file {path!r}: exit {rc}: {_decode(err).strip()}")
 
     def snapshot_files(self) -> FilesSnapshot:
-        rc, out, err, _, _ = self._exec("a snapshot", ["sh", "-c", _SNAPSHOT], timeout=60)
-        if rc != 0:
+        # measured in the container first, the archive then cut at what was measured:
+        # neither holes nor growth reach this process past the copy limits
+        limits, what = DEFAULT_COPY_LIMITS, "the work dir's files"
+        rc, out, err, _, _ = self._exec(
+            "a snapshot", ["sh", "-c", measure_command("/work", limits)], timeout=60
+        )
+        size = read_measure(out, limits, what)
+        cap = limits.archive_bytes(size) if size is not None else limits.max_bytes
+        rc, out, err, _, _ = self._exec(
+            "a snapshot",
+            ["sh", "-c", f"{{ {_SNAPSHOT} || echo __AE_TAR_FAILED >&2; }} | head -c {cap + 1}"],
+            timeout=60,
+        )
+        if rc != 0 or b"__AE_TAR_FAILED" in err:
             raise SandboxError(f"snapshot failed (exit {rc}): {_decode(err).strip()}")
+        if len(out) > cap:
+            raise OverLimit("bytes", len(out), cap, f"{what} (grown while copied)")
         files: dict[str, tuple[int, bytes]] = {}
         with tarfile.open(fileobj=io.BytesIO(out), mode="r:") as tar:
             for member in tar:

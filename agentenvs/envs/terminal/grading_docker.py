@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentenvs.core.errors import SandboxError
+from agentenvs.envs.terminal.copies import RESULT_BYTES, OverLimit
 from agentenvs.envs.terminal.data import DEFAULT_PATH, TerminalTask
 from agentenvs.envs.terminal.grading import STDLIB
 from agentenvs.envs.terminal.shell import ShellSession
@@ -38,19 +39,39 @@ class FreezingRuntime(Protocol):
     def _shell_in(self, box: Any, key: Any) -> ShellSession: ...
 
 
-def _read_file(api: Any, container: str, path: str) -> bytes | None:
-    """A regular file of a container (running or stopped) read through the engine, or None."""
+def _read_file(api: Any, container: str, path: str, limit: int = RESULT_BYTES) -> bytes | None:
+    """A regular file of a container (running or stopped) read through the engine, or
+    None; ``OverLimit`` when the engine's stat of it says it is past ``limit`` bytes
+    (apparent size), before any of it is read."""
     try:
-        stream, _ = api.get_archive(container, path)
-        data = b"".join(stream)
+        stream, found = api.get_archive(container, path)
     except Exception:
         return None
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+    size = (found or {}).get("size")
+    if not isinstance(size, int) or size > limit:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        if not isinstance(size, int):
+            return None
+        raise OverLimit("bytes", size, limit, f"the verdict file {path}")
+    chunks, got = [], 0
+    try:
+        for chunk in stream:  # a tar of the one file: its headers, data and end blocks
+            got += len(chunk)
+            if got > limit + (64 << 10):
+                raise OverLimit("bytes", got, limit, f"the verdict file {path} (grown)")
+            chunks.append(chunk)
+    except OverLimit:
+        raise
+    except Exception:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks)), mode="r:") as tar:
         members = tar.getmembers()
         if len(members) != 1 or not members[0].isfile():
             return None
         f = tar.extractfile(members[0])
-        return f.read() if f is not None else None
+        return f.read(limit + 1) if f is not None else None
 
 
 def _link(src: str, dst: str) -> None:

@@ -65,6 +65,7 @@ from typing import Any
 from agentenvs.core.errors import Fault, SandboxError, ServiceUnavailable
 from agentenvs.envs.terminal import faults, images, offline
 from agentenvs.envs.terminal import offline as offline_tools
+from agentenvs.envs.terminal.copies import DEFAULT_COPY_LIMITS, CopyLimits
 from agentenvs.envs.terminal.data import (
     BASE_IMAGE,
     DEFAULT_PATH,
@@ -124,6 +125,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
     """
 
     name = "docker"
+    #: what a copy of the container's files into the host may take (see ``copies``)
+    copy_limits: CopyLimits = DEFAULT_COPY_LIMITS
 
     def __init__(
         self,

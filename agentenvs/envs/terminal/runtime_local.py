@@ -35,6 +35,14 @@ from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.envs.terminal import faults, needs, offline
+from agentenvs.envs.terminal.copies import (
+    DEFAULT_COPY_LIMITS,
+    RESULT_BYTES,
+    CopyLimits,
+    OverLimit,
+    bounded_tar,
+    measure,
+)
 from agentenvs.envs.terminal.data import (
     DEFAULT_PATH,
     TerminalTask,
@@ -230,6 +238,8 @@ class LocalRuntime:
     """Starting states of tasks in a local sandbox; one shell session at a time."""
 
     name = "local"
+    #: what a copy of the sandbox's files into the host may take (see ``copies``)
+    copy_limits: CopyLimits = DEFAULT_COPY_LIMITS
 
     def __init__(self, limits: Limits) -> None:
         from agentenvs.sandbox.local import LocalSandbox
@@ -354,7 +364,7 @@ class LocalRuntime:
         stopped, survivors = stop_all(shell)
         if survivors:
             raise SandboxError(f"cannot freeze the sandbox: {survivors} processes survived")
-        state = _read_state(shell)
+        state = _read_state(shell, limits=self.copy_limits)
         if stage is not None:
             from agentenvs.envs.terminal.verifier import tree
 
@@ -383,17 +393,23 @@ class LocalRuntime:
         through the namespace's root: a channel of its own (the shell's pipe carries the
         agent's output too), and nothing in the sandbox is run."""
         parent, name = where.rstrip("/").rsplit("/", 1)
-        return _host_tar(
+        root = _namespace_root(shell) + (parent or "/")
+        try:
+            size = measure(root, [name], self.copy_limits, where=f"the files of {where}")
+        except OSError as exc:
+            raise SandboxError(f"cannot read {where}: {exc}") from exc
+        return bounded_tar(
             [
                 "--format=posix",
                 "--pax-option=delete=atime,delete=ctime",
                 "--sort=name",
                 "--numeric-owner",
                 "-C",
-                _namespace_root(shell) + (parent or "/"),
+                root,
                 name,
             ],
             f"cannot read {where}",
+            self.copy_limits.archive_bytes(size),
             ok=(0,),
         )
 
@@ -454,30 +470,22 @@ def _namespace_root(shell: ShellSession) -> str:
     return f"/proc/{init}/root"
 
 
-def _host_tar(args: list[str], what: str, ok: tuple[int, ...] = (0, 1)) -> bytes:
-    """``tar -c ARGS`` by the host's tar (nothing in the sandbox is run), its archive."""
-    tar = shutil.which("tar", path="/usr/bin:/bin")
-    if tar is None:
-        raise SandboxError("no tar on the host")
-    try:
-        done = subprocess.run(
-            [tar, "-c", *args],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxError(f"{what}: {exc}") from exc
-    if done.returncode not in ok or not done.stdout:
-        raise SandboxError(f"{what}: {done.stderr.decode(errors='replace')[-500:]}")
-    return done.stdout
-
-
-def _read_state(shell: ShellSession, dirs: tuple[str, ...] = STATE_DIRS) -> bytes:
+def _read_state(
+    shell: ShellSession,
+    dirs: tuple[str, ...] = STATE_DIRS,
+    limits: CopyLimits = DEFAULT_COPY_LIMITS,
+) -> bytes:
     """A tar of the writable dirs of a frozen sandbox, read by the host's tar through the
-    namespace's root (no symlink is followed; nothing in the sandbox is run)."""
-    return _host_tar(
+    namespace's root (no symlink is followed; nothing in the sandbox is run), measured
+    first: ``OverLimit`` past ``limits``, nothing copied."""
+    root = _namespace_root(shell)
+    try:
+        size = measure(root, dirs, limits, where="the end state's files")
+    except OverLimit:
+        raise
+    except OSError as exc:
+        raise SandboxError(f"cannot read the sandbox's end state: {exc}") from exc
+    return bounded_tar(
         [
             "--format=posix",
             "--numeric-owner",
@@ -488,10 +496,11 @@ def _read_state(shell: ShellSession, dirs: tuple[str, ...] = STATE_DIRS) -> byte
             "--exclude=./logs/verifier",
             "--exclude=logs/verifier",
             "-C",
-            _namespace_root(shell),
+            root,
             *dirs,
         ],
         "cannot read the sandbox's end state",
+        limits.archive_bytes(size),
     )
 
 
@@ -592,13 +601,17 @@ class LocalFrozen:
         """A regular file of the grader's sandbox now (None: absent or not a regular file)."""
         q = shlex.quote(path)
         rc, out = self.shell.control(
-            f"if [ -f {q} ] && [ ! -L {q} ]; then base64 -w0 < {q}; else echo -n -; fi",
+            f"if [ -f {q} ] && [ ! -L {q} ]; then head -c {RESULT_BYTES + 1} < {q} | "
+            "base64 -w0; else echo -n -; fi",
             timeout=60,
         )
         text = out.strip()
         if rc != 0 or text == b"-":
             return None
-        return base64.b64decode(text)
+        data = base64.b64decode(text)
+        if len(data) > RESULT_BYTES:
+            raise OverLimit("bytes", len(data), RESULT_BYTES, f"the verdict file {path}")
+        return data
 
     def stop(self) -> int:
         """Stop what the tests left running (programs of the agent they started)."""

@@ -99,7 +99,11 @@ def check_dir_archive(data: Any, top: str) -> None:
                 if member.isfile():
                     # reading the data checks that the archive is whole up to this member
                     extracted = archive.extractfile(member)
-                    if extracted is not None and len(extracted.read()) != member.size:
+                    got = 0
+                    # in pieces: a sparse member's holes are read as zeros
+                    while extracted is not None and (piece := extracted.read(1 << 20)):
+                        got += len(piece)
+                    if extracted is not None and got != member.size:
                         raise ValueError(f"{member.name!r:.80} is cut short")
     except tarfile.TarError as exc:
         raise ValueError(f"files is not a readable tar archive: {exc}") from None
@@ -109,7 +113,17 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
     """The tar of the work dir ``where`` a snapshot holds: through the runtime's own
     channel where it has one (local: the host's tar through the namespace's root), else a
     tar in the container through the shell's control pipe, checked whole (Docker: the
-    engine's archive keeps whole seconds of mtimes)."""
+    engine's archive keeps whole seconds of mtimes). Either is measured first and bounded
+    by the runtime's ``copy_limits`` (``OverLimit`` past them, nothing copied), sparse
+    files copied as such."""
+    from agentenvs.envs.terminal.copies import (
+        DEFAULT_COPY_LIMITS,
+        OverLimit,
+        measure_command,
+        read_measure,
+    )
+
+    limits = getattr(runtime, "copy_limits", DEFAULT_COPY_LIMITS)
     parent, name = where.rsplit("/", 1)
     reader = getattr(runtime, "read_dir", None)
     if reader is not None:
@@ -119,13 +133,20 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
         except ValueError as exc:
             raise SandboxError(f"cannot read {where} for a snapshot ({exc})") from exc
         return bytes(data)
+    what = f"the files of {where}"
+    rc, out = shell.control(measure_command(where, limits), timeout=120)
+    if rc is None:
+        raise SandboxError(f"cannot measure {where} for a snapshot (timed out)")
+    size = read_measure(out, limits, what)
+    # without find's -printf or awk here, the archive alone is cut at max_bytes
+    cap = limits.archive_bytes(size) if size is not None else limits.max_bytes
     why = "status"
     for _ in range(3):
         rc, out = shell.control(
             # POSIX format: mtimes to the nanosecond (GNU format keeps whole seconds)
-            "tar -c --format=posix --pax-option=delete=atime,delete=ctime --sort=name "
-            f"--numeric-owner -C {shlex.quote(parent or '/')} {shlex.quote(name)} "
-            "2>/dev/null | base64 -w0",
+            "tar -c --sparse --format=posix --pax-option=delete=atime,delete=ctime "
+            f"--sort=name --numeric-owner -C {shlex.quote(parent or '/')} "
+            f"{shlex.quote(name)} 2>/dev/null | head -c {cap + 1} | base64 -w0",
             timeout=120,
         )
         if rc != 0:
@@ -135,6 +156,8 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
         # left: a fork bomb) or the shell's own messages come back as a bad archive
         try:
             data = base64.b64decode(out.strip(), validate=True)
+            if len(data) > cap:
+                raise OverLimit("bytes", len(data), cap, f"{what} (grown while copied)")
             check_dir_archive(data, name)
         except ValueError as exc:  # binascii.Error is one
             why = str(exc)[:120]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.errors import SandboxError
+from agentenvs.envs.terminal.copies import RESULT_BYTES, OverLimit
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.parser import ParseError, is_resolved, parse_results
 from agentenvs.envs.terminal.shell import ShellSession
@@ -86,6 +87,11 @@ class TaskTests:
                 if self.grading == "safe":
                     return self._grade_safe(self._shell)
                 return self._run_tests_in(self._shell, "")
+            except OverLimit as exc:
+                # the end state (or a verdict file) is past the copy limits: nothing was
+                # copied, and the agent's files are not graded
+                self._findings = [f"the end state was not graded: {exc}"]
+                return {}, None, f"[{exc}]"
             except (*SANDBOX_FAILURES, *AGENT_DATA_ERRORS) as exc:
                 # the freeze, the grader's session, the copies in and out, reading the
                 # agent's files: a fault of any is never a 0 (the runtime's evidence says
@@ -275,16 +281,26 @@ class TaskTests:
             if rc is None or rc == 137:
                 output += f"\n[tests timed out after {limit:g} s]"
         output = note + output
+        # each verdict file read up to RESULT_BYTES (and one byte more, to tell it was cut)
+        head = f"head -c {RESULT_BYTES + 1}"
         rc, out = shell.control(
-            f"cat {OFFLINE_LOG} 2>/dev/null; echo; echo __AE_JSON__; "
-            "cat /logs/verifier/reward.json 2>/dev/null; echo; echo __AE_TXT__; "
-            "cat /logs/verifier/reward.txt 2>/dev/null; exit 0"
+            f"{head} {OFFLINE_LOG} 2>/dev/null; echo; echo __AE_JSON__; "
+            f"{head} /logs/verifier/reward.json 2>/dev/null; echo; echo __AE_TXT__; "
+            f"{head} /logs/verifier/reward.txt 2>/dev/null; exit 0"
         )
         if rc != 0:
             raise SandboxError("cannot read the test results")
-        text = out.decode("utf-8", errors="replace")
-        unmet, _, rest = text.partition("__AE_JSON__")
-        reward_json, _, reward_txt = rest.partition("__AE_TXT__")
+        log, _, rest = out.partition(b"__AE_JSON__")
+        json_bytes, _, txt_bytes = rest.partition(b"__AE_TXT__")
+        parts = {OFFLINE_LOG: log, "reward.json": json_bytes, "reward.txt": txt_bytes}
+        for name, part in parts.items():
+            if len(part.strip()) > RESULT_BYTES:
+                raise OverLimit(
+                    "bytes", len(part.strip()), RESULT_BYTES, f"the verdict file {name}"
+                )
+        unmet, reward_json, reward_txt = (
+            p.decode("utf-8", errors="replace") for p in parts.values()
+        )
         return self._read_results(output, unmet, reward_json, reward_txt)
 
     def _read_results(
