@@ -284,3 +284,22 @@ def test_sqlite_state_key_of_a_large_database_reads_no_table() -> None:
     finally:
         env.close()
         other.close()
+
+
+def test_a_repeated_write_is_seen_every_time(backend) -> None:
+    """The same text run twice is a write both times: it changes the state key, and
+    ``score_action`` of it never writes (SQLite's authorizer runs at every prepare: a
+    cached statement ran unseen, so a probe wrote and the key stayed)."""
+    kind, url = backend
+    env = make(kind, url)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        env.step("CREATE TABLE w (i INT)")
+        keys = [env.step("INSERT INTO w VALUES (1)")[4]["state_key"] for _ in range(3)]
+        assert len(set(keys)) == 3, keys
+        key = env.unwrapped.state_key()
+        env.unwrapped.score_action("INSERT INTO w VALUES (1)")
+        assert env.unwrapped.state_key() == key
+        assert "(3,)" in env.step("SELECT count(*) FROM w")[0]
+    finally:
+        env.close()

@@ -192,7 +192,11 @@ class SqliteEpisode(Episode):
         self.conn = self._connect(template)
 
     def _connect(self, data: bytes) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        # no statement cache: the authorizer runs when a statement is prepared, and a
+        # cached one would run again unseen (a write taken for a read, a probe that writes)
+        conn = sqlite3.connect(
+            ":memory:", isolation_level=None, check_same_thread=False, cached_statements=0
+        )
         conn.deserialize(data)
         # the cap, before the authorizer: no statement of the agent can set a pragma
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
