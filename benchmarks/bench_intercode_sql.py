@@ -10,7 +10,11 @@ Prints, from one run:
 - InterCode's MySQL dump (extra ``intercode``) as SQLite databases: rows read from the
   INSERT tokens vs from sqlglot's full parse of each INSERT;
 - ``error_action`` with the gold query parsed once per process vs once per mistake kind
-  tried.
+  tried;
+- the size cap (``max_db_bytes``): a step that writes with the cap vs without it (SQLite:
+  the cap vs one SQLite never reaches; MySQL: the env's write path vs the statement run
+  bare, as before the cap), and a write step's state key on an 8 MB database, keyed by its
+  writes vs read whole for its content digest.
 
 Usage: python benchmarks/bench_intercode_sql.py [--tasks PATH] [--episodes N]
 """
@@ -205,6 +209,63 @@ def bench_error_action(tasks_path: str | None, repeats: int) -> None:
     print(f"  parsed per kind (old)     {old / calls * 1e3:8.2f} ms/call   ratio {old / new:.2f}x")
 
 
+def bench_size_cap(tasks_path: str | None, url: str | None, n: int) -> None:
+    """The size cap's cost on a step that writes, with and without it, in one run."""
+    from agentenvs.envs.intercode_sql.backends import sqlite as sqlite_backend
+
+    write, read = "INSERT INTO w VALUES (1, 'x')", "SELECT count(*) FROM w"
+
+    def env_on(backend: str, **kwargs) -> InterCodeSQLEnv:
+        extra = {"backend": "mysql", "mysql_url": url} if backend == "mysql" else {}
+        env = InterCodeSQLEnv(tasks_path=tasks_path, max_turns=100_000, **extra, **kwargs)
+        env.reset(seed=0)
+        env.step("CREATE TABLE w (i INT, x TEXT)")
+        return env
+
+    print(f"size cap, one step ({n} each, alternating; state key and reward included):")
+    backends = ["sqlite"] + (["mysql"] if url else [])
+    for backend in backends:
+        capped = env_on(backend)
+        if backend == "sqlite":
+            uncapped = env_on(backend, max_db_bytes=2**62)  # a cap SQLite never reaches
+        else:
+            uncapped = env_on(backend)
+            episode = uncapped.episode  # the statement run bare, as before the cap
+            episode._write = lambda sql, transaction, e=episode: e._run(sql)  # type: ignore[method-assign]
+        try:
+            for sql, what in ((write, "write"), (read, "read")):
+                with_cap, without = [], []
+                for _ in range(3):
+                    with_cap.append(per_call(lambda s=sql, e=capped: e.step(s), n))
+                    without.append(per_call(lambda s=sql, e=uncapped: e.step(s), n))
+                w, wo = statistics.median(with_cap), statistics.median(without)
+                print(
+                    f"  {backend:6} {what:5}  with the cap {w * 1e3:7.3f} ms   without "
+                    f"{wo * 1e3:7.3f} ms   ratio {w / wo:.2f}"
+                )
+        finally:
+            capped.close()
+            uncapped.close()
+
+    # the state key of an 8 MB database after a write: keyed by its writes vs read whole
+    env = env_on("sqlite")
+    try:
+        env.step(
+            "INSERT INTO w WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+            "LIMIT 8000) SELECT i, hex(zeroblob(500)) FROM c"
+        )
+        size = env.episode.used_bytes()
+        keyed = per_call(lambda: env.step(write), max(3, n // 4))
+        whole = per_call(lambda: sqlite_backend._digest(env.episode.conn), max(3, n // 4))
+        print(
+            f"  sqlite state key at {size / 1e6:.1f} MB: write step (keyed by its writes) "
+            f"{keyed * 1e3:.2f} ms; reading it whole for the digest alone {whole * 1e3:.2f} ms "
+            f"({whole / keyed:.0f}x a step)"
+        )
+    finally:
+        env.close()
+
+
 def steps_per_second(env: InterCodeSQLEnv, episodes: int) -> tuple[float, float]:
     """(steps/s, resets/s share of time) for the gold policy over ``episodes`` episodes."""
     policy = make_policy("intercode_sql/gold")
@@ -260,6 +321,7 @@ def main() -> None:
         bench_guard(url, args.repeats * 10)
     bench_dump_to_sqlite()
     bench_error_action(tasks_path, 8)
+    bench_size_cap(tasks_path, url if mysql_ok else None, args.repeats * 5)
 
     env = InterCodeSQLEnv(tasks_path=tasks_path)
     sps_sqlite, n = steps_per_second(env, args.episodes)
