@@ -264,8 +264,11 @@ class MySQLEpisode(Episode):
         transaction committed only when the files stay within it (or did not grow), the
         tables a statement that commits on its own made dropped when they took it past."""
         backend, cap = self.backend, self.limits.max_db_bytes
-        # measured afresh: InnoDB may still be growing a file after an earlier statement
-        before = backend.db_bytes(self.name)
+        # InnoDB may still be growing a file after an earlier statement: near the cap
+        # the size is read afresh (far below it, that growth cannot decide a verdict)
+        before = self._size
+        if before is None or before > cap // 2:
+            before = backend.db_bytes(self.name)
         tables = None if transaction else set(backend.table_case(self.name).values())
         if transaction:
             self._session("START TRANSACTION")
