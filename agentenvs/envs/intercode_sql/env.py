@@ -309,10 +309,16 @@ class InterCodeSQLEnv(TextEnv):
       double-quoted strings strings (it made ``"Asia"`` a column). On MySQL a lost
       connection raises ``Fault`` (it was an ``Error executing query: lost the database
       connection`` observation, and a gold connection or database gone an exception).
+      ``max_db_bytes`` (64 MB) caps each episode's database (writes were unbounded); on
+      MySQL the guard refuses text it cannot read, or that the server would read
+      otherwise, instead of judging it by its first word; past 4 MB the state key follows
+      the writes instead of reading the database whole; on SQLite a repeated write is
+      seen (a cached statement escaped the authorizer).
     """
 
     default_max_turns = 10
     snapshot_version = 1
+    hidden_info_keys = frozenset({"gold_error", "step_reward"})  # of the gold query
 
     def __init__(
         self,
