@@ -6,15 +6,27 @@ pure helpers (frame encoding, result decoding). Protocol, on the worker's stdin/
 
 - the host starts ``python3 -c <this file>`` and sends one frame (a 4-byte big-endian
   length, then that many bytes of JSON): ``{"source": str, "timeout": float, "limits":
-  {Limits fields}}``; the worker answers the line ``{"ready": true}`` once the source is
-  compiled;
+  {Limits fields}}`` and, where the sandbox asks, ``scratch``, ``deadline_s`` and
+  ``clean_up`` (see ``encode_header``); the worker answers the line ``{"ready": true}``
+  once the source is compiled;
 - then, one case at a time, the host sends a case frame ``{"kind", "func", "size"}``
   followed by ``size`` raw bytes (the stdin text, or the JSON list of call arguments),
   and the worker answers one JSON line ``{"i", "stdout", "stderr", "value", "error",
   "duration_s"}`` (``error`` as in ``CaseRun``) before the host sends the next case. The
-  host closing stdin ends the worker.
+  host closing stdin ends the worker; with ``clean_up`` it then kills every other
+  process of its uid and removes what that uid owns, and exits 0 only when nothing is
+  left (97 when something is, 124 past ``deadline_s``, 90 when it refuses to clean up
+  outside a sandbox container).
 
 What a hostile program cannot do:
+
+- *reach the protocol*: the worker is the sandbox's own process (the exec or pid 1 the
+  backend starts, with no shell around it), so it is the only process of its uid that
+  holds the host's pipes. It is non-dumpable: a case of the same uid can neither open
+  them through ``/proc/<worker>/fd`` nor trace or read the worker (``ptrace``,
+  ``process_vm_readv``, ``/proc/<worker>/mem``). Each case's process closes every fd but
+  its own three before the program runs and refuses tracing altogether (a seccomp
+  filter of its own: ``ptrace``, ``process_vm_readv``/``writev``, ``pidfd_getfd``).
 
 - *see another test*: a case's input reaches the sandbox only when that case runs. The
   worker copies it through one reused buffer (zeroed afterwards) into a memfd, so its
@@ -30,12 +42,17 @@ What a hostile program cannot do:
 - *outlive its case*: the worker (a child subreaper, non-dumpable, ignoring
   SIGTERM/SIGINT/SIGHUP) kills the case's process group and every orphan it left
   before the next case; a case that kills the worker itself ends the stream and the
-  host reports "worker died" for the cases left. (The local sandbox makes the worker
-  pid 1 of its pid namespace, where such signals from inside do not arrive.)
+  host reports "worker died" for the cases left, and since the worker then never said
+  it cleaned up, the host does (or replaces the sandbox). (The local sandbox makes the
+  worker pid 1 of its pid namespace, where such signals from inside do not arrive.)
+- *break the host's reading*: a result it sends itself that the worker cannot read or
+  write back is its case's "crashed: unreadable result"; the host reads any line that
+  is not a well-formed answer the same way (``_case_results``).
 
 Globals never leak between cases (each runs in a fresh fork); files written to the work
 dir persist between the cases of one call, as they would between runs of a real program,
-and the sandbox gives every call a fresh work dir. The worker deletes nothing.
+and the sandbox gives every call a fresh work dir. The worker deletes nothing but, with
+``clean_up``, what its own uid left at the end of the call.
 """
 
 from __future__ import annotations
@@ -213,9 +230,8 @@ _X32_BIT = 0x40000000
 def _no_tracing_filter() -> Any:
     """A ``struct sock_fprog`` (with its instructions kept alive) for this machine, or None."""
     import ctypes
-    import platform
 
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in _AUDIT_ARCH:
         return None
     eperm = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM

@@ -118,7 +118,14 @@ elif mode == "trace":
                 attached.append(pid)
                 time.sleep(0.05)
                 libc.ptrace(PTRACE_DETACH, pid, None, None)
-    print("attached", attached, "parent tried", os.getppid() in tried)
+    # and its own child, which nothing but the case's own filter refuses
+    child = os.fork()
+    if child == 0:
+        time.sleep(5)
+        os._exit(0)
+    own = libc.ptrace(PTRACE_ATTACH, child, None, None) == 0
+    os.kill(child, signal.SIGKILL)
+    print("attached", attached, "parent tried", os.getppid() in tried, "own child", own)
 
 elif mode == "kill-outermost":
     tag = sys.stdin.readline().strip()
@@ -239,7 +246,7 @@ def test_next_input_cannot_be_read(backend: Sandbox) -> None:
 def test_worker_cannot_be_traced(backend: Sandbox) -> None:
     attack, control = run(backend, "trace\n")
     assert attack.error is None, attack
-    assert attack.stdout == "attached [] parent tried True\n"
+    assert attack.stdout == "attached [] parent tried True own child False\n"
     assert_control_passes(control)
 
 
