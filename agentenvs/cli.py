@@ -535,29 +535,74 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
     """Serve a model policy until SIGINT (Ctrl-C) or SIGTERM; prints the base URL for
-    ``openai:`` specs. Both signals are handled here, so the server stops on them even
-    where it was started with SIGINT ignored (a background job of a shell)."""
+    ``openai:`` specs and where the key is. Both signals are handled here, so the server
+    stops on them even where it was started with SIGINT ignored (a background job of a
+    shell).
+
+    The key: ``--api-key-file``, ``--api-key``, else ``$AGENTENVS_MODEL_API_KEY``, else a
+    new random one, written to a ``0600`` file of this user's (removed at the end) and
+    shown once where stdout is a terminal (a log gets only the file's path)."""
+    import os
     import signal
     import threading
 
+    from agentenvs.policy.credentials import KEY_ENV, read_key_file, remember_secret, write_key_file
     from agentenvs.policy.registry import make_policy, parse_policy_spec
     from agentenvs.policy.serve import serve
+    from agentenvs.policy.serve_http import ServeLimits
 
     if parse_policy_spec(args.model)[0] != "hf":
         raise ValueError(f"--model must be an hf:model=PATH spec (the server runs it), got {args.model!r}")
+    limits = ServeLimits(
+        max_n=args.max_n, max_sequences=args.max_sequences, max_tokens=args.max_tokens,
+        max_prompt_tokens=args.max_prompt_tokens, max_prompt_bytes=args.max_prompt_bytes,
+        max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
+        request_timeout=args.request_timeout, read_timeout=args.read_timeout,
+        max_connections=args.max_connections, turn_sequences=args.turn_sequences,
+    )
+    key: str | None = None
+    source = "made here"
+    if args.api_key_file is not None:
+        key, source = read_key_file(args.api_key_file), f"from {args.api_key_file}"
+    elif args.api_key is not None:
+        remember_secret(args.api_key)
+        key, source = args.api_key, "from --api-key"
+    elif os.environ.get(KEY_ENV):
+        key, source = os.environ[KEY_ENV], f"from ${KEY_ENV}"
     policy = make_policy(args.model)
-    server = serve(policy, args.host, args.port, model_name=args.name or args.model)
-    print(f"serving {args.model} at {server.url}", flush=True)
-    print(f"use it as: openai:base_url={server.url},model={args.name or args.model}", flush=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    name = args.name or args.model
+    server = serve(
+        policy, args.host, args.port, model_name=name, api_key=key, auth=not args.no_auth,
+        allowed_hosts=args.allow_host, limits=limits,
+    )
+    key_file = None
     try:
+        if server.api_key is not None and key is None:
+            key_file = write_key_file(server.api_key, f"serve-model-{server.port}.key")
+        print(f"serving {args.model} at {server.url}", flush=True)
+        if server.api_key is None:
+            print(f"use it as: openai:base_url={server.url},model={name}", flush=True)
+            print("no key: any local user may use this server (--no-auth)", flush=True)
+        elif key_file is not None:
+            print(f"use it as: openai:base_url={server.url},model={name},"
+                  f"api_key_file={key_file}", flush=True)
+            shown = server.api_key if sys.stdout.isatty() else "(not shown: not a terminal)"
+            print(f"api key (made here, kept in {key_file}, mode 0600): {shown}", flush=True)
+        else:
+            where = f"api_key_file={args.api_key_file}" if args.api_key_file else (
+                f"api_key_env={KEY_ENV}")
+            print(f"use it as: openai:base_url={server.url},model={name},{where}", flush=True)
+            print(f"api key: {source}", flush=True)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
         while not stop.wait(0.5):
             pass
         print("stopped", flush=True)
     finally:
         server.close()
+        if key_file is not None:
+            key_file.unlink(missing_ok=True)
     return 0
 
 

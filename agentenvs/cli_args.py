@@ -503,6 +503,48 @@ def add_analysis_parsers(sub: Any) -> None:
     sm.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     sm.add_argument("--port", type=port, default=8000, help="port (0: any free one)")
     sm.add_argument("--name", default=None, help="model name the API reports (default: the spec)")
+    key = sm.add_mutually_exclusive_group()
+    key.add_argument(
+        "--api-key-file", type=Path, default=None, metavar="PATH",
+        help="the key clients must send, from a file only you may read (default: "
+        "$AGENTENVS_MODEL_API_KEY, else a new random key, written to a 0600 file)",
+    )
+    key.add_argument(
+        "--api-key", default=None, metavar="KEY",
+        help="the key, inline (masked in the process title where setproctitle is "
+        "installed, else visible to local users: prefer the file or the variable)",
+    )
+    key.add_argument(
+        "--no-auth", action="store_true",
+        help="no key (refused unless --host is a loopback address)",
+    )
+    sm.add_argument(
+        "--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+        help="a Host name clients may use besides loopback ones (repeatable; '*': any)",
+    )
+    limits = sm.add_argument_group("limits (per request, then for the server)")
+    limits.add_argument("--max-n", type=positive_int, default=16, help="choices a request (n)")
+    limits.add_argument("--max-sequences", type=positive_int, default=64,
+                        help="sequences a request (n x prompts)")
+    limits.add_argument("--max-tokens", type=positive_int, default=4096,
+                        help="new tokens a choice (max_tokens)")
+    limits.add_argument("--max-prompt-tokens", type=positive_int, default=None,
+                        help="tokens of a prompt (default: the model's context length)")
+    limits.add_argument("--max-prompt-bytes", type=positive_int, default=1 << 20,
+                        help="bytes of a request's prompt text")
+    limits.add_argument("--max-body-bytes", type=positive_int, default=4 << 20,
+                        help="bytes of a request body (past it: 413, unread)")
+    limits.add_argument("--max-queue", type=positive_int, default=32,
+                        help="requests admitted at once (past it: 429 at once)")
+    limits.add_argument("--request-timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="a request's time from admission (past it: 503)")
+    limits.add_argument("--read-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="a client's time to send a whole request")
+    limits.add_argument("--max-connections", type=positive_int, default=256,
+                        help="connections held (past it the longest idle one is closed)")
+    limits.add_argument("--turn-sequences", type=positive_int, default=4,
+                        help="sequences of one request the model runs before the next "
+                        "request's turn")
 
 
 # ---------------------------------------------------------------- checks per command
@@ -671,6 +713,16 @@ def _check_serve_model(args: argparse.Namespace) -> None:
             f"--model must be an hf:model=PATH spec (the server runs it), got {args.model!r}"
         )
     check_policy(args.model, "--model")
+    if args.no_auth:
+        from agentenvs.policy.serve_http import is_loopback
+
+        if not is_loopback(args.host):
+            raise UsageError(
+                f"--no-auth serves loopback only, not --host {args.host}: drop --no-auth (a "
+                "key is made for you) or bind 127.0.0.1"
+            )
+    if args.request_timeout <= 0 or args.read_timeout <= 0:
+        raise UsageError("--request-timeout and --read-timeout must be > 0 seconds")
 
 
 def _check_data(args: argparse.Namespace) -> None:

@@ -304,8 +304,13 @@ class HFPolicy:
         top_p: float | None = None,
         max_new_tokens: int | None = None,
         stop: str | Sequence[str] | None = None,
+        first_index: tuple[int, int] = (0, 0),
     ) -> list[list[Generation]]:
-        """``n`` continuations of each token-id prompt; unset options use the policy's."""
+        """``n`` continuations of each token-id prompt; unset options use the policy's.
+
+        ``first_index``: the (prompt, sample) index the first prompt's first sample has in
+        a larger call, whose seeds this part draws with: a seeded call split into parts
+        draws what the whole call draws (``agentenvs serve-model`` splits a request so)."""
         torch = self._torch
         temperature = self.temperature if temperature is None else float(temperature)
         top_p = self.top_p if top_p is None else float(top_p)
@@ -332,7 +337,7 @@ class HFPolicy:
             generators = []
             for c, j in chunk:
                 generator = torch.Generator(device=self.device)
-                generator.manual_seed(derive_seed(base, c, j))
+                generator.manual_seed(derive_seed(base, c + first_index[0], j + first_index[1]))
                 generators.append(generator)
             out = self._generate_batch(ids, mask, generators, temperature, top_p, max_new, stops)
             for (c, j), generation in zip(chunk, out, strict=True):

@@ -61,9 +61,13 @@ does not answer then (a connection refused, a 5xx) is asked again next time, and
 built-in defaults serve meanwhile. ``sampling_settings()`` gives the effective values and
 where each came from (``agentenvs eval`` keeps them in the run's manifest).
 
-``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable; none is sent if unset.
-Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,tokenizer=PATH,
-conversation=tokens,check_drift=true,...]``.
+The key (``Authorization: Bearer``): ``api_key_env=NAME`` (an environment variable) or
+``api_key_file=PATH`` (a file only its user may read), else ``AGENTENVS_MODEL_API_KEY``,
+else ``OPENAI_API_KEY``; none is sent where none is set. ``api_key=`` inline works too,
+but a spec is written down (a run's manifest, the process list): it is shown as ``***``
+there, and the environment or a file is the way (``agentenvs.policy.credentials``).
+Spec: ``openai:base_url=http://127.0.0.1:8000/v1,model=NAME[,api_key_env=NAME,
+tokenizer=PATH,conversation=tokens,check_drift=true,...]``.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ from typing import Any, TypeVar
 from agentenvs.core.errors import AgentEnvsError, Fault, require
 from agentenvs.policy.base import ActionScore, Conversation, Sample
 from agentenvs.policy.chat import ChatFormatter, PromptTooLongError
+from agentenvs.policy.credentials import resolve_api_key
 from agentenvs.policy.hf import derive_seed
 from agentenvs.policy.openai_tokens import (
     CHAT_TOKEN_FIELDS,
@@ -160,6 +165,8 @@ class OpenAICompatPolicy:
         chat_template: str | None = None,
         conversation: str = "tokens",
         check_drift: bool = True,
+        api_key_env: str | None = None,
+        api_key_file: str | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
@@ -175,7 +182,7 @@ class OpenAICompatPolicy:
         base = base_url.rstrip("/")
         self.base_url = base if base.endswith("/v1") else f"{base}/v1"
         self.model = str(model)
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.api_key = resolve_api_key(api_key, api_key_env, api_key_file)
         #: the sampling settings given as arguments (the rest come from the server or defaults)
         self._given: dict[str, Any] = {
             key: value
@@ -217,6 +224,9 @@ class OpenAICompatPolicy:
                 "build each turn's prompt from ids; without one the server renders its chat "
                 "template every turn, and the samples carry the ids it reports"
             )
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAICompatPolicy(base_url={self.base_url!r}, model={self.model!r})"
 
     # ------------------------------------------------------------ sampling settings
     def sampling_settings(self) -> dict[str, Any]:

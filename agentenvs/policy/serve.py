@@ -43,7 +43,13 @@ of every choice. Streaming sends the chunks once the generation is done (the mod
 decodes the whole answer first): one chunk per token (its text, log-prob and id), then a
 chunk with the ``finish_reason``, the usage chunk when asked, then ``data: [DONE]``;
 tool calls stream as ``delta.tool_calls`` (id, name and arguments of each call). The
-server answers to any model name; requests run one at a time (one lock around the model).
+server answers to any model name.
+
+One thread runs the model, in turns (``agentenvs.policy.serve_schedule``): a request's
+choices are generated ``turn_sequences`` at a time and its log-prob passes one at a time,
+and the requests under way take turns, so a small request beside a large one waits for
+one turn of it, not for all of it. A seeded request draws what one call of the policy
+would (each sample's seed is ``(seed, prompt, sample)``'s, however the request is cut).
 
 Errors answer in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: a
 bad request 400 naming its field in ``param`` (a prompt longer than the model's context
@@ -51,22 +57,39 @@ with the code ``context_length_exceeded``, which ``OpenAICompatPolicy`` raises a
 ``PromptTooLongError``; features it cannot honour, such as penalties, a ``logit_bias`` or
 a ``response_format``, are refused, never ignored), an unknown route 404, a ``Fault`` of
 the model (memory ran out, a CUDA error) 503, any other failure of the model 500; the
-client retries the last two. Not hardened for untrusted clients: bind it to localhost.
+client retries the last two.
+
+Who may ask and how much (``agentenvs.policy.serve_http``): every route but ``GET
+/health`` needs the key (``Authorization: Bearer``; a 401 without it); a ``Host`` that is
+not a loopback name with the server's port (or one allowed) and a foreign ``Origin`` are
+refused (403); ``n``, ``max_tokens``, the prompt's tokens and bytes and the sequences of a
+request past ``ServeLimits``' caps are a 400 naming the cap, a body past its cap a 413
+(unread), a request past the queue a 429 (``Retry-After``), one past its time a 503.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 from agentenvs.core.errors import Fault
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.chat import PromptTooLongError, apply_stop
+from agentenvs.policy.credentials import new_api_key
+from agentenvs.policy.serve_http import (
+    Access,
+    HTTPServer,
+    Request,
+    Response,
+    ServeLimits,
+    error_response,
+    is_loopback,
+)
 from agentenvs.policy.serve_protocol import (
     TOOL_CALL_END,
     TOOL_CALL_START,
@@ -86,6 +109,7 @@ from agentenvs.policy.serve_protocol import (
     text_deltas,
     usage,
 )
+from agentenvs.policy.serve_schedule import FairScheduler, RequestTimedOut
 
 #: sampling fields the server cannot honour: refused unless at their neutral value
 _UNSUPPORTED = {
@@ -95,6 +119,8 @@ _UNSUPPORTED = {
     "best_of": 1,
     "suffix": "",
 }
+
+T = TypeVar("T")
 
 #: per token: its log-prob and the top (token id, log-prob) pairs
 TokenLogprob = tuple[float, list[tuple[int, float]]]
@@ -113,44 +139,173 @@ def drawn(generation: Any) -> tuple[int, ...]:
 
 
 class LocalServer:
-    """A running server: ``url`` is its ``/v1`` base URL; ``close()`` stops it."""
+    """A running server: ``url`` is its ``/v1`` base URL, ``api_key`` the key every route
+    but ``GET /health`` needs (``None``: none, ``auth=False``); ``close()`` stops it."""
 
-    def __init__(self, policy: Any, host: str, port: int, model_name: str) -> None:
+    def __init__(
+        self,
+        policy: Any,
+        host: str,
+        port: int,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        auth: bool = True,
+        allowed_hosts: Sequence[str] = (),
+        limits: ServeLimits | None = None,
+    ) -> None:
+        if not auth and not is_loopback(host):
+            raise ValueError(
+                f"a server without a key binds loopback only, not {host!r}: give it a key "
+                "(the default) or bind 127.0.0.1"
+            )
+        if auth and api_key is not None and not api_key.strip():
+            raise ValueError("the API key is empty")
         self.policy = policy
         self.model_name = model_name
         self.created = int(time.time())
-        self.lock = threading.Lock()
+        self.limits = limits or ServeLimits()
+        if int(policy.max_new_tokens) > self.limits.max_tokens:
+            raise ValueError(
+                f"the served spec's max_new_tokens={policy.max_new_tokens} is past the cap "
+                f"of {self.limits.max_tokens} new tokens a request (--max-tokens)"
+            )
+        #: the most tokens of a prompt: the cap given, within the model's context
+        context = policy.context_length
+        cap = self.limits.max_prompt_tokens
+        self.max_prompt_tokens: int | None = (
+            context if cap is None else cap if context is None else min(cap, context)
+        )
+        self.api_key = (api_key or new_api_key()) if auth else None
         template = policy.formatter.chat_template
         #: whether generations are searched for Hermes-style tool calls
         self.parses_tool_calls = TOOL_CALL_START in template
-        handler = type("Handler", (_Handler,), {"server_state": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
-        self.host, self.port = self.httpd.server_address[:2]
-        self.thread = threading.Thread(
-            # a short poll interval: close() returns within it
-            target=self.httpd.serve_forever,
-            args=(0.05,),
-            name="policy-server",
-            daemon=True,
-        )
-        self.thread.start()
+        self.scheduler = FairScheduler()
+        self._request = threading.local()
+        access = Access(self.api_key, frozenset(h.strip().lower() for h in allowed_hosts))
+        try:
+            self.http = HTTPServer(self.handle, host, port, access, self.limits)
+        except BaseException:
+            self.scheduler.close()
+            raise
+        self.host, self.port = self.http.host, self.http.port
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
+        host = f"[{self.host}]" if ":" in str(self.host) else self.host
+        return f"http://{host}:{self.port}/v1"
 
     def close(self) -> None:
-        if self.thread.is_alive():
-            self.httpd.shutdown()
-            self.thread.join()
-        self.httpd.server_close()
+        self.http.close()
+        self.scheduler.close()
 
     def __enter__(self) -> LocalServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------ requests
+    def handle(self, request: Request) -> Response:
+        """Answer one admitted request (run in the HTTP server's pool)."""
+        path = request.path
+        if request.method == "GET":
+            if path == "/v1/models":
+                return Response(200, {"object": "list", "data": [self.model_card()]})
+            if path == f"/v1/models/{self.model_name}":
+                return Response(200, self.model_card())
+            return error_response(404, f"no route {path}", "not_found_error")
+        if request.method != "POST":
+            return error_response(405, f"{request.method} is not served", "invalid_request_error")
+        routes = {
+            "/v1/chat/completions": self.chat_completions,
+            "/v1/completions": self.completions,
+        }
+        route = routes.get(path)
+        if route is None:
+            return error_response(404, f"no route {path}", "not_found_error")
+        self._request.deadline = time.monotonic() + self.limits.request_timeout
+        try:
+            body = json.loads(request.body or b"{}")
+            if not isinstance(body, dict):
+                raise BadRequest("the request body must be a JSON object")
+            answer = route(body)
+        except PromptTooLongError as exc:
+            return error_response(
+                400, str(exc), "invalid_request_error", "context_length_exceeded", "messages"
+            )
+        except RequestTimedOut as exc:
+            return error_response(
+                503, f"{exc} (--request-timeout {self.limits.request_timeout:g} s)",
+                "server_error", "timeout")
+        except Fault as exc:
+            return error_response(503, f"the model failed: {exc}", "server_error")
+        except BadRequest as exc:
+            return error_response(400, str(exc), "invalid_request_error", param=exc.param)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return error_response(
+                400, f"the request body is not JSON: {exc}", "invalid_request_error")
+        except (ValueError, TypeError) as exc:
+            return error_response(400, str(exc), "invalid_request_error")
+        if isinstance(answer, Streamed):
+            return Response(200, events=list(answer.events))
+        return Response(200, answer)
+
+    def _turn(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``work(*args, **kwargs)`` on the model thread, at this request's turn."""
+        return self.scheduler.run(lambda: work(*args, **kwargs), self._request.deadline)
+
+    def _generate(self, prompts: list[list[int]], sampling: Sampling) -> list[list[Any]]:
+        """``sampling.n`` generations of each prompt, in turns of ``turn_sequences``
+        sequences; a seeded request draws what one call of the policy would."""
+        options = sampling.generate_options()
+        if options.get("seed") is None:
+            options["seed"] = secrets.randbits(63)
+        n, step = sampling.n, self.limits.turn_sequences
+        rows: list[list[Any]] = []
+        for c, ids in enumerate(prompts):
+            row: list[Any] = []
+            for j in range(0, n, step):
+                part = self._turn(
+                    self.policy.generate, [ids], min(step, n - j), first_index=(c, j), **options
+                )
+                row += part[0]
+            rows.append(row)
+        return rows
+
+    # ------------------------------------------------------------ caps
+    def _check_sampling(self, sampling: Sampling, prompts: int) -> None:
+        limits = self.limits
+        if sampling.n > limits.max_n:
+            raise BadRequest(
+                f"'n' must be at most {limits.max_n} on this server (--max-n), got {sampling.n}",
+                "n")
+        if sampling.n * prompts > limits.max_sequences:
+            raise BadRequest(
+                f"n x prompts = {sampling.n * prompts}: this server takes at most "
+                f"{limits.max_sequences} sequences a request (--max-sequences)", "prompt")
+        if sampling.max_tokens is not None and sampling.max_tokens > limits.max_tokens:
+            raise BadRequest(
+                f"'max_tokens' must be at most {limits.max_tokens} on this server "
+                f"(--max-tokens), got {sampling.max_tokens}", "max_tokens")
+
+    def _check_prompt_text(self, size: int) -> None:
+        if size > self.limits.max_prompt_bytes:
+            raise BadRequest(
+                f"a prompt of {size} bytes: this server takes at most "
+                f"{self.limits.max_prompt_bytes} (--max-prompt-bytes)", "messages")
+
+    def _check_prompt_ids(self, prompts: Sequence[Sequence[int]]) -> None:
+        cap = self.max_prompt_tokens
+        vocabulary = _vocabulary_size(self.policy)
+        for ids in prompts:
+            if cap is not None and len(ids) > cap:
+                raise PromptTooLongError(
+                    f"a prompt of {len(ids)} tokens: this server takes at most {cap} "
+                    "(the model's maximum context length, or --max-prompt-tokens)")
+            if vocabulary is not None and any(t < 0 or t >= vocabulary for t in ids):
+                raise BadRequest(
+                    f"token ids must be in [0, {vocabulary}) (the model's vocabulary)", "prompt")
 
     # ------------------------------------------------------------ endpoints
     def model_card(self) -> dict[str, Any]:
@@ -175,15 +330,20 @@ class LocalServer:
         sampling = read_sampling(body, chat=True)
         top = read_logprobs(body, chat=True)
         _refuse_unsupported(body)
+        self._check_sampling(sampling, 1)
+        self._check_prompt_text(
+            sum(len(str(m.get("content") or "").encode()) for m in messages)
+            + len(json.dumps(tools or []).encode())
+        )
         conversation = Conversation(messages=messages, tools=tools)
-        with self.lock:
-            ids = self.policy.formatter.prompt_ids(conversation)
-            generations = self.policy.generate([ids], sampling.n, **sampling.generate_options())[0]
-            values = (
-                [self._logprobs(ids, drawn(g), top) for g in generations]
-                if top is not None
-                else None
-            )
+        ids = self._turn(self.policy.formatter.prompt_ids, conversation)
+        self._check_prompt_ids([ids])
+        generations = self._generate([ids], sampling)[0]
+        values = (
+            [self._turn(self._logprobs, ids, drawn(g), top) for g in generations]
+            if top is not None
+            else None
+        )
         tokenizer = self.policy.tokenizer
         choices = []
         for i, g in enumerate(generations):
@@ -304,25 +464,30 @@ class LocalServer:
         )
 
     def completions(self, body: dict[str, Any]) -> dict[str, Any] | Streamed:
-        prompts = self._prompt_ids(body.get("prompt"), bool(body.get("add_special_tokens", True)))
         sampling = read_sampling(body, chat=False)
         echo = bool_field(body, "echo")
         top = read_logprobs(body, chat=False)
         _refuse_unsupported(body)
+        prompt = body.get("prompt")
+        self._check_sampling(sampling, len(prompt) if _is_prompt_list(prompt) else 1)
+        self._check_prompt_text(_prompt_text_bytes(prompt))
+        prompts = self._prompt_ids(prompt, bool(body.get("add_special_tokens", True)))
+        self._check_prompt_ids(prompts)
         if sampling.max_tokens == 0:
             if sampling.stream:
                 raise BadRequest("max_tokens=0 (prompt log-probs) is not streamed", "stream")
             return self._prompt_logprobs(prompts, echo, top is not None)
         tokenizer = self.policy.tokenizer
         n = sampling.n
-        with self.lock:
-            generations = self.policy.generate(prompts, n, **sampling.generate_options())
-            values: list[list[TokenLogprob | None]] = []
-            if top is not None:  # prompt-major, as the choices
-                for ids, gens in zip(prompts, generations, strict=True):
-                    for g in gens:
-                        computed = self._logprobs(ids, drawn(g), top, 1 if echo else len(ids))
-                        values.append([None, *computed] if echo else list(computed))
+        generations = self._generate(prompts, sampling)
+        values: list[list[TokenLogprob | None]] = []
+        if top is not None:  # prompt-major, as the choices
+            for ids, gens in zip(prompts, generations, strict=True):
+                for g in gens:
+                    computed = self._turn(
+                        self._logprobs, ids, drawn(g), top, 1 if echo else len(ids)
+                    )
+                    values.append([None, *computed] if echo else list(computed))
         choices = []
         for p, (ids, gens) in enumerate(zip(prompts, generations, strict=True)):
             prefix = tokenizer.decode(ids, skip_special_tokens=False) if echo else ""
@@ -423,9 +588,12 @@ class LocalServer:
         if any(len(ids) < 1 for ids in prompts):
             raise BadRequest("empty prompt", "prompt")
         tokenizer = self.policy.tokenizer
-        with self.lock:
-            values = self.policy.token_logprobs(
-                prompts, [1 if len(ids) > 1 else len(ids) for ids in prompts]
+        values: list[Any] = []
+        step = self.limits.turn_sequences
+        for i in range(0, len(prompts), step):
+            part = prompts[i : i + step]
+            values += self._turn(
+                self.policy.token_logprobs, part, [1 if len(ids) > 1 else len(ids) for ids in part]
             )
         choices = []
         for i, (ids, lps) in enumerate(zip(prompts, values, strict=True)):
@@ -474,9 +642,8 @@ class LocalServer:
     def _prompt_ids(self, prompt: Any, add_special_tokens: bool) -> list[list[int]]:
         def encode(item: Any) -> list[int]:
             if isinstance(item, str):
-                return list(
-                    self.policy.tokenizer(item, add_special_tokens=add_special_tokens)["input_ids"]
-                )
+                encoded = self._turn(self.policy.tokenizer, item, add_special_tokens=add_special_tokens)
+                return list(encoded["input_ids"])
             if isinstance(item, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) for t in item
             ):
@@ -523,6 +690,30 @@ def _forward_logprobs(policy: Any, sequence: list[int], start: int, top: int) ->
     return [(float(lp), t) for lp, t in zip(chosen, tops, strict=True)]
 
 
+def _is_prompt_list(prompt: Any) -> bool:
+    """A list of prompts (texts or id lists), not one prompt of ids."""
+    return isinstance(prompt, list) and bool(prompt) and not all(
+        isinstance(t, int) for t in prompt
+    )
+
+
+def _prompt_text_bytes(prompt: Any) -> int:
+    if isinstance(prompt, str):
+        return len(prompt.encode())
+    if isinstance(prompt, list):
+        return sum(len(p.encode()) for p in prompt if isinstance(p, str))
+    return 0
+
+
+def _vocabulary_size(policy: Any) -> int | None:
+    """How many token ids the model embeds (an id past it would crash the forward pass)."""
+    try:
+        return int(policy.model.get_input_embeddings().num_embeddings)
+    except (AttributeError, TypeError):
+        size = getattr(getattr(policy.model, "config", None), "vocab_size", None)
+        return int(size) if size else None
+
+
 def _refuse_unsupported(body: dict[str, Any]) -> None:
     for key, neutral in _UNSUPPORTED.items():
         if body.get(key) not in (None, neutral):
@@ -534,102 +725,24 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_state: LocalServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass  # quiet: a test or benchmark run should not print a line per request
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _stream(self, events: Iterator[bytes]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for event in events:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client left mid-stream
-
-    def _error(
-        self,
-        status: int,
-        message: str,
-        kind: str,
-        code: str | int | None = None,
-        param: str | None = None,
-    ) -> None:
-        error = {
-            "message": message,
-            "type": kind,
-            "param": param,
-            "code": status if code is None else code,
-        }
-        self._send(status, {"error": error})
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        path = self.path.split("?", 1)[0].rstrip("/")
-        state = self.server_state
-        if path == "/v1/models":
-            self._send(200, {"object": "list", "data": [state.model_card()]})
-        elif path == f"/v1/models/{state.model_name}":
-            self._send(200, state.model_card())
-        elif path == "/health":
-            self._send(200, {"status": "ok"})
-        else:
-            self._error(404, f"no route {self.path}", "not_found_error")
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        routes = {
-            "/v1/chat/completions": self.server_state.chat_completions,
-            "/v1/completions": self.server_state.completions,
-        }
-        route = routes.get(self.path.split("?", 1)[0].rstrip("/"))
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if route is None:
-            self._error(404, f"no route {self.path}", "not_found_error")
-            return
-        try:
-            body = json.loads(raw or b"{}")
-            if not isinstance(body, dict):
-                raise BadRequest("the request body must be a JSON object")
-            answer = route(body)
-        except PromptTooLongError as exc:
-            self._error(
-                400, str(exc), "invalid_request_error", "context_length_exceeded", "messages"
-            )
-        except Fault as exc:
-            self._error(503, f"the model failed: {exc}", "server_error")
-        except BadRequest as exc:
-            self._error(400, str(exc), "invalid_request_error", param=exc.param)
-        except json.JSONDecodeError as exc:
-            self._error(400, f"the request body is not JSON: {exc}", "invalid_request_error")
-        except (ValueError, TypeError) as exc:
-            self._error(400, str(exc), "invalid_request_error")
-        except Exception as exc:  # a model failure must answer, not hang the client
-            self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
-        else:
-            if isinstance(answer, Streamed):
-                self._stream(answer.events)
-            else:
-                self._send(200, answer)
-
-
 def serve(
-    policy: Any, host: str = "127.0.0.1", port: int = 0, *, model_name: str = "local"
+    policy: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    model_name: str = "local",
+    api_key: str | None = None,
+    auth: bool = True,
+    allowed_hosts: Sequence[str] = (),
+    limits: ServeLimits | None = None,
 ) -> LocalServer:
-    """Serve ``policy`` (an ``HFPolicy``) on ``host:port`` (0: a free port) in a thread."""
-    return LocalServer(policy, host, port, model_name)
+    """Serve ``policy`` (an ``HFPolicy``) on ``host:port`` (0: a free port) in a thread.
+
+    Every route but ``GET /health`` needs ``api_key`` (a new random one where ``None``:
+    read it from the server's ``api_key``); ``auth=False`` serves without a key, on a
+    loopback address only. ``allowed_hosts``: ``Host`` names accepted besides loopback
+    ones; ``limits``: the caps (``ServeLimits``' defaults where ``None``)."""
+    return LocalServer(
+        policy, host, port, model_name, api_key=api_key, auth=auth,
+        allowed_hosts=allowed_hosts, limits=limits,
+    )

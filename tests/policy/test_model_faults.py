@@ -121,7 +121,8 @@ class FaultyModelServer:
 def upstream(hf_policy: Any) -> Iterator[Any]:
     from agentenvs.policy.serve import serve
 
-    with serve(hf_policy, model_name="tiny") as running:
+    # no key: the fault proxy in front of it forwards bodies, not headers (loopback only)
+    with serve(hf_policy, model_name="tiny", auth=False) as running:
         yield running
 
 

@@ -36,7 +36,9 @@ def conversations() -> list[Conversation]:
 def server(hf_policy: Any) -> Iterator[Any]:
     from agentenvs.policy.serve import serve
 
-    with serve(hf_policy, model_name="tiny") as running:
+    # the key by the environment, as a user gives it; every client below takes it there
+    with serve(hf_policy, model_name="tiny") as running, pytest.MonkeyPatch.context() as env:
+        env.setenv("AGENTENVS_MODEL_API_KEY", running.api_key)
         yield running
 
 
@@ -229,28 +231,39 @@ def test_a_server_without_prompt_logprobs_cannot_score(scripted: Any, tiny_token
 
 @pytest.mark.timeout(600)  # the model loads, serves and stops in a subprocess
 def test_serve_model_command_serves_a_model_until_interrupted(tiny_model_dir: Path) -> None:
+    import os
     import signal
+    import stat
     import subprocess
     import sys
     import urllib.request
 
+    env = {k: v for k, v in os.environ.items() if k != "AGENTENVS_MODEL_API_KEY"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentenvs.cli", "serve-model", "--model",
          f"hf:model={tiny_model_dir},device=cpu,threads=1", "--port", "0", "--name", "tiny"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     try:
         line = proc.stdout.readline()  # blocks until the server is up (or the command failed)
         assert line.startswith("serving "), (line, proc.stderr.read() if proc.poll() is not None else "")
         url = line.split(" at ", 1)[1].strip()
-        assert "openai:base_url=" in proc.stdout.readline()
-        with urllib.request.urlopen(f"{url}/models", timeout=30) as response:
+        # a key made at start, kept in a file of this user's alone; not printed to a pipe
+        spec = proc.stdout.readline().split("use it as: ", 1)[1].strip()
+        key_file = Path(spec.split("api_key_file=", 1)[1])
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        key = key_file.read_text().strip()
+        assert "not shown" in proc.stdout.readline()
+        request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {key}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
             assert json.loads(response.read())["data"][0]["id"] == "tiny"
-        client = make_policy(f"openai:base_url={url},model=tiny,max_new_tokens=4")
+        client = make_policy(f"{spec},max_new_tokens=4")
         (samples,) = client.sample([Conversation(messages=[{"role": "user", "content": "hi"}])], 2,
                                    seed=1)
         assert len(samples) == 2
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=240)  # a loaded machine can take a minute to stop it
+    assert not key_file.exists()  # removed when the server stops
+    assert key not in out
     assert proc.returncode == 0 and "stopped" in out

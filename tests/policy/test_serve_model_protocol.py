@@ -37,7 +37,7 @@ def served(tiny_model_dir: Path) -> Iterator[ServedModel]:
 
 @pytest.fixture(scope="module")
 def client(served: ServedModel) -> Any:
-    return openai.OpenAI(base_url=served.url, api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=served.url, api_key=served.api_key, max_retries=0, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,8 @@ def test_streamed_and_plain_answers_agree_for_greedy_decoding(client: Any, serve
     body = json.dumps({"model": "tiny", "messages": MESSAGES, "temperature": 0, "n": 2, "stream": True,
                        "stream_options": {"include_usage": True}}).encode()
     request = urllib.request.Request(f"{served.url}/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {served.api_key}"})
     with urllib.request.urlopen(request, timeout=120) as response:
         assert response.headers["Content-Type"].startswith("text/event-stream")
         events = [e for e in response.read().decode().split("\n\n") if e]
@@ -191,7 +192,8 @@ def test_completions_take_token_ids_and_name_tokens_by_id(client: Any, local: An
 
 def _error(served: ServedModel, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(f"{served.url}{path}", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {served.api_key}"})
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=60)
     return caught.value.code, json.loads(caught.value.read())
@@ -292,7 +294,7 @@ def tool_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_tool_call_round_trips_through_the_client(tool_model_dir: Path) -> None:
     with ServedModel(tool_model_dir, options="max_new_tokens=48") as served:
-        client = openai.OpenAI(base_url=served.url, api_key="unused", max_retries=0, timeout=120)
+        client = openai.OpenAI(base_url=served.url, api_key=served.api_key, max_retries=0, timeout=120)
         first = client.chat.completions.create(model="tiny", messages=MESSAGES, tools=TOOLS, temperature=0)
         [choice] = first.choices
         assert choice.finish_reason == "tool_calls", choice.message.content
