@@ -728,11 +728,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "timed_out": self._last_timed_out,
             "tests_passed": sum(self._results.values()),
             "tests_total": len(self._results),
+            **({"sandbox_lost": self._lost} if self._lost is not None else {}),
         }
         if self._last_exit is not None:  # absent, not None: vector envs batch ints only
             info["exit_status"] = self._last_exit
         if self._tested:
-            **({"sandbox_lost": self._lost} if self._lost is not None else {}),
             info["test_results"] = dict(self._results)
             info[keys.GRADING_FINDINGS] = list(self._findings)
             info["processes_stopped"] = self._stopped
