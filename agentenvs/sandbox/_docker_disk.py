@@ -236,15 +236,15 @@ class DiskWatch:
             if self.exceeded is not None:
                 return
             if use.too_deep:
-                what = f"a directory tree deeper than {MAX_DEPTH} levels"
+                what = f"a directory tree deeper than its cap of {MAX_DEPTH} levels"
             elif use.entries > MAX_ENTRIES:
-                what = f"more than {MAX_ENTRIES} files and dirs"
+                what = f"more than its cap of {MAX_ENTRIES} files and dirs"
             else:
-                what = f"at least {use.bytes / (1 << 20):.0f} MiB"
-            self.exceeded = (
-                f"disk cap: the container's files on the host's disk held {what}, past its "
-                f"cap of {self.cap_mb} MiB and {MAX_ENTRIES} entries; it was stopped"
-            )
+                what = (
+                    f"at least {use.bytes / (1 << 20):.0f} MiB, past its cap of "
+                    f"{self.cap_mb} MiB (Limits.disk_mb)"
+                )
+            self.exceeded = f"disk cap: the container's files on the host held {what}; it was stopped"
             try:
                 self._stop()
             except Exception:  # noqa: BLE001 - gone already
