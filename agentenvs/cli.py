@@ -648,13 +648,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from agentenvs.core.errors import AgentEnvsError
     from agentenvs.core.suggest import one_line
+    from agentenvs.policy.credentials import hide_argv, redact
+
+    if argv is None:
+        hide_argv()  # a key given inline: out of sys.argv and the process title
 
     try:
         check_args(args)
         return COMMANDS[args.command](args)
     except (AgentEnvsError, ValueError, KeyError, OSError, ImportError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"agentenvs {args.command}: error: {one_line(message)}", file=sys.stderr)
+        print(f"agentenvs {args.command}: error: {redact(one_line(message))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"agentenvs {args.command}: interrupted; run the same command again to resume",

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core.errors import AgentEnvsError
+from agentenvs.policy.credentials import redact_bytes
 
 MANIFEST_NAME = "manifest.json"
 TRAJECTORIES_NAME = "trajectories.jsonl"
@@ -72,7 +73,7 @@ def _json_default(value: Any) -> Any:
 def dumps_line(record: dict[str, Any]) -> bytes:
     """One record as a compact JSON line (newline included), ready for ``append_line``."""
     text = json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-    return (text + "\n").encode()
+    return redact_bytes((text + "\n").encode())  # no key a policy was given is written
 
 
 class JsonlAppender:
@@ -289,7 +290,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     """Write JSON through a temp file and a rename, so readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n"
+    tmp.write_bytes(redact_bytes(text.encode()))
     os.replace(tmp, path)
 
 

@@ -113,6 +113,7 @@ from agentenvs.eval.records import (
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
 from agentenvs.policy.chat import ChatTemplateError
+from agentenvs.policy.credentials import redact_spec
 from agentenvs.policy.registry import (
     is_model_policy,
     make_policy,
@@ -205,10 +206,21 @@ class EvalConfig:
     def from_dict(cls, data: dict[str, Any]) -> EvalConfig:
         return cls(**data)
 
+    def manifest_dict(self) -> dict[str, Any]:
+        """``to_dict`` as a manifest holds it: a key given inline in the policy spec as
+        ``***`` (the workers get ``to_dict``, key and all, never a file)."""
+        return {**self.to_dict(), "policy": redact_spec(self.policy)}
+
+    @property
+    def shown_policy(self) -> str:
+        """The policy spec as messages and records show it (no inline key)."""
+        return redact_spec(self.policy)
+
     @property
     def run_id(self) -> str:
-        """A short name of the config: equal configs share it across machines."""
-        return f"{stable_seed(dumps_line(self.to_dict()).decode()):016x}"[:12]
+        """A short name of the config: equal configs share it across machines (a key
+        given inline does not count: another key resumes the same run)."""
+        return f"{stable_seed(dumps_line(self.manifest_dict()).decode()):016x}"[:12]
 
     def work(self) -> list[WorkItem]:
         """Every trajectory of the run, task-major (a worker keeps one task's samples
@@ -306,13 +318,13 @@ def check_mode(config: EvalConfig, env: gym.Env, policy: Any = None) -> None:
         declared = conditions_on_budget(policy)
         if declared is None:
             raise RunConfigError(
-                f"policy {config.policy} does not declare whether its actions depend on the "
+                f"policy {config.shown_policy} does not declare whether its actions depend on the "
                 "turn budget (a conditions_on_budget attribute), so derive mode cannot be "
                 f"trusted with it; {fix}, or declare conditions_on_budget = False"
             )
         if declared:
             raise RunConfigError(
-                f"policy {config.policy} conditions on the turn budget (it plans on the "
+                f"policy {config.shown_policy} conditions on the turn budget (it plans on the "
                 "turns left), so its play at the largest budget differs from its play at "
                 f"smaller ones; {fix}"
             )
@@ -534,7 +546,7 @@ def _run_meta(config: EvalConfig) -> dict[str, Any]:
     return {
         "run": config.run_id,
         "env_id": config.env_id,
-        "policy": config.policy,
+        "policy": config.shown_policy,
         "mode": config.mode,
     }
 
@@ -594,7 +606,7 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
     if not manifest_path.exists() and traj_path.exists() and traj_path.stat().st_size > 0:
         raise RunFileError(f"{traj_path} exists without {MANIFEST_NAME}; refusing to mix runs")
     sampling = sampling_settings(config.policy, config.seed)
-    ensure_manifest(run_dir, config.to_dict(), error=RunConfigError, run_id=config.run_id,
+    ensure_manifest(run_dir, config.manifest_dict(), error=RunConfigError, run_id=config.run_id,
                     **({"sampling": sampling} if sampling else {}))
     expected = {item.key for item in config.work()}
     done: set[tuple[str, int, int]] = set()
@@ -658,7 +670,7 @@ def run_pass_at_k_t(
     try:
         policy = _policy_for_checks(config.policy)
         check_budget_unit(config.env_id, config.budget_unit, config.mode, config.show_budget,
-                          env, policy, config.policy)  # a BudgetUnitError: one line
+                          env, policy, config.shown_policy)  # a BudgetUnitError: one line
         check_mode(config, env, policy)
         done = prepare_run_dir(config, run_dir)
     finally:
@@ -674,7 +686,7 @@ def run_pass_at_k_t(
         initial=len(done),
         disable=not progress,
         file=sys.stderr,
-        desc=f"{config.policy} on {config.env_id}",
+        desc=f"{config.shown_policy} on {config.env_id}",
         unit="traj",
         dynamic_ncols=True,
     )

@@ -9,8 +9,11 @@ scripted reference policies are registered by their envs. Their specs:
 - ``hf:model=PATH_OR_NAME[,device=cuda,dtype=bfloat16,max_new_tokens=256,temperature=1.0,
   top_p=1.0,stop=</answer>,batch_size=16]`` (``agentenvs.policy.hf.HFPolicy``)
 - ``vllm:model=PATH_OR_NAME[,dtype=...,max_new_tokens=...,...]`` (``VLLMPolicy``)
-- ``openai:base_url=http://HOST:PORT/v1,model=NAME[,tokenizer=PATH,max_new_tokens=...]``
-  (``OpenAICompatPolicy``; the key comes from ``OPENAI_API_KEY``, not the spec)
+- ``openai:base_url=http://HOST:PORT/v1,model=NAME[,api_key_env=NAME,api_key_file=PATH,
+  tokenizer=PATH,max_new_tokens=...]`` (``OpenAICompatPolicy``; the key from the
+  environment variable or the file named, else ``AGENTENVS_MODEL_API_KEY`` or
+  ``OPENAI_API_KEY``; an inline ``api_key=`` is shown as ``***`` wherever the spec is
+  written down, ``agentenvs.policy.credentials``)
 
 A value cannot contain a comma, so a spec gives at most one stop string.
 
@@ -30,6 +33,7 @@ from typing import Any
 
 from agentenvs.core.suggest import UsageError, did_you_mean
 from agentenvs.policy.base import Policy
+from agentenvs.policy.credentials import SECRET_KEYS, redact, redact_spec, remember_secret
 
 #: model-backed policies: name -> entry point (heavy imports happen only when built)
 MODEL_POLICIES: dict[str, str] = {
@@ -76,7 +80,13 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, raw = part.partition("=")
         if not sep or not key:
-            raise UsageError(f"policy spec {spec!r}: expected key=value, got {part!r}")
+            raise UsageError(
+                f"policy spec {redact_spec(spec)!r}: expected key=value, got {redact(part)!r}"
+            )
+        if key.strip() in SECRET_KEYS:  # kept as text, and masked wherever it is written
+            remember_secret(raw)
+            kwargs[key.strip()] = raw
+            continue
         try:
             kwargs[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
@@ -238,7 +248,7 @@ def make_policies(specs: dict[str, str], **overrides: Any) -> dict[str, Policy]:
             else:
                 extra.update(llm=shared.llm)  # type: ignore[attr-defined]
             policy = policy_factory(spec)(**extra)
-            policy.name = spec
+            policy.name = redact_spec(spec)
             built[slot] = policy
             continue
         extra = dict(overrides)
@@ -261,5 +271,5 @@ def make_policy(spec: str, **overrides: Any) -> Policy:
     factory = policy_factory(spec)
     kwargs.update(overrides)
     policy = factory(**kwargs)
-    policy.name = spec
+    policy.name = redact_spec(spec)
     return policy

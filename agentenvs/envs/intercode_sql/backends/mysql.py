@@ -125,6 +125,8 @@ MAX_AUTO_SPARES = 64
 TEMPLATE_LOCK_WAIT_S = 120
 #: how often the files of a database that a write is changing are measured
 SIZE_POLL_S = 0.02
+#: a write past the cap still running this long after its KILL QUERY loses its session
+SIZE_KILL_GRACE_S = 0.1
 #: statements that commit on their own (a data change runs in a transaction the env opens)
 _DDL_KINDS = frozenset({"CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME"})
 #: statements that only take data away: never held to the size cap (InnoDB's own
@@ -294,18 +296,29 @@ class MySQLEpisode(Episode):
 
     def _watch_size(self, statement: int, before: int, stop: threading.Event) -> None:
         """Kill ``statement`` once the database's files grow past the cap (and past
-        ``before``); runs beside it until ``stop``."""
+        ``before``), and its session when it still runs ``SIZE_KILL_GRACE_S`` later (a
+        ``CREATE TABLE ... SELECT`` runs on through ``KILL QUERY``); runs beside it until
+        ``stop``."""
+        killed_at = None
         while not stop.wait(SIZE_POLL_S):
+            if killed_at is not None:
+                if time.monotonic() - killed_at < SIZE_KILL_GRACE_S:
+                    continue
+                with self._watch:
+                    if self._running == statement:
+                        self.backend.kill_connection(self.thread_id)
+                return
             try:
                 size = self.backend.db_bytes(self.name or "")
             except Exception:  # the server went away: the statement's own failure tells
                 return
             if size > self.limits.max_db_bytes and size > before:
                 with self._watch:
-                    if self._running == statement:
-                        self._oversized = statement
-                        self.backend.kill_query(self.thread_id)
-                return
+                    if self._running != statement:
+                        return
+                    self._oversized = statement
+                    self.backend.kill_query(self.thread_id)
+                killed_at = time.monotonic()
 
     def _run(self, sql: str, size_before: int | None = None) -> QueryResult:
         pymysql = self.server.pymysql
@@ -402,6 +415,9 @@ class MySQLEpisode(Episode):
             ) from exc
         if code in (1969, 3024):  # MariaDB's / MySQL's statement time limit
             return time_limit
+        if self._oversized == statement and faults.is_connection_error(exc, pymysql):
+            self.reconnect()  # the size watcher ended its session: the agent's outcome
+            return QueryResult(error=too_big(self.limits))
         if faults.is_connection_error(exc, pymysql):
             self._close_session()
             session = faults.Session(self.name or "", self.thread_id, self._boot, sent_at)
