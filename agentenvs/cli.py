@@ -145,33 +145,65 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from agentenvs.server.ors import require_ors
 
         require_ors()
+    from agentenvs.server.access import is_loopback, resolve_token
     from agentenvs.server.app import ServerConfig, serve
 
+    stdio = args.protocol == "mcp" and args.transport == "stdio"
+    token, source = (None, "") if args.no_auth or stdio else resolve_token(args.token)
     config = ServerConfig(
         args.env, args.env_kwargs, max_sessions=args.max_sessions,
         session_timeout=args.session_timeout, max_message_bytes=args.max_message_bytes,
         share_snapshots=args.share_snapshots, max_snapshots=args.max_snapshots,
         snapshot_bytes=args.snapshot_memory, snapshot_ttl=args.snapshot_ttl or None,
         request_timeout=args.request_timeout or None, stall_timeout=args.stall_timeout or None,
+        token=token, allow_hosts=tuple(args.allow_host), allow_origins=tuple(args.allow_origin),
+        max_turns_cap=args.max_turns_cap, max_connections=args.max_connections,
     )
-    if args.protocol == "mcp":
-        from agentenvs.server.mcp import serve_mcp_http, serve_stdio
+    if stdio:  # stdout is the protocol's: nothing else is written there
+        from agentenvs.server.mcp import serve_stdio
 
-        if args.transport == "stdio":  # stdout is the protocol's: nothing else is written there
-            serve_stdio(config)
-            return 0
+        serve_stdio(config)
+        return 0
+
+    def announce(line: str) -> None:
+        print(line, flush=True)
+
+    def on_bound(port: int) -> Any:
+        if not is_loopback(args.host):
+            print(
+                f"agentenvs serve: warning: listening on {args.host}, beyond this machine; "
+                "every request needs the token (Host checked: loopback names and "
+                "--allow-host)",
+                file=sys.stderr, flush=True,
+            )
+        if token is None:
+            announce("agentenvs serve: no token (--no-auth): any local process can act here")
+            return None
+        if source != "made":
+            announce(f"agentenvs serve: token from {source} (Authorization: Bearer TOKEN)")
+            return None
+        from agentenvs.server.access import remove_token_file, write_token_file
+
+        path = write_token_file(token, port)
+        announce(
+            f"agentenvs serve: token {token} (also in {path}, readable by you only; send "
+            "Authorization: Bearer TOKEN, or ?token=TOKEN on the WebSocket)"
+        )
+        return lambda: remove_token_file(path)
+
+    if args.protocol == "mcp":
+        from agentenvs.server.mcp import serve_mcp_http
+
         serve_mcp_http(
-            config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True)
+            config, host=args.host, port=args.port, announce=announce, on_bound=on_bound
         )
         return 0
     if args.protocol == "ors":
         from agentenvs.server.ors import serve_ors
 
-        serve_ors(
-            config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True)
-        )
+        serve_ors(config, host=args.host, port=args.port, announce=announce, on_bound=on_bound)
         return 0
-    serve(config, host=args.host, port=args.port, announce=lambda line: print(line, flush=True))
+    serve(config, host=args.host, port=args.port, announce=announce, on_bound=on_bound)
     return 0
 
 

@@ -449,6 +449,48 @@ def add_analysis_parsers(sub: Any) -> None:
         help="disconnect a client that leaves the server's replies unread this many "
         "seconds (0: never)",
     )
+    sv.add_argument(
+        "--token",
+        default=None,
+        help="the token clients must send (Authorization: Bearer TOKEN; ?token= on a "
+        "WebSocket); default: $AGENTENVS_SERVER_TOKEN, else a new one, printed and written "
+        "to a file only you can read ($XDG_RUNTIME_DIR/agentenvs/server-PORT.token, else "
+        "/tmp/agentenvs-UID/)",
+    )
+    sv.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="ask no token (loopback --host only: any local process, but no web page, "
+        "can then use the server)",
+    )
+    sv.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a Host header to answer besides loopback names on the server's port "
+        "(repeatable; e.g. the name clients reach a --host 0.0.0.0 server by)",
+    )
+    sv.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="SCHEME://HOST[:PORT]",
+        help="a browser Origin to answer besides the server's own (repeatable)",
+    )
+    sv.add_argument(
+        "--max-turns-cap",
+        type=positive_int,
+        default=None,
+        help="the largest max_turns a client may ask for (default: the env's own budget)",
+    )
+    sv.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=None,
+        help="open connections at once; past it a new one is answered 503 "
+        "(default: 4 per session, plus 64)",
+    )
     from agentenvs.data.cli import add_parser as add_data_parser
 
     add_data_parser(sub)
@@ -702,6 +744,17 @@ def _check_serve(args: argparse.Namespace) -> None:
         raise UsageError(f"--max-sessions must be at least 1, got {args.max_sessions}")
     if args.transport == "stdio" and args.protocol != "mcp":
         raise UsageError("--transport stdio needs --protocol mcp")
+    if args.no_auth and args.token:
+        raise UsageError("--no-auth and --token contradict each other: give one")
+    if args.no_auth and not args.transport == "stdio":
+        from agentenvs.server.access import is_loopback
+
+        if not is_loopback(args.host):
+            raise UsageError(
+                f"--no-auth serves only a loopback --host, got {args.host!r}: anyone who "
+                "reaches that address could act in the env (run shell commands, SQL, "
+                "programs); keep the token"
+            )
     check_env(args.env, args.env_kwargs)
 
 

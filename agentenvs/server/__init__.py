@@ -21,6 +21,7 @@ _EXPORTS = {
     "RemoteEnv": "agentenvs.server.client",
     "RemoteError": "agentenvs.server.client",
     "RemoteFault": "agentenvs.server.client",
+    "openenv_client": "agentenvs.server.client",
     "TextAction": "agentenvs.server.models",
     "TextObservation": "agentenvs.server.models",
     "EnvState": "agentenvs.server.models",

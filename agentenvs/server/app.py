@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
@@ -89,6 +90,7 @@ from pydantic import ValidationError
 from agentenvs.core.aio import AsyncEnv, calls_wait
 from agentenvs.core.errors import Fault
 from agentenvs.core.snapshot import restore_snapshot
+from agentenvs.server.access import AccessGuard, AccessPolicy, is_loopback
 from agentenvs.server.models import (
     EnvState,
     ResetParams,
@@ -135,10 +137,24 @@ class ServerConfig:
     snapshot_ttl: float | None = 3600.0
     request_timeout: float | None = 30.0
     stall_timeout: float | None = 60.0
+    #: the token every request must bring (``agentenvs.server.access``); None: none asked
+    token: str | None = None
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+    #: the largest ``max_turns`` a client may ask for; None: the env's own budget
+    max_turns_cap: int | None = None
+    #: open connections at once (uvicorn's ``limit_concurrency``); None: ``connection_limit``
+    max_connections: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions}")
+        for name in ("max_turns_cap", "max_connections"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or None), got {value}")
+        self.allow_hosts = tuple(self.allow_hosts)
+        self.allow_origins = tuple(self.allow_origins)
         if self.max_message_bytes is not None and self.max_message_bytes < 1024:
             raise ValueError(
                 f"max_message_bytes must be at least 1024, got {self.max_message_bytes}"
@@ -156,6 +172,45 @@ class ServerConfig:
         if self.max_message_bytes is not None:
             return int(self.max_message_bytes)
         return default_message_bytes(self.env_id, self.env_kwargs)
+
+    @property
+    def access(self) -> AccessPolicy:
+        return AccessPolicy(self.token, self.allow_hosts, self.allow_origins)
+
+    @property
+    def turns_cap(self) -> int:
+        """The largest turn budget a client may ask for: ``max_turns_cap``, else the env's
+        own (its ``max_turns`` argument, else its class's default)."""
+        if self.max_turns_cap is not None:
+            return int(self.max_turns_cap)
+        own = self.env_kwargs.get("max_turns")
+        if isinstance(own, int) and own >= 1:
+            return own
+        return int(getattr(_env_class(self.env_id), "default_max_turns", 10))
+
+    @property
+    def hidden_info_keys(self) -> frozenset[str]:
+        """The info keys the env keeps from the agent (its class's ``hidden_info_keys``):
+        the agent-facing protocols (MCP, ORS) never send them."""
+        return frozenset(getattr(_env_class(self.env_id), "hidden_info_keys", ()))
+
+    @property
+    def connection_limit(self) -> int:
+        """Connections at once: ``max_connections``, else four a session and 64 more."""
+        if self.max_connections is not None:
+            return int(self.max_connections)
+        return 4 * self.max_sessions + 64
+
+    def check_turns(self, max_turns: Any) -> None:
+        """Refuse a turn budget over ``turns_cap`` (``SessionError``, ``VALIDATION_ERROR``)."""
+        if max_turns is None or isinstance(max_turns, bool) or not isinstance(max_turns, int):
+            return  # the env judges other values
+        cap = self.turns_cap
+        if max_turns > cap:
+            raise SessionError(
+                f"max_turns {max_turns} is over this server's cap of {cap} (--max-turns-cap)",
+                "VALIDATION_ERROR",
+            )
 
     @property
     def inline(self) -> bool:
@@ -255,7 +310,7 @@ class Session:
             self.episode_id = params.episode_id or str(uuid.uuid4())
             return obs
         try:
-            obs, info = await self.env.areset(seed=params.seed, options=reset_options(params))
+            obs, info = await self.env.areset(seed=params.seed, options=self._options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         return self._started(params, obs, info)
@@ -268,7 +323,7 @@ class Session:
         if params.snapshot is not None:
             return None
         try:
-            obs, info = self.env.env.reset(seed=params.seed, options=reset_options(params))
+            obs, info = self.env.env.reset(seed=params.seed, options=self._options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         if type(obs) is not str:  # not an observation: the model refuses it
@@ -285,6 +340,13 @@ class Session:
             "reward": None,
             "done": False,
         }
+
+    def _options(self, params: ResetParams) -> dict[str, Any] | None:
+        """The reset's options, its turn budget within the server's cap."""
+        options = reset_options(params)
+        if options is not None:
+            self.config.check_turns(options.get("max_turns"))
+        return options
 
     def _started(self, params: ResetParams, obs: str, info: dict[str, Any]) -> TextObservation:
         self.episode_id = params.episode_id or str(uuid.uuid4())
@@ -498,17 +560,20 @@ def _short(exc: BaseException, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _describe(env_id: str) -> str:
-    spec = gym.spec(env_id)
-    entry = spec.entry_point
+def _env_class(env_id: str) -> Any:
+    import agentenvs  # noqa: F401 - registers the ids
+
+    entry = gym.spec(env_id).entry_point
     if isinstance(entry, str):
         module, _, name = entry.partition(":")
         import importlib
 
-        cls = getattr(importlib.import_module(module), name)
-    else:
-        cls = entry
-    doc = inspect.getdoc(cls) or ""
+        return getattr(importlib.import_module(module), name)
+    return entry
+
+
+def _describe(env_id: str) -> str:
+    doc = inspect.getdoc(_env_class(env_id)) or ""
     return doc.split("\n\n")[0].strip()
 
 
@@ -649,6 +714,8 @@ def create_app(config: ServerConfig) -> FastAPI:
             await websocket.close()
 
     app.add_middleware(BoundedBodies, max_bytes=limit, timeout=config.request_timeout)
+    # outermost: a refused request is answered before its body is read
+    app.add_middleware(AccessGuard, policy=config.access)
     return app
 
 
@@ -767,43 +834,107 @@ def serve(
     port: int = 8000,
     log_level: str = "warning",
     announce: Any = print,
+    on_bound: Any = None,
 ) -> None:
-    """Run the server until interrupted; ``port=0`` picks a free port (announced)."""
-    import uvicorn
+    """Run the server until interrupted; ``port=0`` picks a free port (announced);
+    ``on_bound`` as ``run_app`` takes it."""
+    from agentenvs.server.transport import lazy_pausing_ws_protocol
 
-    from agentenvs.server.transport import (
-        lazy_pausing_ws_protocol,
-        listening_socket,
-        timed_http_protocol,
+    config = check_bind(config, host)
+    run_app(
+        create_app(config),
+        config,
+        host=host,
+        port=port,
+        log_level=log_level,
+        announce=announce,
+        what=f"WebSocket /ws, up to {config.max_sessions} sessions",
+        on_bound=on_bound,
+        ws=lazy_pausing_ws_protocol() or "auto",
+        ws_max_size=OVERSIZE_FACTOR * config.message_limit,
+        ws_max_queue=1,
+        # compressing replies of a few hundred bytes costs more than it saves on a
+        # loopback or LAN; a client that offers the extension is answered without it
+        ws_per_message_deflate=False,
     )
 
-    app = create_app(config)
+
+def check_bind(config: ServerConfig, host: str) -> ServerConfig:
+    """``config`` for a server on ``host``: refused on a non-loopback address without a
+    token (anyone who reaches it could run the env's actions: shell commands, SQL,
+    programs); a specific address is allowed as a Host (an address, unlike a name,
+    cannot be rebound by a page)."""
+    if config.token is None and not is_loopback(host):
+        raise ValueError(
+            f"serving {host} without a token: anyone who reaches it can act in the env; "
+            "give a token, or bind a loopback address"
+        )
+    if not is_loopback(host) and host not in ("0.0.0.0", "::", ""):
+        name = f"[{host}]" if ":" in host else host
+        return dataclasses.replace(config, allow_hosts=(*config.allow_hosts, name))
+    return config
+
+
+def run_app(
+    app: Any,
+    config: ServerConfig,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    announce: Any,
+    what: str,
+    path: str = "",
+    on_bound: Any = None,
+    **uvicorn_options: Any,
+) -> None:
+    """Serve ``app`` (any of the three protocols) with uvicorn on ``host:port`` until
+    interrupted, with the server's bounds: the request and stall timeouts and the
+    connection limit. The first announced line names the address; then
+    ``on_bound(port)`` runs (the CLI writes the token there), and what it returns, if
+    callable, runs when the server stops."""
+    import uvicorn
+
+    from agentenvs.server.transport import listening_socket, timed_http_protocol
+
+    check_bind(config, host)  # the caller made its app for this host
     sock = listening_socket(host, port, config.stall_timeout)
     bound = sock.getsockname()[1]
     http: Any = "auto"
     if config.request_timeout is not None:
         http = timed_http_protocol(config.request_timeout)
-    server = uvicorn.Server(
+    cleanups: list[Any] = []
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        async def shutdown(self, sockets: Any = None) -> None:
+            # uvicorn re-raises the signal that stopped it after this (the process ends
+            # there): what ``on_bound`` left is removed here
+            try:
+                await super().shutdown(sockets)
+            finally:
+                while cleanups:
+                    cleanups.pop()()
+
+    server = Server(
         uvicorn.Config(
             app,
             log_level=log_level,
             http=http,
-            ws=lazy_pausing_ws_protocol() or "auto",
-            ws_max_size=OVERSIZE_FACTOR * config.message_limit,
-            ws_max_queue=1,
-            # compressing replies of a few hundred bytes costs more than it saves on a
-            # loopback or LAN; a client that offers the extension is answered without it
-            ws_per_message_deflate=False,
+            limit_concurrency=config.connection_limit,
+            **uvicorn_options,
         )
     )
-    announce(
-        f"agentenvs serve: {config.env_id} on http://{host}:{bound} "
-        f"(WebSocket /ws, up to {config.max_sessions} sessions)"
-    )
+    shown = f"[{host}]" if ":" in host else host
+    announce(f"agentenvs serve: {config.env_id} on http://{shown}:{bound}{path} ({what})")
+    done = on_bound(bound) if on_bound is not None else None
+    if callable(done):
+        cleanups.append(done)
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        while cleanups:
+            cleanups.pop()()
 
 
-__all__ = ["ServerConfig", "SessionError", "create_app", "serve"]
+__all__ = ["ServerConfig", "SessionError", "check_bind", "create_app", "run_app", "serve"]

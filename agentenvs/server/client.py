@@ -1,7 +1,11 @@
 """``RemoteEnv``: a session on an agentenvs env server, with the env's own methods.
 
 Any OpenEnv client (``openenv``'s ``GenericEnvClient``, TRL's and verifiers' OpenEnv
-adapters) talks to the server as well; this client adds what those do not know: the
+adapters) talks to the server as well, given the server's token: ``RemoteEnv(url,
+token=...)`` sends it as ``Authorization: Bearer`` (default: the environment's
+``AGENTENVS_SERVER_TOKEN``, else the token file a loopback server wrote for its port), and :func:`openenv_client` puts it in the WebSocket's
+``?token=`` for ``GenericEnvClient``, which sets no headers. A server that refuses the
+token, the Host or the Origin raises :class:`RemoteError` (``UNAUTHORIZED``, ...); this client adds what those do not know: the
 Gymnasium 5-tuple, reset options, and snapshots (as tokens naming snapshots the server keeps).
 
 Faults are not failures: no call returns an observation or a reward that the
@@ -30,11 +34,13 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import quote
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from agentenvs.core.errors import FAULT_KINDS, INFRASTRUCTURE, UNKNOWN, Fault
+from agentenvs.server.access import find_token
 
 #: how long a client waits for the pong that tells whether a silent server is alive
 PING_TIMEOUT_S = 10.0
@@ -92,20 +98,40 @@ class RemoteEnv:
     truncated, info)``, with info as JSON carries it.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 600.0) -> None:
-        url = base_url.rstrip("/")
-        if url.startswith("http://"):
-            url = "ws://" + url[len("http://") :]
-        elif url.startswith("https://"):
-            url = "wss://" + url[len("https://") :]
-        self.url = f"{url}/ws"
+    def __init__(
+        self, base_url: str, *, timeout: float = 600.0, token: str | None = None
+    ) -> None:
+        self.url = f"{_ws_base(base_url)}/ws"
         self.timeout = timeout
+        #: the server's token (``agentenvs serve`` prints it); default: ``find_token``'s
+        #: (``AGENTENVS_SERVER_TOKEN``, else the token file of a loopback server's port)
+        self.token = token if token is not None else find_token(base_url)
         self._ws: ClientConnection | None = None
 
     async def connect(self) -> RemoteEnv:
         if self._ws is None:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
             try:
-                self._ws = await connect(self.url, max_size=64 << 20, open_timeout=self.timeout)
+                self._ws = await connect(
+                    self.url,
+                    max_size=64 << 20,
+                    open_timeout=self.timeout,
+                    additional_headers=headers,
+                )
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                if status in (401, 403, 421):  # the caller's doing: no token, a wrong one
+                    raise RemoteError(
+                        f"the env server at {self.url} refused the session (HTTP {status}): "
+                        f"{exc.response.body.decode(errors='replace')[:300]}",
+                        {401: "UNAUTHORIZED", 403: "ORIGIN_REFUSED"}.get(status, "HOST_REFUSED"),
+                    ) from None
+                raise RemoteFault(
+                    f"cannot reach the env server at {self.url}: HTTP {status}",
+                    code="UNREACHABLE",
+                    kind="env-server",
+                    evidence=f"opening the WebSocket failed: HTTP {status}",
+                ) from exc
             except (OSError, TimeoutError, InvalidHandshake) as exc:
                 raise RemoteFault(
                     f"cannot reach the env server at {self.url}: {type(exc).__name__}: {exc}",
@@ -244,4 +270,27 @@ class RemoteEnv:
         await self.aclose()
 
 
-__all__ = ["RemoteEnv", "RemoteError", "RemoteFault"]
+def _ws_base(base_url: str) -> str:
+    url = base_url.rstrip("/")
+    if url.startswith("http://"):
+        return "ws://" + url[len("http://") :]
+    if url.startswith("https://"):
+        return "wss://" + url[len("https://") :]
+    return url
+
+
+def openenv_client(base_url: str, *, token: str | None = None, **kwargs: Any) -> Any:
+    """openenv's ``GenericEnvClient`` for an agentenvs server, with its token (default:
+    ``find_token``'s). That client sets no headers, so the token goes in the
+    WebSocket's query (``?token=``), which the server accepts on ``/ws`` only."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    client = GenericEnvClient(base_url=base_url, **kwargs)
+    token = token if token is not None else find_token(base_url)
+    if token:
+        # openenv 0.3 keeps the socket's URL here and has no way to pass headers
+        client._ws_url = f"{_ws_base(base_url)}/ws?token={quote(token, safe='')}"
+    return client
+
+
+__all__ = ["RemoteEnv", "RemoteError", "RemoteFault", "openenv_client"]

@@ -15,7 +15,9 @@ bounds.
   that vanished sends nothing else: over HTTP that timeout defaults to
   ``HTTP_IDLE_TIMEOUT``), or when the server stops. At most ``max_sessions`` sessions
   live at once: a new one past that is refused with HTTP 503 and a JSON-RPC error whose
-  message says so. A request body over ``message_limit`` bytes is refused with 413.
+  message says so. A request body over ``message_limit`` bytes is refused with 413 and
+  not read (``transport.BoundedBodies``, as on the other protocols). Host, Origin and the
+  token are checked first, by the same ``access.AccessGuard`` as the other protocols.
   Sessions need the protocol's handshake (``initialize``, versions up to 2025-11-25); a
   request of a sessionless protocol version is refused (400) since an episode lives in a
   session. ``GET /sessions`` counts live sessions and envs (as the OpenEnv server does).
@@ -35,6 +37,7 @@ from typing import Any
 
 from agentenvs.server.app import ServerConfig
 from agentenvs.server.mcp_tools import STATE_URI, Episode, ToolAnswer
+from agentenvs.server.transport import BoundedBodies
 
 #: a session's idle timeout over HTTP when ``session_timeout`` is not set (seconds)
 HTTP_IDLE_TIMEOUT = 600.0
@@ -49,9 +52,7 @@ def _require_mcp() -> None:
 
 
 def _episode(config: ServerConfig) -> Episode:
-    return Episode(
-        config.env_id, config.make_env, message_limit=config.message_limit, inline=config.inline
-    )
+    return Episode.for_config(config)
 
 
 def _result(answer: ToolAnswer) -> Any:
@@ -180,19 +181,16 @@ class McpSessions:
     """The HTTP sessions: one SDK transport and one :class:`Episode` each, the bound on
     their number, the idle timeout, and closing them (an ASGI app for ``/mcp``)."""
 
-    def __init__(self, config: ServerConfig, *, host: str = "127.0.0.1") -> None:
-        from mcp.server.transport_security import TransportSecuritySettings
-
+    def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.timeout = config.session_timeout or HTTP_IDLE_TIMEOUT
         self.server = build_server(config, self.find, self._busy)
+        # Host, Origin and the token are checked in front of the app (``AccessGuard``),
+        # as for the other protocols; the SDK's own check would refuse --allow-host names
         self.security = None
-        if host in ("127.0.0.1", "localhost", "::1"):  # DNS rebinding: as the SDK does
-            self.security = TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
+        self._bounded = BoundedBodies(
+            self._handle, max_bytes=config.message_limit, timeout=config.request_timeout
+        )
         self.transports: dict[str, Any] = {}
         self.episodes: dict[str, Episode] = {}
         self.envs = 0  # sessions' envs not yet closed
@@ -242,10 +240,9 @@ class McpSessions:
             scope.deadline = anyio.current_time() + self.timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from mcp.server.streamable_http_manager import RequestBodyLimitMiddleware
-
-        limited = RequestBodyLimitMiddleware(self._handle, self.config.message_limit)
-        await limited(scope, receive, send)
+        # the server's own bound (``transport.BoundedBodies``): a body announced over the
+        # limit is refused unread, and the connection closed (the SDK's reads it to the end)
+        await self._bounded(scope, receive, send)
 
     async def _handle(self, scope: Any, receive: Any, send: Any) -> None:
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -354,18 +351,20 @@ async def _jsonrpc_error(scope: Any, receive: Any, send: Any, status: int, messa
     await response(scope, receive, send)
 
 
-def create_mcp_app(config: ServerConfig, *, host: str = "127.0.0.1") -> Any:
+def create_mcp_app(config: ServerConfig) -> Any:
     """The Starlette app: MCP at ``/mcp``, ``GET /health`` and ``GET /sessions``."""
     import gymnasium as gym
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     import agentenvs  # noqa: F401 - registers the ids
+    from agentenvs.server.access import AccessGuard
 
     _require_mcp()
     gym.spec(config.env_id)  # an unknown id fails here, before the server starts
-    sessions = McpSessions(config, host=host)
+    sessions = McpSessions(config)
 
     async def health(request: Any) -> Any:
         return JSONResponse({"status": "healthy"})
@@ -393,6 +392,8 @@ def create_mcp_app(config: ServerConfig, *, host: str = "127.0.0.1") -> Any:
             Route("/sessions", counts),
         ],
         lifespan=lifespan,
+        # outermost: a refused request is answered before its body is read
+        middleware=[Middleware(AccessGuard, policy=config.access)],
     )
     app.state.sessions = sessions
     return app
@@ -405,27 +406,23 @@ def serve_mcp_http(
     port: int = 8000,
     log_level: str = "warning",
     announce: Any = print,
+    on_bound: Any = None,
 ) -> None:
     """Serve MCP over streamable HTTP until interrupted; ``port=0`` picks a free port."""
-    import uvicorn
+    from agentenvs.server.app import check_bind, run_app
 
-    from agentenvs.server.transport import listening_socket, timed_http_protocol
-
-    app = create_mcp_app(config, host=host)
-    sock = listening_socket(host, port, config.stall_timeout)
-    bound = sock.getsockname()[1]
-    http: Any = "auto"
-    if config.request_timeout is not None:
-        http = timed_http_protocol(config.request_timeout)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, http=http))
-    announce(
-        f"agentenvs serve: {config.env_id} on http://{host}:{bound}/mcp "
-        f"(MCP streamable HTTP, up to {config.max_sessions} sessions)"
+    config = check_bind(config, host)
+    run_app(
+        create_mcp_app(config),
+        config,
+        host=host,
+        port=port,
+        log_level=log_level,
+        announce=announce,
+        what=f"MCP streamable HTTP, up to {config.max_sessions} sessions",
+        path="/mcp",
+        on_bound=on_bound,
     )
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
 
 
 __all__ = [

@@ -19,12 +19,16 @@ An :class:`Episode` is one MCP session's env. Its tools:
 
 Every action's result is the observation as text (``content``) and the step's figures as
 ``structuredContent``: ``reward``, ``terminated``, ``truncated``, ``done``, ``return`` (the
-episode's summed reward), ``turn``, ``turns_left``, ``success``, ``score``, ``action_valid``.
+episode's summed reward), ``turn``, ``turns_left``, ``success``, ``score``, ``action_valid``,
+less the keys the env hides from the agent (its ``hidden_info_keys``: DeepCoder's
+``score``, a pass rate over hidden tests, is never sent; nor is it in ``state``). A reset's
+``max_turns`` above the server's cap is refused, and a call while another of the same
+episode runs is answered ``SESSION_BUSY``.
 
 Errors are results with ``isError`` and a ``code`` in ``structuredContent``, the session
 kept: ``UNKNOWN_TOOL``, ``VALIDATION_ERROR`` (arguments that do not fit the tool's schema,
 or a call larger than the message bound), ``NO_EPISODE`` (an action before ``reset``),
-``EPISODE_OVER``, ``INFRASTRUCTURE_FAULT`` (the env raised a
+``EPISODE_OVER``, ``SESSION_BUSY``, ``INFRASTRUCTURE_FAULT`` (the env raised a
 :class:`~agentenvs.core.errors.Fault`, whose record is ``fault``; a ``reset`` starts afresh)
 and ``EXECUTION_ERROR``. The arguments of a BFCL function are recorded as sent, without
 checking them against its schema: judging them (a wrong type included) is BFCL's checker's
@@ -150,8 +154,12 @@ class Episode:
         *,
         message_limit: int,
         inline: bool | None = None,
+        turns_cap: int | None = None,
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.env_id = env_id
+        self.turns_cap = turns_cap
+        self.hidden = frozenset(hidden)
         self.family = env_family(env_id)
         self._make_env = make_env
         self._inline = (not calls_wait(env_id)) if inline is None else inline
@@ -183,6 +191,19 @@ class Episode:
         }
         self._templates = {tool.name: tool.template for tool in action_tools(env_id)}
 
+    @classmethod
+    def for_config(cls, config: Any) -> Episode:
+        """The episode a server with this ``ServerConfig`` gives a session: its message
+        limit, its cap on turns, and the env's hidden info keys kept from the agent."""
+        return cls(
+            config.env_id,
+            config.make_env,
+            message_limit=config.message_limit,
+            inline=config.inline,
+            turns_cap=config.turns_cap,
+            hidden=config.hidden_info_keys,
+        )
+
     # ------------------------------------------------------------------ listing
     @property
     def bfcl(self) -> bool:
@@ -212,7 +233,15 @@ class Episode:
     # ------------------------------------------------------------------ calls
     async def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[ToolAnswer, bool]:
         """Answer one tool call: ``(answer, tools_changed)``; never raises for what a
-        client sends."""
+        client sends. One call at a time: a call while another runs is refused
+        (``SESSION_BUSY``), so a client cannot queue work past its session's end or its
+        idle timeout."""
+        if self._lock.locked():
+            return ToolAnswer(
+                "another call of this session is still running: one call at a time",
+                {"code": "SESSION_BUSY"},
+                error=True,
+            ), False
         async with self._lock:
             try:
                 return await self._call(name, dict(arguments or {}))
@@ -293,6 +322,13 @@ class Episode:
                     f"could not make {self.env_id}: {str(exc)[:500]}", "FACTORY_ERROR"
                 ) from None
         options = {k: arguments[k] for k in ("task_id", "max_turns") if k in arguments}
+        wanted = options.get("max_turns")
+        if self.turns_cap is not None and isinstance(wanted, int) and wanted > self.turns_cap:
+            raise EpisodeError(
+                f"max_turns {wanted} is over this server's cap of {self.turns_cap} "
+                "(--max-turns-cap)",
+                "VALIDATION_ERROR",
+            )
         self.started, self.done = False, False
         self.episode_return = 0.0
         self._calls = []
@@ -345,7 +381,11 @@ class Episode:
             "score": info.get("score"),
             "action_valid": info.get("action_valid"),
         }
-        return ToolAnswer(text, json_safe(data)), changed
+        return ToolAnswer(text, json_safe(self._visible(data))), changed
+
+    def _visible(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` without the env's hidden info keys (a pass rate over hidden tests)."""
+        return {k: v for k, v in data.items() if k not in self.hidden}
 
     async def state(self) -> dict[str, Any]:
         """The episode's figures (before any reset: ``started`` false and nothing else)."""
@@ -366,13 +406,15 @@ class Episode:
 
         fields = await self.env.call(read)
         return json_safe(
-            {
-                "env_id": self.env_id,
-                "started": True,
-                "done": self.done,
-                "return": self.episode_return,
-                **fields,
-            }
+            self._visible(
+                {
+                    "env_id": self.env_id,
+                    "started": True,
+                    "done": self.done,
+                    "return": self.episode_return,
+                    **fields,
+                }
+            )
         )
 
     async def aclose(self) -> None:

@@ -183,12 +183,7 @@ def environment_class(config: ServerConfig) -> type:
 
         def __init__(self, task_spec: Any = None, secrets: Any = None) -> None:
             super().__init__(task_spec=dict(task_spec or {}), secrets=dict(secrets or {}))
-            self._episode = Episode(
-                config.env_id,
-                config.make_env,
-                message_limit=config.message_limit,
-                inline=config.inline,
-            )
+            self._episode = Episode.for_config(config)
             self._prompt: list[Any] = []
             self._fault: dict[str, Any] | None = None
             self._open = True
@@ -361,6 +356,7 @@ class OrsSessions:
     ``_last_ping`` (sid -> last ping or call); ``ors.server._delete_session`` ends one."""
 
     def __init__(self, server: Any, env_class: Any, config: ServerConfig) -> None:
+        from agentenvs.server.access import AccessGuard
         from agentenvs.server.transport import BoundedBodies
 
         self.server = server
@@ -370,7 +366,12 @@ class OrsSessions:
         self.inner = BoundedBodies(
             server.app, max_bytes=config.message_limit, timeout=config.request_timeout
         )
+        # in front of everything: a refused request is answered before its body is read
+        self.guard = AccessGuard(self._route, policy=config.access)
         self.reaped = 0
+        #: session ids of ``POST /create`` requests under way: counted from the moment the
+        #: request arrives, before any await, so concurrent creates cannot pass the bound
+        self.creating: set[str] = set()
 
     # ------------------------------------------------------------ counts
     @property
@@ -391,12 +392,21 @@ class OrsSessions:
             "max_message_bytes": self.config.message_limit,
         }
 
+    def _held(self) -> int:
+        """Sessions held: the SDK's, those being created, and envs still closing (a
+        session being deleted holds its env until it is closed)."""
+        active = self.server._active_envs
+        new = sum(1 for sid in self.creating if sid not in active)
+        return max(len(active), self.envs) + new
+
     def _full(self) -> bool:
-        # a session being deleted holds its env until it is closed: both count
-        return max(self.active, self.envs) >= self.config.max_sessions
+        return self._held() >= self.config.max_sessions
 
     # ------------------------------------------------------------ ASGI
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.guard(scope, receive, send)
+
+    async def _route(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.responses import JSONResponse
 
         if scope["type"] == "http":
@@ -404,14 +414,34 @@ class OrsSessions:
             if path == "/sessions" and method == "GET":
                 await JSONResponse(self.counts())(scope, receive, send)
                 return
-            if path == "/create" and method == "POST" and self._full():
-                detail = (
-                    f"the server is at capacity ({self.config.max_sessions} sessions at once): "
-                    "CAPACITY_REACHED"
-                )
-                await JSONResponse({"detail": detail}, status_code=503)(scope, receive, send)
+            if path == "/create" and method == "POST":
+                await self._create(scope, receive, send)
                 return
         await self.inner(scope, receive, send)
+
+    async def _create(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.responses import JSONResponse
+
+        sid = ""
+        for name, value in scope.get("headers", ()):
+            if name == b"x-session-id":
+                sid = value.decode("latin-1").strip()
+        if sid in self.creating:
+            detail = "VALIDATION_ERROR: this session is already being created"
+            await JSONResponse({"detail": detail}, status_code=409)(scope, receive, send)
+            return
+        if self._full():
+            detail = (
+                f"the server is at capacity ({self.config.max_sessions} sessions at once): "
+                "CAPACITY_REACHED"
+            )
+            await JSONResponse({"detail": detail}, status_code=503)(scope, receive, send)
+            return
+        self.creating.add(sid)  # before the first await: the bound holds
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            self.creating.discard(sid)
 
     # ------------------------------------------------------------ idle sessions
     async def reap(self) -> None:
@@ -478,30 +508,25 @@ def serve_ors(
     port: int = 8000,
     log_level: str = "warning",
     announce: Any = print,
+    on_bound: Any = None,
 ) -> None:
     """Serve ORS over HTTP until interrupted; ``port=0`` picks a free port."""
-    import uvicorn
+    from agentenvs.server.app import check_bind, run_app
 
-    from agentenvs.server.transport import listening_socket, timed_http_protocol
-
-    app = create_ors_app(config)
-    sock = listening_socket(host, port, config.stall_timeout)
-    bound = sock.getsockname()[1]
-    http: Any = "auto"
-    if config.request_timeout is not None:
-        http = timed_http_protocol(config.request_timeout)
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level=log_level, http=http, lifespan="on", access_log=False)
-    )
+    config = check_bind(config, host)
     name = config.env_id.rsplit("/", 1)[-1]
-    announce(
-        f"agentenvs serve: {config.env_id} on http://{host}:{bound} (ORS environment "
-        f"{name!r}, up to {config.max_sessions} sessions)"
+    run_app(
+        create_ors_app(config),
+        config,
+        host=host,
+        port=port,
+        log_level=log_level,
+        announce=announce,
+        what=f"ORS environment {name!r}, up to {config.max_sessions} sessions",
+        on_bound=on_bound,
+        lifespan="on",
+        access_log=False,
     )
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
 
 
 __all__ = [
