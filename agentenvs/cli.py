@@ -263,8 +263,10 @@ def _run(
     # the whole run's rate, the resumed part included
     done = summary.run_successes
     records = summary.already_done + summary.ran
+    from agentenvs.policy.credentials import redact_spec
+
     print(
-        f"{policy}: {summary.total} trajectories in {out} "
+        f"{redact_spec(policy)}: {summary.total} trajectories in {out} "
         f"({summary.already_done} already done, {summary.ran} run in {summary.seconds:.1f} s"
         + (f"; {done / records:.0%} of all {records} successful)" if records else ")")
     )
