@@ -112,6 +112,9 @@ class TextEnv(gym.Env[str, str]):
     #: ``_set_state`` fails half-way; envs whose ``_set_state`` cannot fail after
     #: ``_check_state`` passed (or whose state is costly to read) set this False
     restore_rollback: ClassVar[bool] = True
+    #: info keys whose values the agent must not see (a pass rate over hidden tests):
+    #: the agent-facing servers (MCP, ORS) never send them; trainers read them in process
+    hidden_info_keys: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # a subclass that overrides reset (to catch its faults, to read an option first)

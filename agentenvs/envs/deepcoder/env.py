@@ -212,6 +212,10 @@ class DeepCoderMTEnv(TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 4
+    #: figures over all tests, hidden ones included (``state_key`` hashes which pass)
+    hidden_info_keys = frozenset(
+        {"score", "tests_passed", "tests_total", "test_results", "step_reward", "state_key"}
+    )
     snapshot_version: ClassVar[int] = 1
 
     def __init__(

@@ -293,6 +293,7 @@ class FrozenLakeEnv(TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 20
+    hidden_info_keys = frozenset({"last_regret", "step_reward"})  # the oracle's values
     #: ``_set_state`` only assigns what ``_check_state`` has checked: nothing to roll back
     restore_rollback: ClassVar[bool] = False
 

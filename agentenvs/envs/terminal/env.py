@@ -174,6 +174,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     """
 
     default_max_turns: ClassVar[int] = 30
+    #: the task's tests run where the agent never sees them: their results stay hidden
+    hidden_info_keys = frozenset(
+        {"score", "tests_passed", "tests_total", "test_results", "rewards", "step_reward"}
+    )
     #: the tests also run when the budget runs out: success within T is not "first
     #: success at a turn <= T" of a longer episode, so Pass@(K,T) derive mode is refused
     success_checked_at_budget_end: ClassVar[bool] = True

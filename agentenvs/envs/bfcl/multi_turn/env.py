@@ -188,6 +188,7 @@ class BFCLMultiTurnEnv(TextEnv):
 
     default_max_turns = 60
     snapshot_version = 1
+    hidden_info_keys = frozenset({"score", "turns_passed", "turn_check", "step_reward"})  # verdicts
 
     @classmethod
     def calls_wait(cls, **kwargs: Any) -> bool:
