@@ -86,7 +86,7 @@ def test_verifiers_run_eval_plays_episodes_through_serve_model(
 
     config = EvalConfig(env=AgentEnvsEnvConfig(taskset=_lake_taskset([0, 1, 2])), model=served.name,
                         push=False, rich=None, output_dir=tmp_path, max_concurrent=3,
-                        client=vf.EvalClientConfig(base_url=served.url, api_key_var="AGENTENVS_TEST_KEY"))
+                        client=vf.EvalClientConfig(base_url=served.url, api_key_var="AGENTENVS_MODEL_API_KEY"))
     episodes = asyncio.run(run_eval(config))
     assert len(episodes) == 3
     for episode in episodes:
@@ -109,7 +109,7 @@ def test_vf_eval_command_plays_episodes_through_serve_model(
         [str(vf_eval), TASKSET_ID, "--env.taskset.env", "agentenvs/FrozenLake-v0",
          "--env.taskset.task-ids", '["4x4"]', "--env.taskset.seeds", "[0, 1]",
          "--env.taskset.max-turns", "2", "-m", served.name, "--client.base-url", served.url,
-         "--client.api-key-var", "AGENTENVS_TEST_KEY", "--no-push", "--output-dir", str(out)],
+         "--client.api-key-var", "AGENTENVS_MODEL_API_KEY", "--no-push", "--output-dir", str(out)],
         capture_output=True, text=True, timeout=600, env={**os.environ, "NO_COLOR": "1"},
     )
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
@@ -257,6 +257,7 @@ def test_trls_vllm_client_generates_through_serve_models_completions(served: Ser
     # VLLMClient.__init__ refuses to run where vLLM is not installed; what it sets is this
     client = VLLMClient.__new__(VLLMClient)
     client.session, client.base_url, client.model = requests.Session(), served.root, served.name
+    client.session.headers["Authorization"] = f"Bearer {served.api_key}"  # serve-model's key
     client.check_server(total_timeout=30)  # its /health probe
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     prompt = tokenizer("Map:\nP_\n_G", add_special_tokens=False)["input_ids"]
