@@ -33,7 +33,7 @@
   of the episode's table files (``information_schema.INNODB_SYS_TABLESPACES``, MySQL's
   ``INNODB_TABLESPACES``: exact, about a millisecond) is read before a write, every
   ``SIZE_POLL_S`` while it runs (a write that takes the files past the cap is killed, and
-  rolls back), and after it. A data change (``INSERT``, ``UPDATE``, ...) runs in a
+  rolls back; its session too when it runs on ``SIZE_KILL_GRACE_S`` later), and after it. A data change (``INSERT``, ``UPDATE``, ...) runs in a
   transaction the env opens, committed only when the files stay within the cap or did not
   grow; a ``CREATE`` past it has the tables it made dropped. An ``ALTER`` or index that
   grows an existing table past it stays, and every later write that grows the files is
