@@ -30,6 +30,7 @@ SMUGGLED = {
     "dash_dash_at_the_end": f"SELECT {LOCK} --",
     "nested_comment": f"SELECT 1 /* /* */, {LOCK} # */",
     "hash_comment_then_code": f"SELECT 1 #\n, {LOCK}",
+    "dash_dash_no_break_space": f"SELECT 1 --\u00a0, {LOCK}",
     "unterminated_comment": f"SELECT {LOCK} /* x",
     # executable comments: the server runs their content
     "executable_comment": f"SELECT 1 /*!, {LOCK} */",

@@ -232,7 +232,8 @@ def server_reading(sql: str) -> tuple[str, str | None]:
             out.append(TEXT * (j + 1 - i))
             i = j + 1
         elif ch == "#" or (
-            sql.startswith("--", i) and i + 2 < n and (sql[i + 2].isspace() or sql[i + 2] < " ")
+            # the server's rule, byte by byte: an ASCII space or control character after --
+            sql.startswith("--", i) and i + 2 < n and (sql[i + 2] <= " " or sql[i + 2] == "\x7f")
         ):
             j = sql.find("\n", i)
             j = n if j < 0 else j
