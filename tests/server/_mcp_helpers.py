@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from _token import AUTH, TEST_TOKEN, authorized
 
 from agentenvs.integrations.common import calls_action
 
@@ -75,7 +76,7 @@ class HttpServer:
         return self.base + "/mcp"
 
     def sessions(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.base + "/sessions", timeout=30) as resp:
+        with urllib.request.urlopen(authorized(self.base + "/sessions"), timeout=30) as resp:
             return json.loads(resp.read())
 
     def wait_envs(self, n: int, timeout: float = 120.0) -> int:
@@ -90,7 +91,7 @@ class HttpServer:
 
 @contextlib.contextmanager
 def http_server(env_id: str, *extra: str, tmpdir: Path | None = None) -> Iterator[HttpServer]:
-    cmd = [sys.executable, *serve_args(env_id, "--port", "0", *extra)]
+    cmd = [sys.executable, *serve_args(env_id, "--port", "0", "--token", TEST_TOKEN, *extra)]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(tmpdir)
     )
@@ -121,12 +122,25 @@ def http_server(env_id: str, *extra: str, tmpdir: Path | None = None) -> Iterato
             proc.wait()
 
 
+def http_client(headers: dict[str, str] | None = None) -> Any:
+    """The HTTP client an MCP client session uses: the test servers' token in its headers."""
+    import httpx2
+
+    return httpx2.AsyncClient(
+        headers=AUTH if headers is None else headers, timeout=httpx2.Timeout(30, read=300)
+    )
+
+
 @contextlib.asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[Any]:
+async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+    async with (
+        http_client(headers) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -155,6 +169,7 @@ class Plan:
     calls: list[tuple[str, dict[str, Any]]]
     rewards: list[float]
     success: bool
+    env_id: str = ""
 
 
 def _jsonable(value: Any) -> Any:
@@ -235,13 +250,22 @@ def _plan(env_id: str, seed: int) -> Plan:
             step("submit")
         else:
             raise AssertionError(f"no plan for {env_id}")
-        return Plan(reset, calls, rewards, bool(info.get("success")))
+        return Plan(reset, calls, rewards, bool(info.get("success")), env_id)
     finally:
         env.close()
 
 
+def hidden_keys(env_id: str) -> frozenset[str]:
+    """The info keys ``env_id`` keeps from the agent (its ``hidden_info_keys``)."""
+    from agentenvs.server.app import ServerConfig
+
+    return ServerConfig(env_id).hidden_info_keys
+
+
 async def play(session: Any, plan: Plan) -> tuple[list[float], dict[str, Any]]:
-    """Play ``plan`` through an MCP session: the rewards of its steps and the final state."""
+    """Play ``plan`` through an MCP session: the rewards of its steps and the final state.
+    No result and no state holds a key the env hides from the agent."""
+    hidden = hidden_keys(plan.env_id) if plan.env_id else frozenset()
     result = await session.call_tool("reset", plan.reset)
     assert not result.is_error, result.content[0].text
     rewards = []
@@ -251,7 +275,9 @@ async def play(session: Any, plan: Plan) -> tuple[list[float], dict[str, Any]]:
         result = await session.call_tool(name, args)
         assert not result.is_error, (name, result.content[0].text)
         data = result.structured_content or {}
+        assert not hidden & set(data), (name, sorted(hidden & set(data)))
         if "reward" in data:
             rewards.append(float(data["reward"]))
     state = await session.call_tool("state", {})
+    assert not hidden & set(state.structured_content or {}), state.structured_content
     return rewards, dict(state.structured_content or {})

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _mcp_helpers import ENV_KWARGS, Plan, child_env
+from _mcp_helpers import ENV_KWARGS, Plan, child_env, hidden_keys
+from _token import TEST_TOKEN, authorized
 
 
 def ors_name(env_id: str) -> str:
@@ -44,7 +45,7 @@ class OrsServer:
     url: str
 
     def sessions(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.url + "/sessions", timeout=30) as resp:
+        with urllib.request.urlopen(authorized(self.url + "/sessions"), timeout=30) as resp:
             return json.loads(resp.read())
 
     def wait_envs(self, n: int, timeout: float = 120.0) -> int:
@@ -59,7 +60,7 @@ class OrsServer:
 
 @contextlib.contextmanager
 def ors_server(env_id: str, *extra: str, tmpdir: Path | None = None) -> Iterator[OrsServer]:
-    cmd = [sys.executable, *ors_serve_args(env_id, "--port", "0", *extra)]
+    cmd = [sys.executable, *ors_serve_args(env_id, "--port", "0", "--token", TEST_TOKEN, *extra)]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(tmpdir)
     )
@@ -91,12 +92,13 @@ def ors_server(env_id: str, *extra: str, tmpdir: Path | None = None) -> Iterator
 
 
 @contextlib.asynccontextmanager
-async def ors_env(url: str, env_id: str) -> AsyncIterator[Any]:
+async def ors_env(url: str, env_id: str, api_key: str | None = TEST_TOKEN) -> AsyncIterator[Any]:
     """The SDK client's ``AsyncEnvironment`` for ``env_id`` (its client kept alive: the
-    SDK closes the HTTP session when the ``AsyncORS`` object goes)."""
+    SDK closes the HTTP session when the ``AsyncORS`` object goes), sending the server's
+    token as its ``api_key``."""
     from ors.client import AsyncORS
 
-    client = AsyncORS(url)
+    client = AsyncORS(url, api_key=api_key)
     env = client.environment(ors_name(env_id))
     try:
         yield env
@@ -114,12 +116,15 @@ def task(env_id: str, spec: dict[str, Any]) -> Any:
 async def play(session: Any, plan: Plan) -> tuple[list[float], Any, list[Any]]:
     """Play ``plan``'s calls through an ORS session: the rewards of its steps, the last
     output, and every output."""
+    hidden = hidden_keys(plan.env_id) if plan.env_id else frozenset()
     rewards: list[float] = []
     outputs = []
     for name, args in plan.calls:
         listed = {t.name for t in await session.list_tools()}
         assert name in listed, (name, listed)
         out = await session.call_tool(name, args)
+        # the env's hidden info keys never reach the agent
+        assert not hidden & set(out.metadata or {}), (name, out.metadata)
         outputs.append(out)
         if out.reward is not None:
             rewards.append(float(out.reward))

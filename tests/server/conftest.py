@@ -1,4 +1,8 @@
-"""A real env server in a subprocess on loopback, for the server tests."""
+"""A real env server in a subprocess on loopback, for the server tests.
+
+Every server here is started with a known token (``TEST_TOKEN``), which the suite's
+clients find in the environment (``AGENTENVS_SERVER_TOKEN``, and ``ORS_API_KEY`` for the
+ORS SDK's client) while the tests run."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _token import TEST_TOKEN, authorized
 
 pytest.importorskip("fastapi", reason="could not import fastapi: pip install 'agentenvs[server]'")
 pytest.importorskip("uvicorn", reason="could not import uvicorn: pip install 'agentenvs[server]'")
@@ -23,14 +28,28 @@ pytest.importorskip("websockets", reason="could not import websockets: pip insta
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def server_token(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test servers' token where the clients look for it."""
+    monkeypatch.setenv("AGENTENVS_SERVER_TOKEN", TEST_TOKEN)
+    monkeypatch.setenv("ORS_API_KEY", TEST_TOKEN)
+    return TEST_TOKEN
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen[str]
     url: str
+    token: str | None = TEST_TOKEN
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=30) as resp:
+        with urllib.request.urlopen(authorized(self.url + path), timeout=30) as resp:
             return json.loads(resp.read())
+
+    @property
+    def ws_url(self) -> str:
+        """The session endpoint, with the token in its query."""
+        return self.url.replace("http://", "ws://") + f"/ws?token={self.token}"
 
     def active_sessions(self) -> int:
         return int(self.get("/sessions")["active"])
@@ -77,9 +96,16 @@ class Server:
 def start_server() -> Iterator[Callable[..., Server]]:
     started: list[Server] = []
 
-    def start(env_id: str, *extra: str, env_kwargs: dict[str, Any] | None = None) -> Server:
+    def start(
+        env_id: str,
+        *extra: str,
+        env_kwargs: dict[str, Any] | None = None,
+        token: str | None = TEST_TOKEN,
+    ) -> Server:
         cmd = [sys.executable, "-m", "agentenvs.cli", "serve", "--env", env_id, "--port", "0",
                "--env-kwargs", json.dumps(env_kwargs or {}), *extra]
+        if token is not None:
+            cmd += ["--token", token]
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         assert proc.stdout is not None
@@ -89,7 +115,7 @@ def start_server() -> Iterator[Callable[..., Server]]:
             proc.kill()
             rest = proc.stdout.read()
             raise AssertionError(f"the server did not start: {line}{rest}")
-        server = Server(proc, f"http://127.0.0.1:{match.group(1)}")
+        server = Server(proc, f"http://127.0.0.1:{match.group(1)}", token)
         started.append(server)
         deadline = time.monotonic() + 60
         while True:

@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+from _token import authorized
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -29,7 +30,7 @@ FROZEN = "agentenvs/FrozenLake-v0"
 
 
 def ws_url(server: Any) -> str:
-    return server.url.replace("http://", "ws://") + "/ws"
+    return server.ws_url  # with the server's token
 
 
 async def ask(ws: Any, message: Any) -> dict[str, Any]:
@@ -38,9 +39,7 @@ async def ask(ws: Any, message: Any) -> dict[str, Any]:
 
 
 def post(server: Any, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(
-        server.url + path, data=body, headers={"Content-Type": "application/json"}
-    )
+    req = authorized(server.url + path, body, **{"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
             return resp.status, json.loads(resp.read())
@@ -485,7 +484,10 @@ def test_slow_loris_connections_are_closed(start_server) -> None:
         # a body that never comes is cut off as well
         sock = socket.create_connection(("127.0.0.1", port), timeout=60)
         slow.append(sock)
-        sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        sock.sendall(
+            f"POST /reset HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 100\r\n"
+            f"Authorization: Bearer {server.token}\r\n\r\n{{".encode()
+        )
         reply = sock.recv(4096)
         assert b" 408 " in reply.split(b"\r\n", 1)[0]
     finally:

@@ -24,6 +24,7 @@ from _mcp_helpers import (  # noqa: E402
     stdio_session,
     traversable_tmp,
 )
+from _token import AUTH, TEST_TOKEN  # noqa: E402
 
 FROZENLAKE = "agentenvs/FrozenLake-v0"
 TERMINAL = "agentenvs/TerminalBench-v0"
@@ -129,12 +130,15 @@ anyio.run(main)
 """
 
 HTTP_CLIENT = """
-import anyio, sys
+import anyio, httpx2, sys
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 async def main():
-    async with streamable_http_client(sys.argv[1]) as (read, write):
+    headers = {"Authorization": "Bearer " + sys.argv[2]}
+    async with httpx2.AsyncClient(headers=headers) as http, streamable_http_client(
+        sys.argv[1], http_client=http
+    ) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             result = await session.call_tool("reset", {"seed": 0})
@@ -191,7 +195,7 @@ def test_a_killed_http_client_s_session_times_out_and_leaves_nothing_behind() ->
     ):
         before = _descendants(server.proc.pid)
         client = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(HTTP_CLIENT), server.url],
+            [sys.executable, "-c", textwrap.dedent(HTTP_CLIENT), server.url, TEST_TOKEN],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -271,6 +275,7 @@ def test_a_request_over_the_message_bound_is_refused_and_the_session_kept() -> N
             data=body.encode(),
             method="POST",
             headers={
+                **AUTH,
                 "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream",
             },

@@ -17,6 +17,7 @@ import pytest
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.server.client import RemoteEnv, RemoteError, RemoteFault
+from agentenvs.server.client import openenv_client as agentenvs_openenv_client
 from agentenvs.server.models import json_safe
 
 openenv_client = pytest.importorskip(
@@ -46,7 +47,7 @@ def in_process(env_id: str, seed: int, actions: list[str], env_kwargs: dict[str,
 async def through_openenv(url: str, seed: int, actions: list[str]) -> list[Any]:
     """The same episode through openenv-core's own client."""
     out: list[Any] = []
-    async with openenv_client.GenericEnvClient(base_url=url) as client:
+    async with agentenvs_openenv_client(url) as client:
         result = await client.reset(seed=seed)
         o = result.observation
         out.append((o["text"], result.reward, o["terminated"], o["truncated"], o["info"]))
@@ -124,7 +125,7 @@ def test_reset_options_snapshots_and_errors(start_server) -> None:
             state = await other.astate()
             assert state["turn"] == 4 and state["task_id"] == "8x8"
             # a reset can start from a snapshot too (for clients that know only reset)
-            async with openenv_client.GenericEnvClient(base_url=server.url) as client:
+            async with agentenvs_openenv_client(server.url) as client:
                 result = await client.reset(snapshot=token)
                 assert result.observation["text"] == restored_obs
                 # ... but never from a token this server did not issue

@@ -16,7 +16,7 @@ FROZEN = "agentenvs/FrozenLake-v0"
 
 
 def ws_url(server: Any) -> str:
-    return server.url.replace("http://", "ws://") + "/ws"
+    return server.ws_url  # with the server's token
 
 
 async def ask(ws: Any, message: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import gymnasium as gym
+from _token import TEST_TOKEN
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.server.models import TextObservation, json_safe, observation_payload
@@ -50,6 +51,7 @@ class RawClient:
         self.sock = socket.create_connection((host, int(port)), timeout=30)
         self.sock.sendall(
             f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Authorization: Bearer {TEST_TOKEN}\r\n"
             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
             "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
