@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -30,8 +31,13 @@ ENV_ID = "agentenvs/FrozenLake-v0"
 MOVES = ["Left", "Down", "Right", "Up"]
 
 
+#: the servers' token, which every client sends
+TOKEN = secrets.token_urlsafe(32)
+
+
 def start(*extra: str) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "agentenvs.cli", "serve", "--env", ENV_ID, "--port", "0", *extra]
+    cmd = [sys.executable, "-m", "agentenvs.cli", "serve", "--env", ENV_ID, "--port", "0",
+           "--token", TOKEN, *extra]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -66,10 +72,15 @@ def script(steps: int) -> list[tuple[int, list[str], list[float]]]:
 
 
 async def run_mcp(url: str, episodes) -> float:  # noqa: ANN001
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async with streamable_http_client(url + "/mcp") as (read, write):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(url + "/mcp", http_client=http) as (read, write),
+    ):
         async with ClientSession(read, write) as session:
             await session.initialize()
             start_t, n = time.perf_counter(), 0
@@ -86,7 +97,7 @@ async def run_mcp(url: str, episodes) -> float:  # noqa: ANN001
 async def run_openenv(url: str, episodes) -> float:  # noqa: ANN001
     from agentenvs.server.client import RemoteEnv
 
-    async with RemoteEnv(url) as env:
+    async with RemoteEnv(url, token=TOKEN) as env:
         start_t, n = time.perf_counter(), 0
         for seed, moves, rewards in episodes:
             await env.areset(seed=seed, options={"task_id": "8x8", "max_turns": 20})

@@ -18,7 +18,7 @@ import asyncio
 import os
 import time
 
-from bench_mcp import run_openenv, script, start
+from bench_mcp import TOKEN, run_openenv, script, start
 
 os.environ.setdefault("ORS_LOG_LEVEL", "WARNING")
 
@@ -27,7 +27,7 @@ async def run_ors(url: str, episodes) -> tuple[float, float]:  # noqa: ANN001
     from ors.client import AsyncORS
     from ors.client._types import Task
 
-    client = AsyncORS(url)
+    client = AsyncORS(url, api_key=TOKEN)
     env = client.environment("FrozenLake-v0")
     try:
         start_t, n, in_calls = time.perf_counter(), 0, 0.0
