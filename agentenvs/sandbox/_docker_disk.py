@@ -42,7 +42,7 @@ MAX_DEPTH = 256
 MIN_INTERVAL_S = 0.25
 #: ... and spends at most about this share of one core on it (a big layer is measured
 #: less often: the pause after a walk is at least (1 - share) / share times its length)
-WALK_SHARE = 0.1
+WALK_SHARE = 0.05
 #: a container's log (json-file, one file): what its pid 1 prints, kept to this size
 LOG_MAX = "1m"
 
