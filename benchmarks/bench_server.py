@@ -12,7 +12,10 @@ upgrade, masked text frames, each message sent from the previous reply's callbac
 step, and the round trip of one session against an in-process step; the best round and
 the median of the rounds.
 
-``--baseline REV`` also starts the server of git revision ``REV`` (its ``agentenvs``
+Two arms of the current server run in every round: the default (its token, sent once
+in each session's upgrade, and the Host and Origin checks) and ``--no-auth``; the ratio
+between them is the cost of those checks. ``--baseline REV`` also starts the server of
+git revision ``REV`` (its ``agentenvs``
 package, exported to a temporary folder) and drives both, taking turns, in the same run:
 the ratio between them holds on a loaded machine, where absolute figures do not.
 
@@ -30,6 +33,7 @@ import multiprocessing as mp
 import os
 import random
 import re
+import secrets
 import statistics
 import struct
 import subprocess
@@ -81,11 +85,12 @@ class _Socket:
 
     @classmethod
     async def open(cls, url: str) -> _Socket:
-        host, port = url.removeprefix("ws://").split(":")
+        address, auth = _split(url)
+        host, port = address.split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         key = base64.b64encode(os.urandom(16)).decode()
         writer.write(
-            f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}Upgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
             "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
@@ -172,13 +177,15 @@ class _FastSession(asyncio.Protocol):
     answered), its plan's resets and steps sent from the reply's own callback, without a
     stream reader or a coroutine switch a message; every step's reply kept for checking."""
 
-    def __init__(self, host: str, plan: list[tuple[int, str]], gate: float) -> None:
+    def __init__(
+        self, host: str, plan: list[tuple[int, str]], gate: float, auth: str = ""
+    ) -> None:
         import orjson  # the server extra's JSON reader, quicker than the standard one
         from websockets.speedups import apply_mask
 
         self.loads, self.apply_mask = orjson.loads, apply_mask
         self.mask = random.Random(os.urandom(8)).randbytes  # a fresh masking key each frame
-        self.host, self.plan, self.gate = host, plan, gate
+        self.host, self.plan, self.gate, self.auth = host, plan, gate, auth
         self.steps = {m: json.dumps({"type": "step", "data": {"text": m}}).encode() for m in MOVES}
         self.latencies: list[int] = []
         self.got: list[Any] = []
@@ -195,7 +202,7 @@ class _FastSession(asyncio.Protocol):
         self.transport = transport
         key = base64.b64encode(os.urandom(16)).decode()
         transport.write(
-            f"GET /ws HTTP/1.1\r\nHost: {self.host}\r\nUpgrade: websocket\r\n"
+            f"GET /ws HTTP/1.1\r\nHost: {self.host}\r\n{self.auth}Upgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
             "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
@@ -291,12 +298,20 @@ async def _fast_session(
     url: str, plan: list[tuple[int, str]], gate: float
 ) -> tuple[list[int], list]:
     """``_session`` on ``_FastSession``: the same messages, checked the same way."""
-    host, port = url.removeprefix("ws://").split(":")
+    address, auth = _split(url)
+    host, port = address.split(":")
     loop = asyncio.get_running_loop()
     _, session = await loop.create_connection(
-        lambda: _FastSession(f"{host}:{port}", plan, gate), host, int(port)
+        lambda: _FastSession(f"{host}:{port}", plan, gate, auth), host, int(port)
     )
     return await session.finished
+
+
+def _split(url: str) -> tuple[str, str]:
+    """``host:port`` of a server's ``ws://host:port[#token]``, and the header line that
+    carries its token (empty without one)."""
+    address, _, token = url.removeprefix("ws://").partition("#")
+    return address, f"Authorization: Bearer {token}\r\n" if token else ""
 
 
 def _client(
@@ -362,14 +377,19 @@ def _cpu_seconds(pid: int) -> float:
 
 
 # ------------------------------------------------------------------ servers
-def start_server(package_root: Path, sessions: int) -> tuple[subprocess.Popen, str]:
+def start_server(
+    package_root: Path, sessions: int, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
+    """A server of the package at ``package_root``; its ``ws://host:port``, followed by
+    ``#TOKEN`` when ``extra`` gives one (``--token``)."""
     env = {
         **os.environ,
         "PYTHONPATH": f"{package_root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentenvs.cli", "serve", "--env", "agentenvs/FrozenLake-v0",
-         "--port", "0", "--max-sessions", str(sessions + 8), "--env-kwargs", json.dumps(KWARGS)],
+         "--port", "0", "--max-sessions", str(sessions + 8), "--env-kwargs", json.dumps(KWARGS),
+         *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
         cwd=package_root,  # `python -m` puts the working dir first on the path
     )  # fmt: skip
@@ -379,7 +399,10 @@ def start_server(package_root: Path, sessions: int) -> tuple[subprocess.Popen, s
     if match is None:
         proc.kill()
         raise SystemExit(f"the server did not start: {line}{proc.stdout.read()}")
-    return proc, match.group(0).replace("http://", "ws://")
+    url = match.group(0).replace("http://", "ws://")
+    if "--token" in extra:
+        url += "#" + extra[extra.index("--token") + 1]
+    return proc, url
 
 
 def export_revision(rev: str, into: Path) -> Path:
@@ -414,11 +437,19 @@ def main() -> None:
         "--stream-client", action="store_true", help="generators on the stream client"
     )
     args = parser.parse_args()
+    token = secrets.token_urlsafe(32)
     with tempfile.TemporaryDirectory() as tmp:
-        servers = {"current": ROOT}
+        # the default server (its token and Host checks) beside one with --no-auth
+        servers: dict[str, tuple[Path, tuple[str, ...]]] = {
+            "current": (ROOT, ("--token", token)),
+            "current --no-auth": (ROOT, ("--no-auth",)),
+        }
         if args.baseline:
-            servers[f"baseline {args.baseline}"] = export_revision(args.baseline, Path(tmp))
-        running = {name: start_server(root, args.sessions) for name, root in servers.items()}
+            servers[f"baseline {args.baseline}"] = (export_revision(args.baseline, Path(tmp)), ())
+        running = {
+            name: start_server(root, args.sessions, extra)
+            for name, (root, extra) in servers.items()
+        }
         try:
             best: dict[str, dict[str, Any]] = {}
             rounds: list[list[dict[str, Any]]] = []  # each round: every server once
@@ -459,14 +490,20 @@ def main() -> None:
                     f"{median('client_cpu_us'):5.1f} µs/step  "
                     f"every reply equal in every round: {all(got['same'] for got in ours)}"
                 )
+            names = list(best)
+            pairs = [("current", "current --no-auth", "token + Host checks / --no-auth")]
             if args.baseline:
-                names = list(best)
-                ratio = best[names[0]]["steps_per_s"] / best[names[1]]["steps_per_s"]
+                pairs.append(("current", names[2], "current / baseline"))
+            for a_name, b_name, label in pairs:
+                i, j = names.index(a_name), names.index(b_name)
+                ratio = best[a_name]["steps_per_s"] / best[b_name]["steps_per_s"]
                 # rounds next to each other see much the same load from the rest of the machine
-                speed = statistics.median(a["steps_per_s"] / b["steps_per_s"] for a, b in rounds)
-                cpu = statistics.median(b["server_cpu_us"] / a["server_cpu_us"] for a, b in rounds)
+                speed = statistics.median(r[i]["steps_per_s"] / r[j]["steps_per_s"] for r in rounds)
+                cpu = statistics.median(
+                    r[j]["server_cpu_us"] / r[i]["server_cpu_us"] for r in rounds
+                )
                 print(
-                    f"  ratio current / baseline: best {ratio:.2f}x steps/s; median of the "
+                    f"  ratio {label}: best {ratio:.2f}x steps/s; median of the "
                     f"{len(rounds)} rounds {speed:.2f}x steps/s, {cpu:.2f}x less server CPU a step"
                 )
         finally:
