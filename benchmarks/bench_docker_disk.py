@@ -4,7 +4,8 @@ Prints, from one run, on the docker runtime (a fixture task, ``grading="official
 median step of a short command (``true``) with the watch (its thread walking the layer
 every 0.25 s or less often, a measure after each command) and without it, in the same
 episode's container, and their ratio;
-for a writable layer of a few files and of ``--files`` files (a pip install's worth), and
+for a writable layer of a few files and of ``--files`` more (a pip install's worth, under
+``/usr/local/lib``), and
 the time of one measure of each layer (the walk from the host). The steps alternate in
 blocks of 10 (with, without) so that a change of the machine's load meets both alike.
 Exits 0 with a note when Docker is unavailable.
@@ -87,7 +88,9 @@ def main() -> None:
         env.reset(options={"task_id": "tb1-greeting"})
         rows = [("a few files", measure(env, args.repeat))]
         env.step(
-            f"mkdir -p /app/many && cd /app/many && seq {args.files} | "
+            # outside the work dir (as a pip install's files are), so the step's own
+            # state key does not read them
+            f"mkdir -p /usr/local/lib/many && cd /usr/local/lib/many && seq {args.files} | "
             "split -l 1 -a 6 - f && cd /app"
         )
         rows.append((f"{args.files} files", measure(env, args.repeat)))
