@@ -24,8 +24,19 @@ closed (shell, sandbox, container, database), when the client sends ``close``, w
 connection drops (a client that is killed included), after ``session_timeout`` seconds
 without a message, or when the server stops.
 
+Access (``agentenvs.server.access``, the same for the MCP and ORS servers): every HTTP
+request and WebSocket passes ``AccessGuard`` first: a Host of this server's (loopback
+names on its port, ``allow_hosts``), no foreign Origin (``allow_origins`` aside), and the
+token when ``token`` is set (``agentenvs serve`` sets one unless ``--no-auth``). A
+refused request is answered 421, 403 or 401 before any of it is read. This protocol is
+the trainer's: an observation's ``info`` is the env's whole info (its hidden keys
+included, which the agent-facing MCP and ORS servers leave out).
+
 Bounds against any client:
 
+- a reset's ``max_turns``: at most ``turns_cap`` (``max_turns_cap``, else the env's own
+  budget), else ``VALIDATION_ERROR``; connections: ``connection_limit`` at once (HTTP 503
+  past it);
 - envs: ``max_sessions`` envs at once, WebSocket sessions and ``POST /reset`` counted
   together; past it a session is refused with ``CAPACITY_REACHED`` (then closed, code
   1013) and an HTTP reset with 503;

@@ -28,7 +28,7 @@ is the id without its namespace, ``FrozenLake-v0``):
   ``reward`` is the step's reward and ``finished`` whether the episode ended (solved,
   over, out of turns); ``metadata`` holds the step's figures as the MCP server's
   ``structuredContent`` has them (``terminated``, ``truncated``, ``return``, ``turn``,
-  ``turns_left``, ``success``, ``score``, ``action_valid``). A BFCL function call only
+  ``turns_left``, ``success``, ``score``, ``action_valid``, less the env's hidden keys). A BFCL function call only
   records the call: ``reward`` None, ``finished`` false.
 - **Errors**: ``RunToolError(error)``, whose text starts with its code and a colon
   (:func:`error_code` reads it): ``UNKNOWN_TOOL``, ``VALIDATION_ERROR`` (arguments that do
@@ -45,8 +45,16 @@ is the id without its namespace, ``FrozenLake-v0``):
 
 Bounds (the reference server's session store has none; ``ServerConfig``'s):
 
-- ``max_sessions`` sessions at once: past it ``POST /create`` is HTTP 503 whose detail
-  names the bound and ``CAPACITY_REACHED`` (the SDK's client retries twice, then raises);
+- ``max_sessions`` sessions at once, a ``POST /create`` counted from the moment it
+  arrives (before any await: concurrent creations cannot pass the bound): past it HTTP 503
+  whose detail names the bound and ``CAPACITY_REACHED`` (the SDK's client retries twice,
+  then raises);
+- one tool call at a time per session: a call while another runs is the error
+  ``SESSION_BUSY`` at once, so calls a client queued do not run after it hung up;
+- a task spec's ``max_turns`` at most ``ServerConfig.turns_cap`` (HTTP 400 past it);
+- Host, Origin and the token (``X-API-Key``, what the SDK's client sends for its
+  ``api_key``, or ``Authorization: Bearer``) checked first (``access.AccessGuard``);
+  ``metadata`` and the results leave out the env's ``hidden_info_keys``;
 - an idle timeout, ``session_timeout`` or :data:`IDLE_TIMEOUT`: a session neither pinged
   (the SDK's client pings every 10 s) nor called that long is deleted and its env closed,
   so a killed client's env goes; a session whose tool call runs is never idle. Keep it
