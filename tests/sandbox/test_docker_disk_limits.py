@@ -199,7 +199,7 @@ def test_disk_bomb_ends_the_episode_at_the_cap(env: Any, api: Any, bomb: str) ->
     assert _gone(api, box)
     free_after = _free(api)
     print(  # a figure for the record, sampled: it may miss the true peak
-        f"\n{bomb}: cap {LIMITS.disk_mb} MiB; host lost {(free_before - lowest.free) / MB:.0f}"
+        f"\n{bomb}: {info['sandbox_lost']}; host lost {(free_before - lowest.free) / MB:.0f}"
         f" MiB at the lowest sampled during the step, {(free_before - free_after) / MB:+.0f}"
         " MiB after the container's removal"
     )
