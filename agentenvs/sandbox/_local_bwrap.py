@@ -2,7 +2,7 @@
 the read-only view of the system every sandbox gets.
 
 Of the host's ``/etc`` a sandbox sees only what programs read to run (:data:`ETC_SHOWN`, an
-allow-list): the dynamic linker's cache, the names of users, groups, hosts and services, CA
+allow-list; a copy of it, staged on the host once, is its ``/etc``): the dynamic linker's cache, the names of users, groups, hosts and services, CA
 certificates, time zone and locale, the alternatives links ``/usr/bin`` points through, the
 shells' startup files, and the few runtimes' own config there (Python, Perl, Java). The
 rest stays out by construction: package managers' config (``pip.conf``, ``xdg/pip``,
@@ -19,12 +19,17 @@ container's seccomp profile).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import os
 import shutil
+import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from agentenvs.sandbox import _leftovers
 
@@ -212,18 +217,96 @@ def local_available(bwrap: str | None = None) -> tuple[bool, str]:
     return _probe(bwrap or find_bwrap())
 
 
-@functools.lru_cache(maxsize=1)
-def _etc_binds() -> tuple[str, ...]:
-    """bwrap's arguments showing :data:`ETC_SHOWN` (as found here, once a process): links
-    made again as links, the rest bound read-only (skipped if gone by then)."""
-    args = ["--dir", "/etc"]
+def _etc_entries() -> tuple[tuple[str, int, int, int], ...]:
+    """The host's paths :data:`ETC_SHOWN` names, each with what tells a changed one."""
+    found = []
     for pattern in ETC_SHOWN:
         for path in sorted(glob.glob(f"/etc/{pattern}")):
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), path]
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                found.append((path, st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(found)
+
+
+def _copy_shown(src: str, dest: str) -> None:
+    """Copy ``src`` to ``dest``: links as links, dirs others may list, files others may
+    read (never a special file, nor one the sandbox's user could not read on the host)."""
+    st = os.lstat(src)
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dest)
+        return
+    if stat.S_ISDIR(st.st_mode) and mode & 0o005 == 0o005:
+        os.mkdir(dest, 0o700)
+        for name in sorted(os.listdir(src)):
+            _copy_shown(os.path.join(src, name), os.path.join(dest, name))
+    elif stat.S_ISREG(st.st_mode) and mode & 0o004:
+        shutil.copyfile(src, dest, follow_symlinks=False)
+        mode &= 0o755  # no set-id bits, no writer but the owner
+    else:
+        return
+    os.chmod(dest, mode)
+    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _stage_etc(
+    entries: tuple[tuple[str, int, int, int], ...], mount_points: tuple[str, ...]
+) -> str:
+    """A host dir holding a copy of ``entries`` (removed when this process and its forks have
+    ended), with an empty file or dir at each of ``mount_points`` it lacks."""
+    root = _leftovers.owned_mkdtemp(BWRAP_COPY_PREFIX)
+    os.chmod(root, 0o755)
+
+    def parents(path: str) -> str:
+        dest = os.path.join(root, os.path.relpath(path, "/etc"))
+        parent = os.path.dirname(dest)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+            d = parent
+            while d != root:
+                os.chmod(d, 0o755)
+                d = os.path.dirname(d)
+        return dest
+
+    for path, *_ in entries:
+        with contextlib.suppress(OSError):  # gone or changed since: shown as it was, or not
+            _copy_shown(path, parents(path))
+    for path in mount_points:
+        dest = parents(path)
+        if not os.path.lexists(dest):
+            if os.path.isdir(path):
+                os.mkdir(dest, 0o755)
             else:
-                args += ["--ro-bind-try", path, path]
-    return tuple(args)
+                open(dest, "x").close()
+    return root
+
+
+_ETC_RECHECK_S = 10.0
+_etc_lock = threading.Lock()
+_etc_view: dict[str, Any] = {"path": None, "entries": None, "mounts": None, "checked": 0.0}
+
+
+def _etc_binds() -> list[str]:
+    """bwrap's arguments showing :data:`ETC_SHOWN` at /etc: one read-only bind of a copy
+    (a bind per entry costs bwrap a mount each: tens of ms a start), staged once and again
+    when an entry has changed (looked at every few seconds) or a mask of ``_local_masks``
+    under /etc needs its mount point."""
+    from agentenvs.sandbox._local_masks import _hidden_paths
+
+    mounts = tuple(p for p in _hidden_paths() if p.startswith("/etc/"))
+    now = time.monotonic()
+    with _etc_lock:
+        view = _etc_view
+        if view["path"] is None or now - view["checked"] > _ETC_RECHECK_S:
+            entries = _etc_entries()
+            view["checked"] = now
+        else:
+            entries = view["entries"]
+        same = (entries, mounts) == (view["entries"], view["mounts"])
+        if not (same and os.path.isdir(view["path"])):
+            # the old copy stays: sandboxes running now have it mounted
+            view.update(path=_stage_etc(entries, mounts), entries=entries, mounts=mounts)
+        return ["--ro-bind", view["path"], "/etc"]
 
 
 def _system_binds() -> list[str]:

@@ -217,6 +217,36 @@ def test_honest_programs_still_work(local_box: Sandbox) -> None:
     assert r.stdout.split() == ["root", "127.0.0.1", "nobody", "nobody", "A1,B2"]
 
 
+#: a fresh interpreter hides a host file under /etc that the sandbox does not show (task
+#: files may lie anywhere): its mask needs a mount point in the sandbox's /etc
+HIDE_UNDER_ETC = r"""
+import sys
+from agentenvs.sandbox import make_sandbox
+from agentenvs.sandbox.local import hide_from_sandboxes
+hide_from_sandboxes(sys.argv[1])
+with make_sandbox("local") as box:
+    r = box.run(["cat", sys.argv[1]])
+    print(r.returncode, repr(r.stdout), r.stderr)
+"""
+
+
+def test_a_mask_under_etc_still_starts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    require_bwrap()
+    # two levels down: a top-level entry of a shown system dir is never masked
+    names = ("security/limits.conf", "pam.d/other", "default/useradd", "apt/sources.list")
+    hidden = next((f"/etc/{n}" for n in names if Path(f"/etc/{n}").is_file()), None)
+    if hidden is None:
+        pytest.skip("no file under this host's /etc to hide")
+    r = subprocess.run(
+        [sys.executable, "-c", HIDE_UNDER_ETC, hidden], capture_output=True, text=True, timeout=120
+    )
+    # the sandbox started, and the file reads as nothing (a mask is /dev/null on a nodev mount)
+    assert r.returncode == 0 and r.stdout.split(" ")[1] == "''", (r.stdout, r.stderr[-2000:])
+
+
 # ------------------------------------------------------------- through a terminal env
 @pytest.mark.parametrize(
     "runtime",
