@@ -592,7 +592,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
         max_prompt_tokens=args.max_prompt_tokens, max_prompt_bytes=args.max_prompt_bytes,
         max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
         request_timeout=args.request_timeout, read_timeout=args.read_timeout,
-        max_connections=args.max_connections, turn_sequences=args.turn_sequences,
+        max_connections=args.max_connections,
     )
     key: str | None = None
     source = "made here"

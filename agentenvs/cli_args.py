@@ -584,9 +584,6 @@ def add_analysis_parsers(sub: Any) -> None:
                         help="a client's time to send a whole request")
     limits.add_argument("--max-connections", type=positive_int, default=256,
                         help="connections held (past it the longest idle one is closed)")
-    limits.add_argument("--turn-sequences", type=positive_int, default=4,
-                        help="sequences of one request the model runs before the next "
-                        "request's turn")
 
 
 # ---------------------------------------------------------------- checks per command

@@ -95,12 +95,13 @@ def read_key_file(path: str | os.PathLike[str]) -> str:
     """The key in a file (its first line); refused where others may read the file."""
     path = Path(path).expanduser()
     info = path.stat()
-    if info.st_mode & 0o077 and not os.environ.get("AGENTENVS_ALLOW_SHARED_KEY_FILE"):
+    if info.st_mode & 0o077:
         raise PermissionError(
             f"the key file {path} may be read by other users (mode "
             f"{stat.S_IMODE(info.st_mode):o}): chmod 600 it"
         )
-    key = path.read_text().strip().splitlines()[0].strip() if path.read_text().strip() else ""
+    lines = path.read_text().strip().splitlines()
+    key = lines[0].strip() if lines else ""
     if not key:
         raise ValueError(f"the key file {path} is empty")
     remember_secret(key)

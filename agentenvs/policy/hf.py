@@ -304,13 +304,12 @@ class HFPolicy:
         top_p: float | None = None,
         max_new_tokens: int | None = None,
         stop: str | Sequence[str] | None = None,
-        first_index: tuple[int, int] = (0, 0),
+        between_steps: Callable[[], None] | None = None,
     ) -> list[list[Generation]]:
         """``n`` continuations of each token-id prompt; unset options use the policy's.
 
-        ``first_index``: the (prompt, sample) index the first prompt's first sample has in
-        a larger call, whose seeds this part draws with: a seeded call split into parts
-        draws what the whole call draws (``agentenvs serve-model`` splits a request so)."""
+        ``between_steps``: called after each decoding step (``agentenvs serve-model``
+        runs other requests' work there, and ends a request past its time by raising)."""
         torch = self._torch
         temperature = self.temperature if temperature is None else float(temperature)
         top_p = self.top_p if top_p is None else float(top_p)
@@ -337,9 +336,11 @@ class HFPolicy:
             generators = []
             for c, j in chunk:
                 generator = torch.Generator(device=self.device)
-                generator.manual_seed(derive_seed(base, c + first_index[0], j + first_index[1]))
+                generator.manual_seed(derive_seed(base, c, j))
                 generators.append(generator)
-            out = self._generate_batch(ids, mask, generators, temperature, top_p, max_new, stops)
+            out = self._generate_batch(
+                ids, mask, generators, temperature, top_p, max_new, stops, between_steps
+            )
             for (c, j), generation in zip(chunk, out, strict=True):
                 results[(c, j)] = generation
         return [[results[(c, j)] for j in range(int(n))] for c in range(len(prompts))]
@@ -353,6 +354,7 @@ class HFPolicy:
         top_p: float,
         max_new: int,
         stops: tuple[str, ...],
+        between_steps: Callable[[], None] | None = None,
     ) -> list[Generation]:
         """Decode a left-padded batch token by token (see the module docstring)."""
         torch = self._torch
@@ -403,6 +405,8 @@ class HFPolicy:
                             reasons[row] = "stop"
                 if all(reason is not None for reason in reasons):
                     break
+                if between_steps is not None:
+                    between_steps()
                 # finished rows keep feeding padding; their output is no longer read
                 step_ids = torch.where(
                     torch.tensor([r is None for r in reasons], device=chosen.device),

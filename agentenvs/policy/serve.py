@@ -46,10 +46,9 @@ tool calls stream as ``delta.tool_calls`` (id, name and arguments of each call).
 server answers to any model name.
 
 One thread runs the model, in turns (``agentenvs.policy.serve_schedule``): a request's
-choices are generated ``turn_sequences`` at a time and its log-prob passes one at a time,
-and the requests under way take turns, so a small request beside a large one waits for
-one turn of it, not for all of it. A seeded request draws what one call of the policy
-would (each sample's seed is ``(seed, prompt, sample)``'s, however the request is cut).
+generation (all its choices in one batch) or one log-prob pass. A generation gives way
+between its decoding steps to the turn waiting longest, so a small request beside a
+large one waits one decoding step of it, not all of it.
 
 Errors answer in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: a
 bad request 400 naming its field in ``param`` (a prompt longer than the model's context
@@ -70,7 +69,6 @@ request past ``ServeLimits``' caps are a 400 naming the cap, a body past its cap
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -256,22 +254,12 @@ class LocalServer:
         return self.scheduler.run(lambda: work(*args, **kwargs), self._request.deadline)
 
     def _generate(self, prompts: list[list[int]], sampling: Sampling) -> list[list[Any]]:
-        """``sampling.n`` generations of each prompt, in turns of ``turn_sequences``
-        sequences; a seeded request draws what one call of the policy would."""
-        options = sampling.generate_options()
-        if options.get("seed") is None:
-            options["seed"] = secrets.randbits(63)
-        n, step = sampling.n, self.limits.turn_sequences
-        rows: list[list[Any]] = []
-        for c, ids in enumerate(prompts):
-            row: list[Any] = []
-            for j in range(0, n, step):
-                part = self._turn(
-                    self.policy.generate, [ids], min(step, n - j), first_index=(c, j), **options
-                )
-                row += part[0]
-            rows.append(row)
-        return rows
+        """``sampling.n`` generations of each prompt, in one turn that gives way to other
+        requests between its decoding steps."""
+        return self._turn(
+            self.policy.generate, prompts, sampling.n,
+            between_steps=self.scheduler.between_steps, **sampling.generate_options(),
+        )
 
     # ------------------------------------------------------------ caps
     def _check_sampling(self, sampling: Sampling, prompts: int) -> None:
@@ -336,7 +324,8 @@ class LocalServer:
             + len(json.dumps(tools or []).encode())
         )
         conversation = Conversation(messages=messages, tools=tools)
-        ids = self._turn(self.policy.formatter.prompt_ids, conversation)
+        # in this request's thread: a tokenizer's encoding is no turn on the model
+        ids = self.policy.formatter.prompt_ids(conversation)
         self._check_prompt_ids([ids])
         generations = self._generate([ids], sampling)[0]
         values = (
@@ -588,13 +577,9 @@ class LocalServer:
         if any(len(ids) < 1 for ids in prompts):
             raise BadRequest("empty prompt", "prompt")
         tokenizer = self.policy.tokenizer
-        values: list[Any] = []
-        step = self.limits.turn_sequences
-        for i in range(0, len(prompts), step):
-            part = prompts[i : i + step]
-            values += self._turn(
-                self.policy.token_logprobs, part, [1 if len(ids) > 1 else len(ids) for ids in part]
-            )
+        values = self._turn(
+            self.policy.token_logprobs, prompts, [1 if len(ids) > 1 else len(ids) for ids in prompts]
+        )
         choices = []
         for i, (ids, lps) in enumerate(zip(prompts, values, strict=True)):
             logprobs = completion_logprobs(
@@ -642,7 +627,7 @@ class LocalServer:
     def _prompt_ids(self, prompt: Any, add_special_tokens: bool) -> list[list[int]]:
         def encode(item: Any) -> list[int]:
             if isinstance(item, str):
-                encoded = self._turn(self.policy.tokenizer, item, add_special_tokens=add_special_tokens)
+                encoded = self.policy.tokenizer(item, add_special_tokens=add_special_tokens)
                 return list(encoded["input_ids"])
             if isinstance(item, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) for t in item

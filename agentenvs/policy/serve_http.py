@@ -14,7 +14,9 @@ one request may ask, and how many connections the server holds.
   is refused before a byte of it is read); at ``max_connections`` the connection idle the
   longest (no request under way) is closed to make room. A request that got through is
   handed to a bounded pool of ``max_queue`` threads, and only while fewer than
-  ``max_queue`` requests are admitted: the next one is answered 429 at once.
+  ``max_queue`` requests are admitted: the next one is answered 429 at once. ``Host``,
+  ``Origin`` and the key are checked on the headers: a refused request's body is never
+  read (and its connection is closed).
 """
 
 from __future__ import annotations
@@ -79,12 +81,10 @@ class ServeLimits:
     read_timeout: float = 30.0
     #: connections held at once (past it the longest idle one is closed)
     max_connections: int = 256
-    #: sequences of one request the model runs before another request's turn
-    turn_sequences: int = 4
 
     def __post_init__(self) -> None:
         for name in ("max_n", "max_sequences", "max_tokens", "max_prompt_bytes",
-                     "max_body_bytes", "max_queue", "max_connections", "turn_sequences"):
+                     "max_body_bytes", "max_queue", "max_connections"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.max_prompt_tokens is not None and int(self.max_prompt_tokens) < 1:
@@ -270,7 +270,7 @@ class HTTPServer:
                 connection.busy, connection.since = False, time.monotonic()
                 try:
                     request = await asyncio.wait_for(
-                        self._read(reader), self.limits.read_timeout
+                        self._read(reader, writer), self.limits.read_timeout
                     )
                 except TimeoutError:
                     await self._write(writer, error_response(
@@ -296,7 +296,9 @@ class HTTPServer:
                 self._connections.remove(connection)
             writer.close()
 
-    async def _read(self, reader: asyncio.StreamReader) -> Request | None:
+    async def _read(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Request | None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.IncompleteReadError as exc:
@@ -342,8 +344,14 @@ class HTTPServer:
                 413, f"a body of {length} bytes: this server takes at most "
                 f"{self.limits.max_body_bytes} bytes (--max-body-bytes)",
                 "invalid_request_error", "body_too_large"))
-        body = await reader.readexactly(length) if length else b""
-        return Request(method, target.split("?", 1)[0].rstrip("/") or "/", headers, body)
+        request = Request(method, target.split("?", 1)[0].rstrip("/") or "/", headers, b"")
+        refused = self._check_access(request)  # before a byte of the body is read
+        if refused is not None:
+            raise _Refused(refused)
+        if length and headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits for it
+        request.body = await reader.readexactly(length) if length else b""
+        return request
 
     def _check_access(self, request: Request) -> Response | None:
         port = int(self.port)
@@ -367,9 +375,6 @@ class HTTPServer:
         return None
 
     async def _answer(self, request: Request) -> Response:
-        refused = self._check_access(request)
-        if refused is not None:
-            return refused
         if request.method == "GET" and request.path in self.open_paths:
             return Response(200, {"status": "ok"})
         if self.admitted >= self.limits.max_queue:

@@ -1,11 +1,16 @@
 """Whose turn it is on the model of ``agentenvs serve-model``: a fair scheduler.
 
-One thread runs the model. A request's work comes in turns (``ServeLimits.turn_sequences``
-sequences generated or scored, one log-prob pass), and a request waits for one turn to end
-before it asks for the next, so the turns of the requests under way run in round-robin:
-a request of one sample that comes while one of sixteen runs waits for one turn of it,
-not for all sixteen. A request past its deadline gets no further turn
-(``RequestTimedOut``).
+One thread runs the model, a turn at a time: a request's generation (all its samples in
+one batch, as the policy batches them) or one log-prob pass. Turns wait first come first
+served, and a request has at most one waiting. A generation under way gives way between
+its decoding steps (``between_steps``, which ``HFPolicy.generate`` calls after each
+step): the turn waiting longest runs there, to its end, and the generation goes on
+where it was. So a one-sample request that comes while a sixteen-sample one of 512
+tokens runs waits one decoding step of it, not all 512; and the large one keeps its
+batch (a request cut into smaller batches would pay for it in throughput). A turn run
+inside another does not give way in turn (one level, so the memory held is two
+generations' at most). A request past its deadline gets no further turn, and its
+generation ends at its next step (``RequestTimedOut``).
 """
 
 from __future__ import annotations
@@ -33,15 +38,15 @@ class _Turn:
 
 
 class FairScheduler:
-    """Run each request's turns on one thread, first come first served per turn (a request
-    has at most one turn waiting, so the requests under way take turns)."""
+    """Run turns on one model thread, first come first served, a generation giving way to
+    the turn waiting longest between its decoding steps (see the module docstring)."""
 
     def __init__(self) -> None:
         self._waiting: deque[_Turn] = deque()
         self._cond = threading.Condition()
         self._closed = False
-        #: turns run so far (a request's turns, in order: what the tests read)
-        self.turns_run = 0
+        self._current: _Turn | None = None
+        self._nested = False
         self.thread = threading.Thread(target=self._loop, name="serve-model-model", daemon=True)
         self.thread.start()
 
@@ -57,15 +62,48 @@ class FairScheduler:
                 raise RuntimeError("the server is stopping")
             self._waiting.append(turn)
             self._cond.notify()
-        # a turn under way is not cut short; one still waiting is dropped
-        if not turn.done.wait(max(0.0, deadline - time.monotonic())):
+        # a turn under way ends at its next step past the deadline; one waiting is dropped
+        if not turn.done.wait(max(0.0, deadline - time.monotonic()) + 1.0):
             with self._cond:
                 if turn in self._waiting:
                     self._waiting.remove(turn)
-            raise RequestTimedOut("the request ran out of time waiting for the model")
+            if not turn.done.is_set():
+                raise RequestTimedOut("the request ran out of time waiting for the model")
+        turn.done.wait()
         if turn.error is not None:
             raise turn.error
         return turn.result  # type: ignore[no-any-return]
+
+    def between_steps(self) -> None:
+        """Called on the model thread between a generation's decoding steps: end the turn
+        past its deadline, else run the turn waiting longest (not inside a turn that
+        itself runs inside another)."""
+        current = self._current
+        if current is not None and time.monotonic() >= current.deadline:
+            raise RequestTimedOut("the request ran out of time while the model ran it")
+        if self._nested:
+            return
+        with self._cond:
+            if not self._waiting:
+                return
+            turn = self._waiting.popleft()
+        self._nested = True
+        try:
+            self._execute(turn)
+        finally:
+            self._nested = False
+            self._current = current
+
+    def _execute(self, turn: _Turn) -> None:
+        if time.monotonic() >= turn.deadline:
+            turn.error = RequestTimedOut("the request ran out of time waiting for the model")
+        else:
+            self._current = turn
+            try:
+                turn.result = turn.work()
+            except BaseException as exc:  # noqa: BLE001 - handed to the request's thread
+                turn.error = exc
+        turn.done.set()
 
     def _loop(self) -> None:
         while True:
@@ -75,15 +113,8 @@ class FairScheduler:
                 if self._closed and not self._waiting:
                     return
                 turn = self._waiting.popleft()
-            if time.monotonic() >= turn.deadline:
-                turn.error = RequestTimedOut("the request ran out of time waiting for the model")
-            else:
-                try:
-                    turn.result = turn.work()
-                except BaseException as exc:  # noqa: BLE001 - handed to the request's thread
-                    turn.error = exc
-                self.turns_run += 1
-            turn.done.set()
+            self._execute(turn)
+            self._current = None
 
     def close(self) -> None:
         with self._cond:
