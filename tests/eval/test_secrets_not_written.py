@@ -121,3 +121,26 @@ def test_fault_records_of_a_failing_run_hold_no_key(tmp_path: Path) -> None:
     assert run.returncode != 0
     assert (out / "faults.jsonl").read_text().strip()  # the spec is in its records
     assert _holding(key, out, run) == []
+
+
+def test_an_inline_key_is_masked_in_argv_the_name_and_the_repr() -> None:
+    import warnings
+
+    from agentenvs.policy.credentials import hide_argv
+    from agentenvs.policy.registry import make_policy
+
+    key = secrets.token_urlsafe(24)
+    spec = f"openai:base_url=http://127.0.0.1:9/v1,model=m,api_key={key}"
+    argv = ["agentenvs", "eval", "--policy", spec, "--api-key", key, f"--api-key={key}"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hide_argv(argv)
+    assert not any(key in arg for arg in argv)
+    assert argv[3] == "openai:base_url=http://127.0.0.1:9/v1,model=m,api_key=***"
+    try:
+        import setproctitle  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        assert any("process list" in str(w.message) for w in caught)
+    policy = make_policy(spec)
+    assert policy.api_key == key  # used, never shown
+    assert key not in policy.name and key not in repr(policy)

@@ -272,3 +272,11 @@ def test_a_small_request_beside_a_large_one_is_answered_first(
         large.join()
     assert finished == ["small", "large"]
     assert seen_beside == [[], [16]]  # the small one ran while the large one was under way
+
+
+def test_no_key_is_refused_beyond_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentenvs.cli import main
+
+    code = main(["serve-model", "--model", "hf:model=unused", "--no-auth", "--host", "0.0.0.0"])
+    assert code == 2
+    assert "--no-auth serves loopback only" in capsys.readouterr().err
