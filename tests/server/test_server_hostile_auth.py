@@ -611,3 +611,18 @@ def test_connections_past_the_bound_are_answered_503(start_server) -> None:
         for sock in idle:
             sock.close()
     assert wait_for(lambda: request(server.url, "GET", "/sessions", headers=BEARER)[0] == 200)
+
+
+def test_allowed_hosts_and_origins_are_served_and_no_others(start_server) -> None:
+    server = start_server(
+        FROZEN, "--allow-host", "envs.internal", "--allow-origin", "https://app.example"
+    )
+    port = port_of(server.url)
+    good = f"/ws?token={TEST_TOKEN}"
+    assert ws_handshake(server.url, good, host=f"envs.internal:{port}") == 101
+    assert ws_handshake(server.url, good, {"Origin": "https://app.example"}) == 101
+    assert ws_handshake(server.url, good, host=f"other.internal:{port}") == 421
+    assert ws_handshake(server.url, good, {"Origin": "https://app.example.evil"}) == 403
+    assert ws_handshake(server.url, good, {"Origin": "null"}) == 403  # a sandboxed page
+    # two Host headers: which one a proxy read is unknown, so neither is taken
+    assert ws_handshake(server.url, good, {"Host": f"{EVIL}:{port}"}) == 400
