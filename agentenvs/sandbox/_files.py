@@ -238,13 +238,13 @@ _MARK = "__AE_MEASURED__"
 def measure_command(where: str, limits: CopyLimits) -> str:
     """A shell command measuring the tree ``where`` inside the sandbox as ``measure``
     does (apparent bytes of regular files, entries, depth with ``where`` at 1), stopping
-    at the first limit passed; ``read_measure`` reads its answer."""
+    at the first limit passed (its status then 3); ``read_measure`` reads its answer."""
     return (
         f"find {shlex.quote(where)} -printf '%y %s %d\\n' 2>/dev/null | "
         f"awk -v mb={limits.max_bytes} -v mf={limits.max_files} -v md={limits.max_depth} "
         '\'{ n++; if ($1 == "f") b += $2; if ($3 + 1 > d) d = $3 + 1; '
-        "if (n > mf || b > mb || d > md) exit } "
-        f'END {{ printf "{_MARK} %d %.0f %d\\n", n, b, d }}\''
+        "if (n > mf || b > mb || d > md) { over = 1; exit } } "
+        f'END {{ printf "{_MARK} %d %.0f %d\\n", n, b, d; if (over) exit 3 }}\''
     )
 
 

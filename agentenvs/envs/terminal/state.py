@@ -82,8 +82,10 @@ def check_state(state: Any) -> None:
         check_dir_archive(state["files"], where.rstrip("/").rsplit("/", 1)[1])
 
 
-def check_dir_archive(data: Any, top: str) -> None:
-    """Raise ``ValueError`` unless ``data`` is a whole tar archive of ``top/`` alone."""
+def check_dir_archive(data: Any, top: str, limits: Any = None) -> None:
+    """Raise ``ValueError`` unless ``data`` is a whole tar archive of ``top/`` alone; with
+    ``limits`` (``CopyLimits``), ``OverLimit`` once its files' sizes pass ``max_bytes``
+    (files that grew as sparse ones after they were measured), before their data is read."""
     import io
     import posixpath
     import tarfile
@@ -92,6 +94,13 @@ def check_dir_archive(data: Any, top: str) -> None:
         raise ValueError("files must be the bytes of a tar archive")
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+            if limits is not None:
+                from agentenvs.envs.terminal.copies import OverLimit
+
+                total = sum(m.size for m in archive.getmembers() if m.isfile())
+                if total > limits.max_bytes:
+                    what = f"the files of {top} (grown while copied)"
+                    raise OverLimit("bytes", total, limits.max_bytes, what)
             for member in archive:
                 name = posixpath.normpath(member.name)
                 if name != top and not name.startswith(f"{top}/"):
@@ -129,7 +138,7 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
     if reader is not None:
         data = reader(shell, where)
         try:
-            check_dir_archive(data, name)
+            check_dir_archive(data, name, limits)
         except ValueError as exc:
             raise SandboxError(f"cannot read {where} for a snapshot ({exc})") from exc
         return bytes(data)
@@ -158,7 +167,7 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
             data = base64.b64decode(out.strip(), validate=True)
             if len(data) > cap:
                 raise OverLimit("bytes", len(data), cap, f"{what} (grown while copied)")
-            check_dir_archive(data, name)
+            check_dir_archive(data, name, limits)
         except ValueError as exc:  # binascii.Error is one
             why = str(exc)[:120]
             continue
@@ -169,11 +178,19 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
 def work_dir_key(shell: Any, where: str, tested: bool) -> str:
     """The state key of a work dir: a hash of its files (git indexes by their staged
     entries: the index caches stat data that differ between equal states), the shell's
-    directory, and whether the tests ran; ``lost`` when the sandbox died."""
+    directory, and whether the tests ran; ``lost`` when the sandbox died. A work dir
+    past the copy limits (``copies``) is keyed by its entries' metadata in walk order
+    instead (depth, name, type, size, mtime, mode): reading its holes or a tree
+    thousands of dirs deep whole would take minutes."""
+    from agentenvs.envs.terminal.copies import DEFAULT_COPY_LIMITS, measure_command
+
     parent, name = where.rsplit("/", 1)
     top = shlex.quote(name)
     try:
         rc, out = shell.control(
+            f"{measure_command(where, DEFAULT_COPY_LIMITS)} >/dev/null; "
+            "if [ $? -eq 3 ]; then "
+            f"find {shlex.quote(where)} -printf '%d %f %y %s %T@ %m\\n' 2>/dev/null; else "
             # anchored patterns: one match per member, where an unanchored one is tried
             # at every '/' of the path (a tree 1,200 dirs deep took minutes)
             "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
@@ -181,7 +198,7 @@ def work_dir_key(shell: Any, where: str, tested: bool) -> str:
             f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
             f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
             'while read -r g; do echo "$g"; '
-            'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; } | md5sum'
+            'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; }; fi | md5sum'
         )
     except SandboxError:  # the sandbox died; the next step ends the episode
         return "lost"

@@ -1,0 +1,176 @@
+"""Every copy of the agent's files into the host is bounded and sparse-aware.
+
+An agent can make files that cost its sandbox nothing and the host a lot: sparse files
+(``truncate -s 256M f`` takes 4 KB), a huge number of files, a tree thousands of dirs
+deep, a file that grows while it is copied. Each bomb here is what a policy does through
+``gym.make`` + ``step`` on each runtime; the env runs in a fresh subprocess that reports
+the peak of its own resident memory (``ru_maxrss``) before and after the bomb. Each test
+asserts from outside that ``step`` returned, that the peak grew by less than
+``RSS_BOUND`` (the old copies read a sparse file's holes whole: +2 GB for 1 GB of holes),
+that the refusal names the copy limit that was passed with its figure, and that an honest
+episode afterwards in the same env still passes.
+
+On the local runtime the end state is copied at the freeze before grading, so the bomb
+is submitted and the verdict's finding checked; on Docker the grading reads nothing of
+the work dir into the host, so the copies are snapshots (``step_rewards=True`` grades
+each step on a snapshot; ``snapshot()`` says why it could not hold the files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: how much the env process's peak resident memory may grow across one bomb
+RSS_BOUND_MB = 96
+
+#: what the agent runs; sparse files cost the sandbox nothing, real data written is tiny
+BOMBS = {
+    # 4 x 200 MiB of holes in the work dir
+    "many-sparse": "for i in 1 2 3 4; do truncate -s 200M /app/sparse$i; done",
+    # one file as large as the sandbox lets a file be (256 MiB), all holes
+    "one-huge-sparse": "truncate -s 256M /app/huge",
+    # a .pth the interpreter reads at start, made of holes (the user site is copied
+    # on local, the work dir on both)
+    "sparse-pth": (
+        'site="$(python3 -m site --user-site)"; mkdir -p "$site" /app && '
+        'truncate -s 256M "$site/zz.pth"; truncate -s 256M /app/zz.pth'
+    ),
+    # 110,000 empty files
+    "file-count": (
+        'mkdir -p /app/many && python3 -c "import os\nfor i in range(110000): '
+        "os.close(os.open(f'/app/many/{i}', os.O_CREAT | os.O_WRONLY))\""
+    ),
+    # a tree 10,000 dirs deep
+    "deep-tree": (
+        "python3 -c \"import os\nos.chdir('/app')\nfor i in range(10000): "
+        "os.mkdir('d'); os.chdir('d')\""
+    ),
+}
+#: the limit each bomb passes
+PASSES = {
+    "many-sparse": "max_bytes",
+    "one-huge-sparse": "max_bytes",
+    "sparse-pth": "max_bytes",
+    "file-count": "max_files",
+    "deep-tree": "max_depth",
+}
+#: a background job that keeps adding 200 MiB sparse files while the copy runs (up to
+#: 40 of them: 8 GB of holes, no data)
+GROWING = (
+    "nohup sh -c 'i=0; while [ $i -lt 40 ]; do i=$((i + 1)); "
+    "truncate -s 200M /app/grow$i; done' >/dev/null 2>&1 &\n"
+    "sleep 0.05"
+)
+
+_SCRIPT = r"""
+import json, resource, sys
+import gymnasium as gym
+import agentenvs  # noqa: F401
+
+runtime, mode, bomb = sys.argv[1], sys.argv[2], sys.argv[3]
+env = gym.make("agentenvs/TerminalBench-v0", runtime=runtime, command_timeout=120,
+               step_rewards=(mode == "snapshot"))
+out = {}
+try:
+    env.reset(options={"task_id": "word-frequency"})
+    env.step("```bash\necho warm\n```")
+    if mode == "snapshot":
+        env.unwrapped.snapshot()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if mode == "submit":
+        obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```\nsubmit")
+        out["findings"] = info.get("grading_findings", [])
+        out["terminated"] = term
+    else:
+        obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```")
+        out["lost"] = env.unwrapped.snapshot().state.get("lost")
+    out["grew_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    out["reward"] = reward
+    out["obs"] = obs[-600:]
+    env.reset(options={"task_id": "word-frequency"})
+    action = env.unwrapped.oracle_action() + "\nsubmit"
+    _, _, _, _, info = env.step(action)
+    out["honest"] = info["success"]
+finally:
+    env.close()
+print("RESULT " + json.dumps(out))
+"""
+
+RUNTIMES = [
+    pytest.param("local", marks=pytest.mark.bwrap),
+    pytest.param("docker", marks=pytest.mark.docker("agentenvs/terminal:latest")),
+]
+
+
+def _need(runtime: str) -> None:
+    from tests._services import require_bwrap, require_docker
+
+    if runtime == "docker":
+        require_docker("agentenvs/terminal:latest")
+    else:
+        require_bwrap()
+
+
+def _run(runtime: str, mode: str, bomb: str) -> dict:
+    """The bomb through ``step`` in a fresh process: what it reported."""
+    _need(runtime)
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, runtime, mode, bomb],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=os.environ.copy(),
+        check=False,
+    )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, (done.returncode, done.stderr[-3000:])
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def _names_limit(text: str, limit: str) -> None:
+    assert f"past the copy limit {limit}" in text and "(at most " in text, text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+@pytest.mark.bwrap
+def test_local_grading_refuses_the_bomb_unread(bomb: str) -> None:
+    """Local: the freeze's copy of the end state is measured first; the bomb is not
+    graded (a finding naming the limit), the host's memory does not grow with it."""
+    got = _run("local", "submit", BOMBS[bomb])
+    assert got["terminated"] and got["reward"] == 0.0, got
+    assert got["grew_mb"] < RSS_BOUND_MB, got
+    assert len(got["findings"]) == 1, got
+    _names_limit(got["findings"][0], PASSES[bomb])
+    assert got["honest"] is True, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+def test_snapshot_refuses_the_bomb_unread(runtime: str, bomb: str) -> None:
+    """A snapshot (here the one a step reward grades) is measured first: it holds no
+    files, says which limit they passed, and the host's memory does not grow."""
+    got = _run(runtime, "snapshot", BOMBS[bomb])
+    assert got["reward"] == 0.0, got
+    assert got["grew_mb"] < RSS_BOUND_MB, got
+    assert got["lost"], got
+    _names_limit(got["lost"], PASSES[bomb])
+    assert got["honest"] is True, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_file_growing_during_the_copy_is_cut(runtime: str) -> None:
+    """Files that grow while a snapshot copies them: the copy is sparse (holes are not
+    read) and stops at the limit, wherever the growth stood when it was measured."""
+    got = _run(runtime, "snapshot", GROWING)
+    assert got["grew_mb"] < RSS_BOUND_MB, got
+    assert got["lost"], got  # by the time of the second snapshot, 8 GB of holes
+    _names_limit(got["lost"], "max_bytes")
+    assert got["honest"] is True, got
