@@ -577,7 +577,7 @@ class DockerSandbox(Sandbox):
                     faulted = True
                     raise fault
             if done == len(cases):
-                # end of input ends the worker; the wrapper then cleans up after the call
+                # end of input ends the worker, which then cleans up after its uid
                 ex.end_input()
                 while not ended and next_line(time.monotonic() + CASE_SLACK_S + 30) is not None:
                     pass
