@@ -705,13 +705,14 @@ def create_app(config: ServerConfig) -> FastAPI:
                 env = await manager.make_env()
                 session = Session(str(uuid.uuid4()), env, config, manager.store)
                 manager.register(session, websocket)
-                fast = websocket.scope.get("extensions", {}).get(FAST_REPLIES)
-                if not isinstance(fast, FastReplies) or not env.inline:
-                    fast = None
+                conn = websocket.scope.get("extensions", {}).get(FAST_REPLIES)
+                if not isinstance(conn, FastReplies):
+                    conn = None
+                fast = conn if env.inline else None
                 try:
                     if fast is not None:
                         fast.handler = functools.partial(_answer_now, session, limit)
-                    await _serve_session(websocket, session, limit)
+                    await _serve_session(websocket, session, limit, conn)
                 finally:
                     if fast is not None:
                         fast.handler = None  # nothing is answered past the session's end
@@ -730,11 +731,14 @@ def create_app(config: ServerConfig) -> FastAPI:
     return app
 
 
-async def _serve_session(websocket: WebSocket, session: Session, limit: int) -> None:
-    """Answer the client's messages one at a time until it closes or goes away."""
+async def _serve_session(
+    websocket: WebSocket, session: Session, limit: int, conn: FastReplies | None = None
+) -> None:
+    """Answer the client's messages one at a time until it closes or goes away; once the
+    connection is gone (``conn.gone()``), messages it left queued are dropped unanswered."""
     while True:
         message = await websocket.receive()
-        if message["type"] == "websocket.disconnect":
+        if message["type"] == "websocket.disconnect" or (conn is not None and conn.gone()):
             return
         session.last_activity = time.monotonic()
         raw = message.get("text")

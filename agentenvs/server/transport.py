@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +75,9 @@ def timed_http_protocol(timeout: float) -> type[asyncio.Protocol]:
     return TimedHTTPProtocol
 
 
+#: poll events of a peer that has gone (POLLRDHUP: it closed its side; Linux)
+_HANGUP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR
+
 #: the scope's ``extensions`` key of a connection's ``FastReplies``
 FAST_REPLIES = "agentenvs.fast_replies"
 
@@ -81,12 +85,21 @@ FAST_REPLIES = "agentenvs.fast_replies"
 class FastReplies:
     """Where the app registers a connection's direct replies: ``handler(text)`` answers a
     text message with the reply's text, or None to leave it to the app's receive loop.
-    The app sets it while it serves the session and clears it before it ends."""
+    The app sets it while it serves the session and clears it before it ends. ``lost``
+    turns True when the connection is gone: messages the client sent before it went, still
+    queued for the app, are then not worth answering (a slow step each, for nobody)."""
 
-    __slots__ = ("handler",)
+    __slots__ = ("handler", "lost", "probe")
 
     def __init__(self) -> None:
         self.handler: Callable[[str], str | None] | None = None
+        self.lost = False
+        #: whether the peer has gone, asked of the socket itself (a paused socket, which
+        #: the loop does not read, reports no loss until it is read again)
+        self.probe: Callable[[], bool] | None = None
+
+    def gone(self) -> bool:
+        return self.lost or (self.probe is not None and self.probe())
 
 
 def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
@@ -131,7 +144,26 @@ def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
             scope = self.__dict__.get("scope")
             if scope is not None and isinstance(scope.get("extensions"), dict):
                 self.fast = FastReplies()
+                self.fast.probe = self._peer_gone
                 scope["extensions"][FAST_REPLIES] = self.fast
+
+        def _peer_gone(self) -> bool:
+            """The peer hung up (reset, or closed its side), read from the socket without
+            taking any data: ``poll`` for hang-up events only."""
+            transport = self.transport
+            if transport is None or transport.is_closing():
+                return True
+            sock = transport.get_extra_info("socket")
+            if sock is None:
+                return False
+            poller = select.poll()
+            poller.register(sock.fileno(), _HANGUP)
+            return bool(poller.poll(0))
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.fast is not None:
+                self.fast.lost = True
+            super().connection_lost(exc)
 
         async def receive(self) -> Any:
             self.app_waiting = True
