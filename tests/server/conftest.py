@@ -101,12 +101,14 @@ def start_server() -> Iterator[Callable[..., Server]]:
         *extra: str,
         env_kwargs: dict[str, Any] | None = None,
         token: str | None = TEST_TOKEN,
+        extra_env: dict[str, str] | None = None,
     ) -> Server:
         cmd = [sys.executable, "-m", "agentenvs.cli", "serve", "--env", env_id, "--port", "0",
                "--env-kwargs", json.dumps(env_kwargs or {}), *extra]
         if token is not None:
             cmd += ["--token", token]
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               **(extra_env or {})}
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         assert proc.stdout is not None
         line = proc.stdout.readline()

@@ -626,3 +626,35 @@ def test_allowed_hosts_and_origins_are_served_and_no_others(start_server) -> Non
     assert ws_handshake(server.url, good, {"Origin": "null"}) == 403  # a sandboxed page
     # two Host headers: which one a proxy read is unknown, so neither is taken
     assert ws_handshake(server.url, good, {"Host": f"{EVIL}:{port}"}) == 400
+
+
+@pytest.mark.bwrap
+def test_an_openenv_client_that_pipelines_steps_and_hangs_up_runs_one(start_server) -> None:
+    """A session answers one message at a time; steps a client sent ahead and left queued
+    when it hung up are dropped: only the one under way runs (the socket, paused while
+    a message waits, is asked whether its peer is gone before each next message)."""
+    marker = "7.75"
+    with traversable_tmp() as tmp:
+        server = start_server(TERMINAL, env_kwargs={"runtime": "local"}, extra_env={"TMPDIR": str(tmp)})
+
+        async def main() -> None:
+            from websockets.asyncio.client import connect
+
+            ws = await connect(server.ws_url)
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 120))["type"] == "observation"
+            step = json.dumps({"type": "step", "data": {"text": f"```bash\nsleep {marker}\n```"}})
+            for _ in range(10):
+                await ws.send(step)
+            while not sleepers(server.proc.pid, marker):
+                await asyncio.sleep(0.05)
+            ws.transport.abort()  # gone, without a close frame
+
+        asyncio.run(asyncio.wait_for(main(), 120))
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while server.get("/sessions")["envs"] and time.monotonic() < deadline:
+            seen |= sleepers(server.proc.pid, marker)
+            time.sleep(0.05)
+        assert server.get("/sessions")["envs"] == 0
+        assert len(seen) <= 1, f"{len(seen)} of the 10 steps ran"
