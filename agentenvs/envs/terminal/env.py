@@ -17,12 +17,9 @@ from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
-from agentenvs.envs.terminal.state import (
-    check_state,
-    read_work_dir,
-    work_dir_key,
-)
+from agentenvs.envs.terminal.state import check_state, read_work_dir, work_dir_key
 from agentenvs.envs.terminal.verdict import TaskTests
+from agentenvs.sandbox import limits_info
 from agentenvs.sandbox.base import Limits
 
 RUNTIMES = ("local", "docker")
@@ -109,7 +106,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     passed) once they ran, ``rewards`` (Harbor's named rewards) once they ran,
     ``offline_unmet`` (what the offline stand-ins could not provide, when anything),
     ``exit_status`` (absent before the first command and after one interrupted without a
-    status), ``timed_out``, ``runtime``, ``grading``; once the tests ran,
+    status), ``timed_out``, ``runtime``, ``grading``; on reset ``sandbox_limits`` (what
+    bounds the session as a whole: ``agentenvs.sandbox.limits_info``); once the tests ran,
     ``grading_findings`` (what safe grading found the agent changed in what grades it:
     the episode then scores 0) and ``processes_stopped``; under safe grading also
     ``grading_problems`` (what kept the verifier's verdict from a pass besides failed
@@ -439,8 +437,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         # the suite's convention: system prompt, a blank line, then the task
         return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
 
-    def _reset_info(self) -> dict[str, Any]:
-        return {"system_prompt": SYSTEM_PROMPT}
+    def _reset_info(self) -> dict[str, Any]:  # a task container's pids slack is 32
+        bounds = limits_info(self.runtime_name, self.limits, docker_pids_slack=32)
+        return {"system_prompt": SYSTEM_PROMPT, "sandbox_limits": bounds}
 
     # ---------------------------------------------------------------- acting
     def _format_result(self, result: CommandResult) -> str:
