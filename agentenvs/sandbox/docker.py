@@ -505,6 +505,7 @@ class DockerSandbox(Sandbox):
             scratch="/tmp",
             deadline_s=total,
             clean_up=WRITABLE,
+            deny_tracing=True,
         )
         what = "a program's test cases"
         try:

@@ -6,9 +6,9 @@ pure helpers (frame encoding, result decoding). Protocol, on the worker's stdin/
 
 - the host starts ``python3 -c <this file>`` and sends one frame (a 4-byte big-endian
   length, then that many bytes of JSON): ``{"source": str, "timeout": float, "limits":
-  {Limits fields}}`` and, where the sandbox asks, ``scratch``, ``deadline_s`` and
-  ``clean_up`` (see ``encode_header``); the worker answers the line ``{"ready": true}``
-  once the source is compiled;
+  {Limits fields}}`` and, where the sandbox asks, ``scratch``, ``deadline_s``,
+  ``clean_up`` and ``deny_tracing`` (see ``encode_header``); the worker answers the line
+  ``{"ready": true}`` once the source is compiled;
 - then, one case at a time, the host sends a case frame ``{"kind", "func", "size"}``
   followed by ``size`` raw bytes (the stdin text, or the JSON list of call arguments),
   and the worker answers one JSON line ``{"i", "stdout", "stderr", "value", "error",
@@ -25,8 +25,9 @@ What a hostile program cannot do:
   holds the host's pipes. It is non-dumpable: a case of the same uid can neither open
   them through ``/proc/<worker>/fd`` nor trace or read the worker (``ptrace``,
   ``process_vm_readv``, ``/proc/<worker>/mem``). Each case's process closes every fd but
-  its own three before the program runs and refuses tracing altogether (a seccomp
-  filter of its own: ``ptrace``, ``process_vm_readv``/``writev``, ``pidfd_getfd``).
+  its own three before the program runs and refuses tracing altogether (the local
+  sandbox's seccomp filter, or with ``deny_tracing`` one of the case's own: ``ptrace``,
+  ``process_vm_readv``/``writev``, ``pidfd_getfd``).
 
 - *see another test*: a case's input reaches the sandbox only when that case runs. The
   worker copies it through one reused buffer (zeroed afterwards) into a memfd, so its
@@ -162,13 +163,16 @@ def encode_header(
     scratch: str | None = None,
     deadline_s: float | None = None,
     clean_up: Sequence[str] = (),
+    deny_tracing: bool = False,
 ) -> bytes:
     """The first frame for a worker; ``limits`` is Limits-like.
 
     ``scratch``: the worker works from a fresh private dir made there (its cwd, ``HOME``
     and ``TMPDIR``); ``deadline_s``: it stops this long after it read the header;
     ``clean_up``: at its end it kills every other process of its uid and removes what
-    that uid owns in these dirs and in System V IPC (see ``main`` for its exit status).
+    that uid owns in these dirs and in System V IPC (see ``main`` for its exit status);
+    ``deny_tracing``: each case refuses tracing with a seccomp filter of its own (for a
+    sandbox whose own filter does not, as the local sandbox's does).
     """
     header: dict[str, Any] = {
         "source": source,
@@ -181,6 +185,8 @@ def encode_header(
         header["deadline_s"] = float(deadline_s)
     if clean_up:
         header["clean_up"] = list(clean_up)
+    if deny_tracing:
+        header["deny_tracing"] = True
     return frame(header)
 
 
@@ -926,7 +932,7 @@ def _serve(header: dict[str, Any], requests: int, proto: int) -> None:
     listener.bind(result_addr)
     listener.listen(8)
     copier = _InputCopier()
-    fprog = _no_tracing_filter()
+    fprog = _no_tracing_filter() if header.get("deny_tracing") else None
     _send(proto, {"ready": True})
     i = 0
     while True:
