@@ -77,8 +77,9 @@ def sweep_leftovers(backend: str = "local") -> list[str]:
 
     Runs at the start of whatever opens sandboxes (envs call it when they are made, before
     any code runs). ``local``: temp dirs (``agentenvs-sbx-*``, ``agentenvs-bwrap-*``,
-    ``agentenvs-pylib-*``) whose owning process is dead; ``docker`` (and ``auto``) also
-    this host's sandbox containers whose owner is dead, when an engine answers. Never
+    ``agentenvs-pylib-*``, ``agentenvs-etc-*``) whose owning process is dead; ``docker``
+    (and ``auto``) also this host's sandbox containers whose owner is dead, when an engine
+    answers. Never
     raises: a sweep that cannot run leaves things for the next one.
     """
     from agentenvs.sandbox import _leftovers

@@ -32,7 +32,7 @@ _NAME = re.compile(r"^(?P<pid>\d+)-(?P<start>\d+)-[A-Za-z0-9_]+$")
 _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 #: the prefixes of every temp dir the project makes on the host
-HOST_PREFIXES = ("agentenvs-sbx-", "agentenvs-bwrap-", "agentenvs-pylib-")
+HOST_PREFIXES = ("agentenvs-sbx-", "agentenvs-bwrap-", "agentenvs-pylib-", "agentenvs-etc-")
 
 
 def start_time(pid: int) -> int | None:
@@ -86,18 +86,24 @@ os.write(1, b"%d\n" % os.getpid())
 null = os.open(os.devnull, os.O_WRONLY)
 os.dup2(null, 1)
 paths = [os.fsdecode(line.rstrip(b"\n")) for line in sys.stdin.buffer]
-def retry(func, path, _exc):
-    try:
-        parent = os.path.dirname(path)
-        os.chmod(parent, stat.S_IRWXU)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, stat.S_IRWXU)
-        func(path)
-    except OSError:
-        pass
+def retry(top):
+    # a dir made unreadable is made readable again: only inside top, never its parent
+    # (the shared temp dir), and nothing for what is already gone
+    def again(func, path, exc):
+        if isinstance(exc[1], FileNotFoundError):
+            return
+        try:
+            if path != top:
+                os.chmod(os.path.dirname(path), stat.S_IRWXU)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, stat.S_IRWXU)
+            func(path)
+        except OSError:
+            pass
+    return again
 for path in paths:
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=retry)
+        shutil.rmtree(path, onerror=retry(path))
 """
 _reaper_fd: int | None = None
 _reaper_tried = False

@@ -19,6 +19,7 @@ container's seccomp profile).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import glob
@@ -38,6 +39,9 @@ BWRAP_ENV = "AGENTENVS_BWRAP"
 #: host uid/gid bwrap runs as when the host process is root
 NOBODY = 65534
 BWRAP_COPY_PREFIX = "agentenvs-bwrap-"
+#: the process's one staged copy of the /etc it shows (kept until the process ends, as
+#: Terminal-Bench's ``agentenvs-pylib-`` copy)
+ETC_COPY_PREFIX = "agentenvs-etc-"
 _PATH = "/opt/agentenvs/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 #: what a sandbox sees of the host's /etc (paths under it; globs where a version is in the
@@ -254,8 +258,11 @@ def _stage_etc(
 ) -> str:
     """A host dir holding a copy of ``entries`` (removed when this process and its forks have
     ended), with an empty file or dir at each of ``mount_points`` it lacks."""
-    root = _leftovers.owned_mkdtemp(BWRAP_COPY_PREFIX)
+    root = _leftovers.owned_mkdtemp(ETC_COPY_PREFIX)
     os.chmod(root, 0o755)
+    if not _staged:  # removed at exit already (the reaper removes them after, whatever ends)
+        atexit.register(_remove_staged, os.getpid())
+    _staged.append(root)
 
     def parents(path: str) -> str:
         dest = os.path.join(root, os.path.relpath(path, "/etc"))
@@ -282,6 +289,13 @@ def _stage_etc(
 
 
 _ETC_RECHECK_S = 10.0
+_staged: list[str] = []
+
+
+def _remove_staged(owner: int) -> None:
+    if os.getpid() == owner:  # never from a fork that exits
+        for path in _staged:
+            shutil.rmtree(path, ignore_errors=True)
 _etc_lock = threading.Lock()
 _etc_view: dict[str, Any] = {"path": None, "entries": None, "mounts": None, "checked": 0.0}
 

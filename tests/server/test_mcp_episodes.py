@@ -66,5 +66,5 @@ def test_an_episode_over_http_equals_the_in_process_one(env_id: str, tmp_path) -
         assert server.wait_envs(0) == 0
         assert server.sessions()["active"] == 0
         # no sandbox dir is left (the process's one copy of pytest's packages stays until exit)
-        left = [p.name for p in tmp_path.iterdir() if not p.name.startswith("agentenvs-pylib-")]
+        left = [p.name for p in tmp_path.iterdir() if not p.name.startswith(("agentenvs-pylib-", "agentenvs-etc-"))]
         assert left == []

@@ -62,7 +62,7 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 def _sandbox_dirs(path) -> list[str]:  # noqa: ANN001
-    return [p.name for p in path.iterdir() if not p.name.startswith("agentenvs-pylib-")]
+    return [p.name for p in path.iterdir() if not p.name.startswith(("agentenvs-pylib-", "agentenvs-etc-"))]
 
 
 async def _bad_calls(session) -> None:  # noqa: ANN001

@@ -54,7 +54,7 @@ def test_an_ors_episode_equals_the_in_process_one(env_id: str, tmp_path) -> None
         # the client deleted its session on exit: its env is closed
         assert server.wait_envs(0) == 0
         assert server.sessions()["active"] == 0
-        left = [p.name for p in tmp_path.iterdir() if not p.name.startswith("agentenvs-pylib-")]
+        left = [p.name for p in tmp_path.iterdir() if not p.name.startswith(("agentenvs-pylib-", "agentenvs-etc-"))]
         assert left == []
 
 
