@@ -121,6 +121,7 @@ def resolve_api_key(
         remember_secret(api_key)
         return api_key
     if api_key_env is not None:
+        api_key_env = str(api_key_env)
         value = os.environ.get(api_key_env)
         if not value:
             raise ValueError(f"api_key_env={api_key_env}: that environment variable is not set")
@@ -174,6 +175,8 @@ def redact(value: Any) -> Any:
 def redact_bytes(data: bytes) -> bytes:
     """Encoded text (a JSON line) with every secret seen, as written or JSON-escaped, as
     ``***``: one pass a secret, cheap enough for every line a run writes."""
+    if not _seen:
+        return data  # no secret in this process: nothing to look for
     with _seen_lock:
         known = sorted(_seen, key=len, reverse=True)
     for secret in known:
