@@ -66,6 +66,7 @@ from agentenvs.sandbox._local_bwrap import (
 from agentenvs.sandbox._local_masks import _hidden_paths, hide_from_sandboxes
 from agentenvs.sandbox._local_procs import (
     _CHUNK,
+    WORKER_ENV,
     _close_pipes,
     _kill_tree,
     _LineReader,
@@ -321,9 +322,7 @@ class LocalSandbox(Sandbox):
             kw["preexec_fn"] = cg.preexec()
         oom_at = cg.oom_kills() if cg is not None else 0
         try:
-            argv = self._bwrap_argv(
-                cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds
-            )
+            argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds)
             if _has_json_status(self._bwrap):
                 argv[1:1] = ["--json-status-fd", str(status_w)]
             proc = subprocess.Popen(
@@ -525,7 +524,7 @@ class LocalSandbox(Sandbox):
             return
         # a fresh tmpfs work dir per call: nothing of an earlier call (another episode,
         # another program) is there, and its size is capped in total
-        proc = self._popen(harness.worker_argv(self._python), scratch=True)
+        proc = self._popen(harness.worker_argv(self._python), scratch=True, env=WORKER_ENV)
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None
