@@ -173,13 +173,17 @@ def test_skyrl_gym_episodes_with_actions_sampled_by_serve_model(served: ServedMo
         assert played == _replay(seed, actions, 3)
 
 
+#: the env server's token (``agentenvs serve`` wants one on every endpoint but /health)
+ENV_SERVER_TOKEN = "env-server-token-for-tests"
+
+
 def _start_env_server(env_kwargs: dict[str, Any]) -> tuple[subprocess.Popen[str], str]:
     import re
     import urllib.request
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentenvs.cli", "serve", "--env", "agentenvs/FrozenLake-v0",
-         "--port", "0", "--env-kwargs", json.dumps(env_kwargs)],
+         "--port", "0", "--env-kwargs", json.dumps(env_kwargs), "--token", ENV_SERVER_TOKEN],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     assert proc.stdout is not None
@@ -199,14 +203,15 @@ def _start_env_server(env_kwargs: dict[str, Any]) -> tuple[subprocess.Popen[str]
 
 
 def test_openenv_client_episodes_with_actions_sampled_by_serve_model(served: ServedModel) -> None:
-    generic = pytest.importorskip("openenv.core.generic_client", reason="pip install 'agentenvs[integrations]'")
+    pytest.importorskip("openenv.core.generic_client", reason="pip install 'agentenvs[integrations]'")
     from agentenvs.policy.base import Conversation
+    from agentenvs.server.client import openenv_client
 
     policy = _policy(served)
     proc, url = _start_env_server(CALM)
 
     async def episode(seed: int) -> tuple[list[str], list[tuple[str, float, bool, bool]]]:
-        async with generic.GenericEnvClient(base_url=url) as client:
+        async with openenv_client(url, token=ENV_SERVER_TOKEN) as client:
             result = await client.reset(seed=seed, task_id="4x4", max_turns=3)
             o = result.observation
             conversation = Conversation.start(o["text"], o["info"])
