@@ -178,3 +178,32 @@ def test_a_file_growing_during_the_copy_is_cut(runtime: str) -> None:
     assert got["lost"], got  # by the time of the second snapshot, 8 GB of holes
     _names_limit(got["lost"], "max_bytes")
     assert got["honest"] is True, got
+
+
+def test_measure_walks_a_tree_10000_deep_without_recursion(tmp_path) -> None:  # noqa: ANN001
+    """The walk behind every copy is iterative: a tree 10,000 dirs deep is refused at
+    the depth limit (no ``RecursionError``), and a sparse file counts its holes."""
+    from agentenvs.sandbox._files import CopyLimits, OverLimit, measure
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    try:
+        fd = os.open(root, os.O_RDONLY)
+        for _ in range(10_000):
+            os.mkdir("d", dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        os.close(fd)
+        with pytest.raises(OverLimit) as caught:
+            measure(str(root))
+        assert (caught.value.limit, caught.value.figure, caught.value.cap) == ("depth", 65, 64)
+        with open(root / "sparse", "wb") as f:
+            f.truncate(300 << 20)
+        size = measure(str(root), ["sparse"], CopyLimits(max_bytes=1 << 40))
+        assert (size.files, size.bytes) == (1, 300 << 20) and size.allocated < 1 << 20
+        with pytest.raises(OverLimit, match="past the copy limit max_bytes, 314572800 bytes"):
+            measure(str(root), ["sparse"])
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(root)], check=False)
+    assert not root.exists()
