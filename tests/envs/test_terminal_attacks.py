@@ -145,6 +145,9 @@ _BOTH = [
     ("tb1", "workdir-pytest"),
     ("tb1", "user-site-plugin"),
 ]
+#: attacks that race the grader (a writer in a loop): whether one wins depends on the
+#: scheduler, so the control tries them again before it says they do not pay
+RACES = ("rewrite-reward",)
 OFFICIAL_PAYS = {
     "local": _BOTH,
     "docker": [
@@ -258,6 +261,13 @@ def test_official_grading_falls_for_the_attacks(runtime: str) -> None:
     """The control: under the harnesses' own grading these attacks pay (so each is real)."""
     cases = OFFICIAL_PAYS[runtime]
     paid = {case: _attack(runtime, case[0], "official", case[1])[0] for case in cases}
+    for case in [c for c in cases if c[1] in RACES and paid[c] != 1.0]:
+        # a race against the grader's read: on a loaded machine the writer may not run in
+        # time; the attack is real if it pays once in a few tries
+        for _ in range(3):
+            paid[case] = _attack(runtime, case[0], "official", case[1])[0]
+            if paid[case] == 1.0:
+                break
     assert paid == dict.fromkeys(cases, 1.0)
 
 
