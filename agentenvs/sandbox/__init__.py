@@ -65,7 +65,7 @@ def limits_info(backend: str, limits: Limits, *, docker_pids_slack: int = 16) ->
     return _cgroup.Scope(
         f"cgroup{h.version}",
         limits.memory_mb + _cgroup.MEMORY_SLACK_MB,
-        limits.max_processes + _cgroup.PIDS_SLACK,
+        _cgroup.pids_max(limits.max_processes),
     ).as_info()
 
 

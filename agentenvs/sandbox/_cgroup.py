@@ -50,6 +50,17 @@ PREFIX = "agentenvs-"
 MEMORY_SLACK_MB = 256
 #: processes (threads count) beyond ``Limits.max_processes``: bwrap, pid 1, warm servers
 PIDS_SLACK = 16
+#: and threads per core: a numeric library starts one per core on import, in each of the
+#: programs a sandbox may run at once (DeepCoder-MT grades up to 4 in parallel); each
+#: process stays under ``RLIMIT_NPROC`` = ``max_processes`` of its own
+PIDS_PER_CORE = 4
+
+
+def pids_max(max_processes: int) -> int:
+    """The process (and thread) limit of a sandbox as a whole."""
+    return max_processes + PIDS_SLACK + PIDS_PER_CORE * (os.cpu_count() or 1)
+
+
 _NAME = re.compile(r"^agentenvs-(?P<pid>\d+)-(?P<start>\d+)-(\d+|host)$")
 _counter = itertools.count()
 _swept: set[str] = set()
@@ -245,7 +256,7 @@ class SandboxCgroup:
             raise OSError(h.why)
         self.version = h.version
         self.memory_mb = memory_mb + MEMORY_SLACK_MB
-        self.pids_max = max_processes + PIDS_SLACK
+        self.pids_max = pids_max(max_processes)
         name = f"{PREFIX}{_owner()}-{next(_counter)}"
         for base in h.bases.values():
             _sweep(base)
@@ -310,6 +321,19 @@ class SandboxCgroup:
         except (OSError, ValueError):
             pass
         return 0
+
+    def refusals(self) -> int:
+        """OOM kills plus forks refused at the process limit in this cgroup so far: the
+        kernel's own counts of the sandbox running out of what it was given."""
+        total = self.oom_kills()
+        d = self.dirs.get("") or self.dirs.get("pids")
+        if d:
+            with contextlib.suppress(OSError, ValueError):
+                for line in _read(os.path.join(d, "pids.events")).splitlines():
+                    name, _, value = line.partition(" ")
+                    if name == "max":
+                        total += int(value)
+        return total
 
     def memory_peak(self) -> int | None:
         """The most memory the sandbox held at once, in bytes (None where not kept)."""

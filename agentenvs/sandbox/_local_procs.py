@@ -19,12 +19,6 @@ from agentenvs.sandbox import _seccomp
 
 _CHUNK = 1 << 16
 
-#: the environment of the workers that run programs (test cases, warm servers): one BLAS
-#: or OpenMP thread per program. Threads count against the sandbox's process limit (its
-#: cgroup's), and a numeric library starts one per core on import: on a 64-core host, four
-#: programs at once would fill it; the CPU limit counts every thread's time anyway
-WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
 
 def _seccomp_fd() -> int | None:
     """A fresh fd holding the seccomp filter for bwrap to read (None: no filter here)."""

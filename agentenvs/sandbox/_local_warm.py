@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.sandbox import faults, forkserver
-from agentenvs.sandbox._local_procs import _CHUNK, WORKER_ENV
+from agentenvs.sandbox._local_procs import _CHUNK
 from agentenvs.sandbox.base import SandboxProcess
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class _Server:
         try:
             argv = forkserver.server_argv(box._python, inner.fileno())
             self.proc: subprocess.Popen[bytes] = box._popen(
-                argv, scratch=True, pass_fds=(inner.fileno(),), env=WORKER_ENV
+                argv, scratch=True, pass_fds=(inner.fileno(),)
             )
         except BaseException:
             host.close()

@@ -66,7 +66,6 @@ from agentenvs.sandbox._local_bwrap import (
 from agentenvs.sandbox._local_masks import _hidden_paths, hide_from_sandboxes
 from agentenvs.sandbox._local_procs import (
     _CHUNK,
-    WORKER_ENV,
     _close_pipes,
     _kill_tree,
     _LineReader,
@@ -198,7 +197,7 @@ class LocalSandbox(Sandbox):
         #: each running process's bwrap status pipe, and those this sandbox killed itself
         self._status: dict[subprocess.Popen[bytes], _Status] = {}
         self._killed: set[subprocess.Popen[bytes]] = set()
-        #: the OOM kills of the sandbox's cgroup when each running process started
+        #: the OOM kills and refused forks of the sandbox's cgroup when each process started
         self._oom_at: dict[subprocess.Popen[bytes], int] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -320,7 +319,7 @@ class LocalSandbox(Sandbox):
         if cg is not None:
             # joined by the child before it executes bwrap: nothing runs outside it
             kw["preexec_fn"] = cg.preexec()
-        oom_at = cg.oom_kills() if cg is not None else 0
+        oom_at = cg.refusals() if cg is not None else 0
         try:
             argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds)
             if _has_json_status(self._bwrap):
@@ -389,9 +388,10 @@ class LocalSandbox(Sandbox):
         if fault is not None and self._cgroup is not None:
             with self._lock:
                 before = self._oom_at.get(proc, 0)
-            if self._cgroup.oom_kills() > before:
-                # the kernel's OOM killer took processes of this sandbox's own cgroup
-                # while it ran: its processes filled the memory the sandbox was given
+            if self._cgroup.refusals() > before:
+                # the kernel's OOM killer took processes of this sandbox's own cgroup, or
+                # refused it a fork, while it ran: its processes filled the memory or the
+                # process count the sandbox was given (bwrap itself may be what failed)
                 return None
         return fault
 
@@ -524,7 +524,7 @@ class LocalSandbox(Sandbox):
             return
         # a fresh tmpfs work dir per call: nothing of an earlier call (another episode,
         # another program) is there, and its size is capped in total
-        proc = self._popen(harness.worker_argv(self._python), scratch=True, env=WORKER_ENV)
+        proc = self._popen(harness.worker_argv(self._python), scratch=True)
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None

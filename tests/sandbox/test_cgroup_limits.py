@@ -166,7 +166,12 @@ def test_tmpfs_contents_count_against_the_sandbox(small_box: LocalSandbox) -> No
     assert small_box.run("echo ok").stdout == "ok\n"
 
 
-def test_a_fork_bomb_stops_at_the_sandbox_process_limit(small_box: LocalSandbox) -> None:
+def test_fork_bombs_in_several_processes_stop_at_the_sandbox_process_limit(
+    small_box: LocalSandbox,
+) -> None:
+    """Four processes of one sandbox fork as much as they can and hold it: each is held to
+    ``max_processes`` by its own rlimit (4 x 32 under rlimits alone), all four together to
+    the sandbox's ``pids.max``."""
     cg = small_box._cgroup
     assert cg is not None
     bomb = (
@@ -175,17 +180,31 @@ def test_a_fork_bomb_stops_at_the_sandbox_process_limit(small_box: LocalSandbox)
         "for _ in range(400):\n"
         "    try:\n"
         "        if os.fork() == 0:\n"
-        "            time.sleep(30); os._exit(0)\n"
+        "            time.sleep(60); os._exit(0)\n"
         "        n += 1\n"
         "    except OSError:\n"
         "        break\n"
         "print('forked', n, flush=True)\n"
-        "os.killpg(0, 9)\n"
+        "time.sleep(60)\n"
     )
-    result = small_box.run(["python3", "-c", bomb], timeout=60)
-    words = result.stdout.split()
-    forked = int(words[words.index("forked") + 1])
-    assert forked < cg.pids_max
+    procs = []
+    counts = []
+    try:
+        for _ in range(4):
+            proc = small_box.spawn(["python3", "-c", bomb])
+            procs.append(proc)
+            out = b""
+            while b"\n" not in out and not proc.eof:
+                out += proc.read(5.0)
+            words = out.decode().split()
+            counts.append(int(words[words.index("forked") + 1]) if "forked" in words else 0)
+            assert proc.fault() is None
+        # every process of the sandbox counts: the four pythons, their shells and bwraps
+        assert sum(counts) < cg.pids_max, counts
+        assert sum(counts) < 4 * (small_box.limits.max_processes - 2)
+    finally:
+        for proc in procs:
+            proc.kill()
     assert small_box.run("echo ok").stdout == "ok\n"
 
 
@@ -306,7 +325,7 @@ def test_the_scope_is_reported_and_the_fallback_says_why() -> None:
             "scope": "sandbox",
             "enforced_by": f"cgroup{h.version}",
             "memory_mb": 300 + _cgroup.MEMORY_SLACK_MB,
-            "max_processes": 10 + _cgroup.PIDS_SLACK,
+            "max_processes": _cgroup.pids_max(10),
         }
     code = (
         "from agentenvs.sandbox import limits_info\n"
