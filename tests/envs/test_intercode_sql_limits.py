@@ -303,3 +303,26 @@ def test_a_repeated_write_is_seen_every_time(backend) -> None:
         assert "(3,)" in env.step("SELECT count(*) FROM w")[0]
     finally:
         env.close()
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("bomb", ["doubling", "wide_blobs"])
+def test_a_session_the_size_watcher_ends_is_the_agents_outcome(
+    mysql_url: str, bomb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no grace after its ``KILL QUERY``, the size watcher also ends the statement's
+    session at once, whichever way the statement then reports (interrupted, or a lost
+    connection): the episode goes on in a new session, the write rolled back, no Fault."""
+    from agentenvs.envs.intercode_sql.backends import mysql as mysql_backend
+
+    monkeypatch.setattr(mysql_backend, "SIZE_KILL_GRACE_S", 0.0)
+    env = make("mysql", mysql_url, max_db_bytes=CAP)
+    try:
+        env.reset(seed=0, options={"task_id": ORDERED})
+        observations = play_bomb(env, BOMBS["mysql"][bomb])
+        assert any(obs.startswith(FULL) for obs in observations), observations
+        assert size_of(env, "mysql", mysql_url) <= CAP + MYSQL_SLACK
+        assert not env.step("SELECT count(*) FROM singer")[0].startswith("Error")
+        still_scores(env)
+    finally:
+        env.close()

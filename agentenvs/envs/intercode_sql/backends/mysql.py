@@ -173,6 +173,8 @@ class MySQLEpisode(Episode):
         self._size: int | None = None
         # the statement stopped for growing past the size cap (0: none)
         self._oversized = 0
+        #: the statement whose session the size watcher ended (0: none)
+        self._session_killed = 0
         #: any statement that may write (or a load) ran: the database is not pristine
         self.dirty = False
         self.conn: Any = None
@@ -275,9 +277,17 @@ class MySQLEpisode(Episode):
         if transaction:
             self._session("START TRANSACTION")
         result = self._run(sql, size_before=before)
+        ended = self._session_killed == self._statements
+        if ended:
+            # the size watcher ended the statement's session (the agent's outcome, however
+            # the statement itself reported it): its transaction went with it, and the
+            # episode goes on in a new session
+            self._session_killed = 0
+            self.reconnect()
+            result = QueryResult(error=too_big(self.limits))
         after = backend.db_bytes(self.name)
         over = after > cap and after > before
-        if transaction:
+        if transaction and not ended:
             self._session("COMMIT" if result.ok and not over else "ROLLBACK")
         elif over and tables is not None:
             made = set(backend.table_case(self.name).values()) - tables
@@ -306,6 +316,7 @@ class MySQLEpisode(Episode):
                     continue
                 with self._watch:
                     if self._running == statement:
+                        self._session_killed = statement
                         self.backend.kill_connection(self.thread_id)
                 return
             try:
@@ -416,6 +427,7 @@ class MySQLEpisode(Episode):
         if code in (1969, 3024):  # MariaDB's / MySQL's statement time limit
             return time_limit
         if self._oversized == statement and faults.is_connection_error(exc, pymysql):
+            self._session_killed = 0
             self.reconnect()  # the size watcher ended its session: the agent's outcome
             return QueryResult(error=too_big(self.limits))
         if faults.is_connection_error(exc, pymysql):
