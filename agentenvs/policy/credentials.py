@@ -57,14 +57,19 @@ def new_api_key() -> str:
 
 
 # ---------------------------------------------------------------- files
+def runtime_path() -> Path:
+    """Where this user's private directory for keys and tokens is (``$XDG_RUNTIME_DIR/
+    agentenvs`` where that is this user's, else ``/tmp/agentenvs-UID``); not made here."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and Path(base).is_dir() and os.stat(base).st_uid == os.getuid():
+        return Path(base) / "agentenvs"
+    return Path("/tmp") / f"agentenvs-{os.getuid()}"
+
+
 def runtime_dir() -> Path:
     """This user's private directory for keys (made ``0700`` where missing; refused
     where another user owns it or others may enter it)."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and Path(base).is_dir() and os.stat(base).st_uid == os.getuid():
-        path = Path(base) / "agentenvs"
-    else:
-        path = Path("/tmp") / f"agentenvs-{os.getuid()}"
+    path = runtime_path()
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:

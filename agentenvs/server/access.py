@@ -36,7 +36,6 @@ import ipaddress
 import json
 import os
 import secrets
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,12 +245,11 @@ async def _ws_refusal(
 
 # ------------------------------------------------------------------ the token
 def token_dir() -> Path:
-    """The per-user folder the server's token files go in: ``$XDG_RUNTIME_DIR/agentenvs``
-    when that is set, else ``/tmp/agentenvs-UID``."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / "agentenvs"
-    return Path("/tmp") / f"agentenvs-{os.getuid()}"
+    """The per-user folder the server's token files go in (the one ``serve-model`` keeps
+    its key in: ``agentenvs.policy.credentials.runtime_path``)."""
+    from agentenvs.policy.credentials import runtime_path
+
+    return runtime_path()
 
 
 def token_path(port: int) -> Path:
@@ -273,25 +271,9 @@ def resolve_token(given: str | None) -> tuple[str, str]:
 def write_token_file(token: str, port: int) -> Path:
     """Write ``token`` where only this user can read it (the folder 0700, the file 0600,
     neither followed through a link) and return the file's path."""
-    folder = token_dir()
-    try:
-        folder.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise PermissionError(f"{folder} is not a folder of this user's: not writing the token")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(folder, 0o700)
-    path = token_path(port)
-    tmp = folder / f".{path.name}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, (token + "\n").encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    return path
+    from agentenvs.policy.credentials import write_key_file
+
+    return write_key_file(token, token_path(port).name)
 
 
 def find_token(url: str) -> str | None:
