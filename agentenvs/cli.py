@@ -326,7 +326,18 @@ def _import_then(imports: Sequence[str], setup: Any) -> Any:
     return setup()
 
 
+def _check_models(*given: tuple[str | None, str]) -> None:
+    """Each model policy's model, tokenizer, extra or endpoint, as (spec, option), checked
+    before a worker starts or a folder is written (``agentenvs.policy.preflight``)."""
+    from agentenvs.policy.preflight import check_model_policy
+
+    for spec, option in given:
+        if spec:
+            check_model_policy(spec, option)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    _check_models((args.policy, "--policy"))
     if args.imports:  # imported here by the checks; each worker imports them first too
         from agentenvs.eval.executors import make_executor
 
@@ -477,6 +488,9 @@ def _state_analysis_config(args: argparse.Namespace, **extra: Any) -> Any:
 def _finish_state_analysis(config: Any, args: argparse.Namespace) -> int:
     from agentenvs.eval.step_quality import run_step_quality, summary_markdown
 
+    _check_models((config.policy_a, "--a"), (config.policy_b, "--b"),
+                  (config.reference, "--reference"))
+
     result = run_step_quality(
         config, args.out,
         workers=_workers_for(args.workers, config.policy_a, config.policy_b, config.reference or ""),
@@ -510,6 +524,7 @@ def cmd_likelihood(args: argparse.Namespace) -> int:
     from agentenvs.eval.states import import_modules
 
     import_modules(args.imports)
+    _check_models((args.model_a, "--model-a"), (args.model_b, "--model-b"))
     config = LikelihoodConfig(
         run_dirs=[str(d) for d in args.run_dirs], model_a=args.model_a, model_b=args.model_b,
         history=args.history, imports=args.imports,
@@ -580,6 +595,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from agentenvs.core.errors import Fault
     from agentenvs.policy.credentials import KEY_ENV, read_key_file, remember_secret, write_key_file
     from agentenvs.policy.registry import make_policy, parse_policy_spec
     from agentenvs.policy.serve import serve
@@ -603,7 +619,15 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
         key, source = args.api_key, "from --api-key"
     elif os.environ.get(KEY_ENV):
         key, source = os.environ[KEY_ENV], f"from ${KEY_ENV}"
-    policy = make_policy(args.model)
+    _check_models((args.model, "--model"))
+    try:
+        policy = make_policy(args.model)
+    except (KeyboardInterrupt, Fault):
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the loader raised, in one line
+        from agentenvs.eval.runner import PolicyLoadError
+
+        raise PolicyLoadError.of(args.model, exc) from exc
     name = args.name or args.model
     server = serve(
         policy, args.host, args.port, model_name=name, api_key=key, auth=not args.no_auth,
@@ -675,10 +699,15 @@ COMMANDS = {
 }
 
 
+#: set (not 0) to see a user error's traceback instead of its one line
+DEBUG_ENV = "AGENTENVS_DEBUG"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a user error is one line on stderr and exit status 2 (a parse
     error exits through ``SystemExit(2)``), raised by the checks before any work starts
-    (``agentenvs.cli_args``) or by the library while it works."""
+    (``agentenvs.cli_args``) or by the library while it works; ``AGENTENVS_DEBUG=1``
+    shows its traceback instead."""
     args = build_parser().parse_args(argv)
     from agentenvs.core.errors import AgentEnvsError
     from agentenvs.core.suggest import one_line
@@ -691,6 +720,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_args(args)
         return COMMANDS[args.command](args)
     except (AgentEnvsError, ValueError, KeyError, OSError, ImportError) as exc:
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise  # the traceback, a worker's included where it sent one
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"agentenvs {args.command}: error: {redact(one_line(message))}", file=sys.stderr)
         return 2

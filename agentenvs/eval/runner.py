@@ -61,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import sys
 import time
 from collections.abc import Hashable, Sequence
@@ -73,7 +74,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401 - registers the env ids and policies in worker processes
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError, Fault
-from agentenvs.core.suggest import did_you_mean
+from agentenvs.core.suggest import did_you_mean, one_line
 from agentenvs.eval.budget_units import (
     charge_step,
     check_budget_unit,
@@ -139,6 +140,34 @@ DEFAULT_INFO_KEYS: tuple[str, ...] = (
 class RunConfigError(AgentEnvsError, ValueError):
     """A run that cannot go ahead as configured (bad mode, budget visible in derive, a
     resume whose config differs from the stored manifest)."""
+
+
+class PolicyLoadError(AgentEnvsError, RuntimeError):
+    """The policy could not be built where it runs (a worker, or this process): its model
+    failed to load. The message is one line with the loader's last error; a traceback
+    sent from the worker is the ``__cause__`` (shown with ``AGENTENVS_DEBUG=1``).
+
+    Neither a fault nor the agent's: the run stops before any trajectory, as no retry
+    loads a model that failed to load. A worker killed while loading (the OOM killer, a
+    signal) sends nothing and stays a ``WorkerLostError``."""
+
+    @classmethod
+    def of(cls, spec: str, exc: BaseException | str) -> PolicyLoadError:
+        error = exc if isinstance(exc, str) else loader_error(exc)
+        return cls(
+            f"policy {redact_spec(spec)} failed to load: {error}; nothing was run (fix the "
+            "model or its options and run the command again)"
+        )
+
+
+class _WorkerTraceback(Exception):
+    """A worker's traceback, as text, for the cause of the driver's error."""
+
+
+def loader_error(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line, at most 400 characters."""
+    text = f"{type(exc).__name__}: {one_line(exc)}"
+    return text if len(text) <= 400 else text[:399] + "…"
 
 
 @dataclass
@@ -475,6 +504,8 @@ class EpisodeOutcome(NamedTuple):
     success: bool
     faults: tuple[dict[str, Any], ...]
     faulted: bool
+    #: the worker could not build the policy: its error line, and its traceback
+    load_error: tuple[str, str] | None = None
 
 
 def import_env_module(env_id: str) -> None:
@@ -503,13 +534,24 @@ class EpisodeWorker:
     ) -> None:
         self.config = EvalConfig.from_dict(config_data)
         import_env_module(self.config.env_id)  # first: it may register the policy
-        self.policy = make_policy(self.config.policy)
+        #: why the policy could not be built here (every item then reports it)
+        self.load_error: tuple[str, str] | None = None
+        try:
+            self.policy: Policy | None = make_policy(self.config.policy)
+        except Fault:
+            raise  # the model side's: the worker is lost and its work runs again
+        except Exception as exc:  # noqa: BLE001 - reported to the driver, not died of
+            import traceback
+
+            self.policy = None
+            self.load_error = (loader_error(exc), traceback.format_exc())
         self.env: gym.Env | None = None
         self.meta = _run_meta(self.config)
         self.max_fault_retries = int(max_fault_retries)
         self.fault_backoff = float(fault_backoff)
 
     def _episode(self, item: WorkItem) -> dict[str, Any]:
+        assert self.policy is not None
         if self.env is None:
             self.env = make_env(self.config)
         return run_episode(
@@ -524,6 +566,8 @@ class EpisodeWorker:
     def run(self, item: WorkItem) -> EpisodeOutcome:
         """One trajectory (retried past faults), serialized here so the driver only
         appends bytes."""
+        if self.load_error is not None:
+            return EpisodeOutcome(b"", False, (), False, self.load_error)
         record, faults = retry_faults(
             lambda: self._episode(item), max_retries=self.max_fault_retries,
             backoff=self.fault_backoff, after_fault=self._drop_env,
@@ -599,13 +643,20 @@ def task_chunk_size(items: Sequence[WorkItem], workers: int | None) -> int | Non
 
 # ---------------------------------------------------------------- the run
 def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, int]]:
-    """Create or check the run directory; return the keys of trajectories already done."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """Create or check the run directory; return the keys of trajectories already done.
+
+    A directory that holds another config is refused where it holds a trajectory, and
+    started anew where it holds none (a start that failed, e.g. a model that did not
+    load: its manifest and fault log go, nothing else is touched), so the corrected
+    command runs."""
     manifest_path = run_dir / MANIFEST_NAME
     traj_path = run_dir / TRAJECTORIES_NAME
     if not manifest_path.exists() and traj_path.exists() and traj_path.stat().st_size > 0:
         raise RunFileError(f"{traj_path} exists without {MANIFEST_NAME}; refusing to mix runs")
     sampling = sampling_settings(config.policy, config.seed)
+    if manifest_path.exists():
+        _replace_if_empty(config, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     ensure_manifest(run_dir, config.manifest_dict(), error=RunConfigError, run_id=config.run_id,
                     **({"sampling": sampling} if sampling else {}))
     expected = {item.key for item in config.work()}
@@ -616,6 +667,34 @@ def prepare_run_dir(config: EvalConfig, run_dir: Path) -> set[tuple[str, int, in
             raise RunFileError(f"{traj_path}: trajectory {key} is not part of this run's config")
         done.add(key)
     return done
+
+
+def _replace_if_empty(config: EvalConfig, run_dir: Path) -> None:
+    """Refuse a run directory of another config that holds trajectories (one line: the
+    folder, both policies, the way out); empty one that holds none."""
+    stored = read_manifest(run_dir)["config"]
+    wanted = json.loads(dumps_line(config.manifest_dict()))
+    if stored == wanted:
+        return
+    records = sum(1 for _ in read_trajectories(run_dir / TRAJECTORIES_NAME))
+    if records:
+        differ = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+        if "policy" in differ:
+            others = [k for k in differ if k != "policy"]
+            what = (
+                f"policy {stored.get('policy')!r}; this run asks policy {wanted.get('policy')!r}"
+                + (f" (and other {', '.join(others)})" if others else "")
+            )
+        else:
+            what = "another config (" + "; ".join(
+                f"{k}: stored {stored.get(k)!r}, asked {wanted.get(k)!r}" for k in differ
+            ) + ")"
+        raise RunConfigError(
+            f"{run_dir} holds {records} trajectories of {what}: give a new --out for this "
+            "run, or run the stored config again to resume it"
+        )
+    for name in (MANIFEST_NAME, FAULTS_NAME, TRAJECTORIES_NAME):
+        (run_dir / name).unlink(missing_ok=True)
 
 
 def run_pass_at_k_t(
@@ -719,6 +798,11 @@ def run_pass_at_k_t(
                         for key, outcome in results:
                             if key in written:  # never twice, whatever a backend retried
                                 continue
+                            if outcome.load_error is not None:
+                                error, trace = outcome.load_error
+                                raise PolicyLoadError.of(config.policy, error) from (
+                                    _WorkerTraceback(trace)
+                                )
                             tally.add(outcome.faults, finished=not outcome.faulted)
                             # whole lines in one write: a kill can tear only the last one
                             if outcome.faulted:
