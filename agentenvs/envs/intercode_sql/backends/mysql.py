@@ -60,6 +60,7 @@ import atexit
 import dataclasses
 import functools
 import hashlib
+import os
 import re
 import threading
 import time
@@ -101,6 +102,7 @@ from agentenvs.envs.intercode_sql.backends.mysql_server import (
 )
 from agentenvs.envs.intercode_sql.backends.mysql_templates import (
     build_template,
+    ensure_template,
     import_dump,
     mysql_schema,
 )
@@ -114,6 +116,10 @@ from agentenvs.envs.intercode_sql.statements import (
 )
 
 TEMPLATE_PREFIX = "ae_tpl_"
+#: the environment variable that puts a process's templates under another prefix (several
+#: projects, or test runs, on one server keep theirs apart)
+TEMPLATE_PREFIX_ENV = "AGENTENVS_MYSQL_TEMPLATE_PREFIX"
+_PREFIX_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 #: a statement still running this long after its time limit is killed from outside its session
 KILL_GRACE_S = 0.5
 #: pristine episode databases a backend keeps ready (made ahead, or only read and kept):
@@ -147,7 +153,20 @@ __all__ = [
     "parse_mysql_url",
     "sweep",
     "sweep_orphans",
+    "template_prefix",
 ]
+
+
+def template_prefix() -> str:
+    """The prefix of the template databases: ``$AGENTENVS_MYSQL_TEMPLATE_PREFIX``, else
+    ``ae_tpl_`` (lower-case letters, digits and ``_``, at most 16)."""
+    prefix = os.environ.get(TEMPLATE_PREFIX_ENV) or TEMPLATE_PREFIX
+    if not _PREFIX_RE.match(prefix):
+        raise ValueError(
+            f"${TEMPLATE_PREFIX_ENV}={prefix!r}: a template prefix is 1 to 16 lower-case "
+            "letters, digits or '_', starting with a letter"
+        )
+    return prefix
 
 
 class MySQLEpisode(Episode):
@@ -607,51 +626,45 @@ class MySQLBackend(Backend):
     def template(self, source: DatabaseSource) -> tuple[str, str]:
         """(template database name, content digest), creating the template if needed."""
         # the source's content hash, once per file version (a dump's text is long)
-        source_key = source.cache_key()
+        source_key = (template_prefix(), source.cache_key())
         known = self._source_templates.get(source_key)
         if known is not None:
             return known
+        statements: list[str] = []
         if source.kind == "mysql_dump":
-            dump = source.dump_database()
-            data = "\n;\n".join(["mysql dump", *dump.statements()]).encode()
+            statements = list(source.dump_database().statements())
+            data = "\n;\n".join(["mysql dump", *statements]).encode()
         else:
             data = template_bytes(source)
         key = hashlib.blake2b(data, digest_size=6).hexdigest()
-        if key in self._templates:
-            self._source_templates[source_key] = self._templates[key]
-            return self._templates[key]
         safe = re.sub(r"[^0-9a-z_]", "_", source.name.lower())[:30]
-        name = f"{TEMPLATE_PREFIX}{safe}_{key}"
+        name = f"{template_prefix()}{safe}_{key}"
+        if name in self._templates:
+            self._source_templates[source_key] = self._templates[name]
+            return self._templates[name]
         server = self.server
-        # other processes may build the same template: one builds, the rest wait
-        lock = server.template_lock_name(name)
-        if server.scalar("SELECT GET_LOCK(%s, %s)", (lock, TEMPLATE_LOCK_WAIT_S)) != 1:
-            raise ServiceUnavailable(
-                f"could not build template {name}: another session has held its build lock "
-                f"for {TEMPLATE_LOCK_WAIT_S:g} s"
-            )
-        try:
-            ready = server.scalar(
-                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = '_ae_ready'",
-                (name,),
-            )
-            if not ready:
-                if source.kind == "mysql_dump":
-                    try:
-                        import_dump(server, name, source.dump_database().statements())
-                    except server.pymysql.err.MySQLError as exc:
-                        server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-                        raise TaskError(
-                            f"{source.path} (database {source.dump_db})",
-                            "database",
-                            f"the server refused the dump's statement: {_error_text(exc)}",
-                        ) from exc
-                else:
-                    build_template(server, name, data)
-        finally:
-            server.scalar("SELECT RELEASE_LOCK(%s)", (lock,))
+        if source.kind == "mysql_dump":
+
+            def fill(conn: Any, db: str) -> None:
+                try:
+                    import_dump(conn, db, statements)
+                except server.pymysql.err.MySQLError as exc:
+                    if faults.is_connection_error(exc, server.pymysql):
+                        raise
+                    raise TaskError(
+                        f"{source.path} (database {source.dump_db})",
+                        "database",
+                        f"the server refused the dump's statement: {_error_text(exc)}",
+                    ) from exc
+        else:
+
+            def fill(conn: Any, db: str) -> None:
+                build_template(conn, db, data)
+
+        # one builder at a time, whichever thread, process or host asks (mysql_templates)
+        ensure_template(server, name, fill, wait_s=TEMPLATE_LOCK_WAIT_S)
         digest = self.digest(name)
-        self._templates[key] = (name, digest)
+        self._templates[name] = (name, digest)
         self._source_templates[source_key] = (name, digest)
         return name, digest
 

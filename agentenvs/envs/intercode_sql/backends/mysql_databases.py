@@ -4,7 +4,8 @@ and dropped, and the sweep of those whose owner process is gone.
 An episode's database and its user share one name, ``ae_ep_<pid>_<host>_<time>_<rand>``
 (base 36, at most 32 characters): the owner's pid and host tag tell whether it still
 runs, so a process that starts sweeps what dead ones left (another host's once a day
-old). A database is cloned table by table from its template, and its user is granted
+old). A template is built in a database named the same way with ``ae_bld_`` in front
+(``build_name``), so one whose builder was killed is swept likewise. A database is cloned table by table from its template, and its user is granted
 only on it. The functions run their statements through ``run`` (the admin connection's,
 or a pool thread's own), so they serve the backend and the pool alike.
 """
@@ -23,11 +24,13 @@ from typing import Any
 from agentenvs.core.procs import pid_alive
 
 EPISODE_PREFIX = "ae_ep_"
+#: a template being built (``mysql_templates``), before its tables move to the template
+BUILD_PREFIX = "ae_bld_"
 #: episodes of another host are swept once they are this old (their pid means nothing here)
 FOREIGN_ORPHAN_AGE_S = 24 * 3600
 
 _HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
-_NAME = re.compile(r"^ae_ep_([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
+_NAME = re.compile(r"^(ae_ep_|ae_bld_)([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
 
 
 def _b36(n: int) -> str:
@@ -40,24 +43,43 @@ def _b36(n: int) -> str:
             return out
 
 
+def _owned_name(prefix: str) -> str:
+    return (
+        f"{prefix}{_b36(os.getpid())}_{_HOST_TAG}_{_b36(int(time.time()))}_{secrets.token_hex(3)}"
+    )
+
+
 def episode_name() -> str:
     """``ae_ep_<pid>_<host>_<unix time>_<random>`` in base 36: at most 32 characters."""
-    return f"{EPISODE_PREFIX}{_b36(os.getpid())}_{_HOST_TAG}_{_b36(int(time.time()))}_{secrets.token_hex(3)}"
+    return _owned_name(EPISODE_PREFIX)
+
+
+def build_name() -> str:
+    """``ae_bld_<pid>_<host>_<unix time>_<random>``: where this process builds a template."""
+    return _owned_name(BUILD_PREFIX)
+
+
+def _parse(name: str) -> tuple[str, int, str, int] | None:
+    m = _NAME.match(name)
+    if not m:
+        return None
+    return m.group(1), int(m.group(2), 36), m.group(3), int(m.group(4), 36)
 
 
 def parse_episode_name(name: str) -> tuple[int, str, int] | None:
     """(pid, host tag, creation time) of an episode database or user name."""
-    m = _NAME.match(name)
-    if not m:
+    parsed = _parse(name)
+    if parsed is None or parsed[0] != EPISODE_PREFIX:
         return None
-    return int(m.group(1), 36), m.group(2), int(m.group(3), 36)
+    return parsed[1:]
 
 
 def is_orphan(name: str, now: float | None = None) -> bool:
-    parsed = parse_episode_name(name)
+    """Whether the episode or build database ``name`` belongs to a process that is gone."""
+    parsed = _parse(name)
     if parsed is None:
         return False
-    pid, host, created = parsed
+    _, pid, host, created = parsed
     if host == _HOST_TAG:
         return not pid_alive(pid)
     return (now or time.time()) - created > FOREIGN_ORPHAN_AGE_S
@@ -139,10 +161,11 @@ def _drop(run: Any, name: str, user_host: str) -> None:
 
 
 def sweep_orphans(server: Any) -> list[str]:
-    """Drop episode databases and users whose owner process is gone (on ``server``, the
-    ``mysql_server`` connection); return their names."""
+    """Drop episode databases and users, and template builds, whose owner process is gone
+    (on ``server``, the ``mysql_server`` connection); return their names."""
     dropped = []
     dbs = [r[0] for r in server.run("SHOW DATABASES LIKE 'ae\\_ep\\_%'")]
+    dbs += [r[0] for r in server.run("SHOW DATABASES LIKE 'ae\\_bld\\_%'")]
     users = [
         (r[0], r[1])
         for r in server.run("SELECT User, Host FROM mysql.user WHERE User LIKE 'ae\\_ep\\_%'")

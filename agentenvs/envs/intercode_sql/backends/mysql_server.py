@@ -111,7 +111,7 @@ class _Server:
         version = self.scalar("SELECT VERSION()")
         self.is_mariadb = "mariadb" in str(version).lower()
         self.pool = _Pool(self)
-        # templates: by content key, by source; their table-name case; translated golds
+        # templates: by name, by (prefix, source); their table-name case; translated golds
         self.templates: dict[str, tuple[str, str]] = {}
         self.source_templates: dict[tuple, tuple[str, str]] = {}
         self.case: dict[str, dict[str, str]] = {}

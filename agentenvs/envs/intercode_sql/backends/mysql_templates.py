@@ -1,22 +1,44 @@
-"""How a task database becomes a template on the server.
+"""How a task database becomes a template on the server, built once however many threads,
+processes and hosts ask for it at the same time.
 
 A database of a MySQL dump (InterCode's ``spider_dev.sql``) is built by the dump's own
 ``CREATE TABLE`` and ``INSERT`` statements, with its collations and keys, as InterCode's
 server has it. Other sources come from the same SQLite build the embedded backend uses:
 column types follow the stored values (integers → BIGINT, other numbers → DOUBLE, text →
 TEXT, or VARCHAR(255) where keyed), tables and columns are lower-cased, strings use a
-binary collation (SQLite compares bytes). A template is complete once its ``_ae_ready``
-table exists, written last; one without it is built again. ``server`` is the backend's
-connection to the server (``mysql_server``).
+binary collation (SQLite compares bytes).
+
+A build (``ensure_template``) excludes every other: the threads of a process by a lock of
+the process's per template, other processes and hosts by the server's named lock, taken
+on a connection of the build's own (a server lets one session take its own lock again, so
+a lock taken on a connection that threads share excludes none of them). The tables are
+made in a database of the builder's own (``mysql_databases.build_name``) and then moved
+into the template by one ``RENAME TABLE``, its ``_ae_ready`` marker last: a template is
+complete once ``_ae_ready`` exists, and one without it (a build that died before the
+move) is dropped and built again. A builder killed half-way leaves its own database only,
+swept with the orphaned episodes; its connection's end frees the lock.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentenvs.envs.intercode_sql.backends.mysql_databases import _q
+from agentenvs.core.errors import Fault, ServiceUnavailable, TaskError
+from agentenvs.envs.intercode_sql.backends import mysql_faults as faults
+from agentenvs.envs.intercode_sql.backends.mysql_databases import _q, _run_on, build_name
+
+#: the table written last into a template: without it a template is incomplete
+READY_TABLE = "_ae_ready"
+#: server error codes that say the admin user lacks a privilege (no retry helps)
+_DENIED_CODES = frozenset({1044, 1045, 1142, 1227})
+
+# one lock per (server, template) in this process: its threads wait on it rather than
+# each holding a connection to wait on the server's lock
+_BUILD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
 
 
 def _sqlite_affinity(declared: str) -> str:
@@ -89,34 +111,37 @@ def mysql_schema(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], li
     return out
 
 
-def build_template(server: Any, name: str, data: bytes) -> None:
-    """Template ``name`` on ``server`` from the SQLite database ``data`` (the embedded
-    backend's build): tables and rows as ``mysql_schema`` makes them."""
-    server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-    server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-    conn = sqlite3.connect(":memory:")
+def build_template(conn: Any, name: str, data: bytes) -> None:
+    """The tables of the SQLite database ``data`` (the embedded backend's build) in the new
+    database ``name``, on the PyMySQL connection ``conn``: as ``mysql_schema`` makes them,
+    ``_ae_ready`` last."""
+    run = _runner(conn)
+    run(f"DROP DATABASE IF EXISTS {_q(name)}")
+    run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    db = sqlite3.connect(":memory:")
     try:
-        conn.deserialize(data)
-        tables = mysql_schema(conn)
+        db.deserialize(data)
+        tables = mysql_schema(db)
     finally:
-        conn.close()
-    with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
+        db.close()
+    with conn.cursor() as cur:
         cur.execute("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'")
         for table, create, columns, rows in tables:
             cur.execute(create.replace("CREATE TABLE ", f"CREATE TABLE {_q(name)}.", 1))
             if rows:
                 marks = ", ".join(["%s"] * len(columns))
                 cur.executemany(f"INSERT INTO {_q(name)}.{_q(table)} VALUES ({marks})", rows)
-        # written last: a template without it is incomplete and gets rebuilt
-        cur.execute(f"CREATE TABLE {_q(name)}._ae_ready (ok INT)")
+        cur.execute(f"CREATE TABLE {_q(name)}.{READY_TABLE} (ok INT)")
 
 
-def import_dump(server: Any, name: str, statements: Sequence[str]) -> None:
-    """A template from a MySQL dump's own CREATE TABLE and INSERT statements, as
-    InterCode's server imports them (its collations, keys and values)."""
-    server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
-    server.run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
-    with server.lock, server.guard("admin connection"), server.live_admin().cursor() as cur:
+def import_dump(conn: Any, name: str, statements: Sequence[str]) -> None:
+    """A MySQL dump's own CREATE TABLE and INSERT statements run in the new database
+    ``name`` on the PyMySQL connection ``conn``, as InterCode's server imports them (its
+    collations, keys and values), ``_ae_ready`` last."""
+    run = _runner(conn)
+    run(f"DROP DATABASE IF EXISTS {_q(name)}")
+    run(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
+    with conn.cursor() as cur:
         cur.execute("SELECT @@SESSION.sql_mode")
         (mode,) = cur.fetchone()
         cur.execute(f"USE {_q(name)}")
@@ -126,9 +151,132 @@ def import_dump(server: Any, name: str, statements: Sequence[str]) -> None:
         try:
             for statement in statements:
                 cur.execute(statement)
-            # written last: a template without it is incomplete and gets rebuilt
-            cur.execute("CREATE TABLE _ae_ready (ok INT)")
+            cur.execute(f"CREATE TABLE {READY_TABLE} (ok INT)")
         finally:
             cur.execute("SET SESSION foreign_key_checks = 1")
             cur.execute("SET SESSION sql_mode = %s", (mode,))
             cur.execute("USE information_schema")
+
+
+def _runner(conn: Any) -> Callable[..., list[tuple]]:
+    return lambda sql, args=None: _run_on(conn, sql, args)
+
+
+def is_ready(run: Callable[..., list[tuple]], name: str) -> bool:
+    """Whether template ``name`` is complete (its ``_ae_ready`` table exists)."""
+    rows = run(
+        "SELECT COUNT(*) FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+        (name, READY_TABLE),
+    )
+    return bool(rows and rows[0][0])
+
+
+def publish(conn: Any, built: str, name: str) -> None:
+    """Move the tables of the complete build ``built`` into template ``name`` (made anew,
+    with ``built``'s character set and collation): one ``RENAME TABLE``, which moves them
+    in order, ``_ae_ready`` last, so a reader that sees the marker sees every table."""
+    run = _runner(conn)
+    tables = [
+        r[0]
+        for r in run(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+            "AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME",
+            (built,),
+        )
+    ]
+    if READY_TABLE not in tables:
+        raise RuntimeError(f"the build {built} of template {name} is incomplete")
+    tables = [t for t in tables if t != READY_TABLE] + [READY_TABLE]
+    charset, collation = run(
+        "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME "
+        "FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s",
+        (built,),
+    )[0]
+    # what is there without the marker is a build that died half-way: never used
+    run(f"DROP DATABASE IF EXISTS {_q(name)}")
+    run(f"CREATE DATABASE {_q(name)} CHARACTER SET {charset} COLLATE {collation}")
+    run("RENAME TABLE " + ", ".join(f"{_q(built)}.{_q(t)} TO {_q(name)}.{_q(t)}" for t in tables))
+
+
+def _build_lock(server: Any, name: str) -> threading.Lock:
+    key = (repr(sorted(server.args.items())), name)
+    with _BUILD_LOCKS_GUARD:
+        lock = _BUILD_LOCKS.get(key)
+        if lock is None:
+            lock = _BUILD_LOCKS[key] = threading.Lock()
+        return lock
+
+
+def ensure_template(
+    server: Any, name: str, fill: Callable[[Any, str], None], *, wait_s: float
+) -> None:
+    """Make sure template ``name`` is complete on ``server`` (``mysql_server``'s), built
+    by ``fill(conn, database)`` when it is not (``fill`` makes ``database`` with its
+    tables and ``_ae_ready`` last, on the PyMySQL connection ``conn``), by one builder at
+    a time across threads, processes and hosts. A builder that cannot take the server's
+    lock within ``wait_s`` raises ``ServiceUnavailable``; a failure of the server raises
+    ``Fault(kind="database")`` in one line; a ``TaskError`` of ``fill`` passes through."""
+    if is_ready(server.run, name):
+        return
+    with _build_lock(server, name):
+        if is_ready(server.run, name):  # another thread of this process built it meanwhile
+            return
+        with server.guard("template build connection"):
+            try:
+                _build_exclusively(server, name, fill, wait_s)
+            except (TaskError, ServiceUnavailable, Fault):
+                raise
+            except server.pymysql.err.MySQLError as exc:
+                if faults.is_connection_error(exc, server.pymysql):
+                    raise  # the guard decides, with a health probe
+                raise _refused(name, exc) from exc
+
+
+def _build_exclusively(
+    server: Any, name: str, fill: Callable[[Any, str], None], wait_s: float
+) -> None:
+    lock = server.template_lock_name(name)
+    # its own session: the server's lock then excludes every other builder, this
+    # process's threads included, and is freed when the connection ends however it ends
+    conn = server.connect()
+    try:
+        got = _run_on(conn, "SELECT GET_LOCK(%s, %s)", (lock, wait_s))
+        if not got or got[0][0] != 1:
+            raise ServiceUnavailable(
+                f"could not build template {name}: another session has held its build lock "
+                f"for {wait_s:g} s"
+            )
+        try:
+            if is_ready(_runner(conn), name):  # another process built it meanwhile
+                return
+            built = build_name()
+            try:
+                fill(conn, built)
+                publish(conn, built, name)
+            finally:
+                _quietly(conn, f"DROP DATABASE IF EXISTS {_q(built)}")  # else swept later
+        finally:
+            _quietly(conn, "SELECT RELEASE_LOCK(%s)", (lock,))  # else freed as it closes
+    finally:
+        server._close_quietly(conn)
+
+
+def _quietly(conn: Any, sql: str, args: Any = None) -> None:
+    """A statement of the build's clean-up: one that fails must not hide why the build did."""
+    try:
+        if conn.open:
+            _run_on(conn, sql, args)
+    except Exception:
+        pass
+
+
+def _refused(name: str, exc: BaseException) -> Fault:
+    code = faults.error_code(exc)
+    text = " ".join(faults._text(exc).split())
+    return Fault(
+        f"could not build template {name}: the MySQL/MariaDB server refused it: {text}",
+        kind="database",
+        evidence=f"the template build's own statements (no agent's) were refused: error {code}",
+        retryable=code not in _DENIED_CODES,
+    )
