@@ -17,7 +17,9 @@ With ``AGENTENVS_REQUIRE_SERVICES=1`` (CI) a marked test that skips fails instea
 MySQL/MariaDB is found at ``$AGENTENVS_MYSQL_URL`` when it is set (and only there: a URL
 that answers nothing is a skip, not a reason to look elsewhere), else as root over the
 first default unix socket that answers: those of Debian, of some distributions, of a
-tarball install.
+tarball install. An image registry (for the tests of pulls by name) likewise: at
+``$AGENTENVS_REGISTRY`` when it is set, else at the address ``.ci/services/registry.sh``
+starts it on, when a Distribution registry answers there.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import pytest
 
 MYSQL_URL_ENV = "AGENTENVS_MYSQL_URL"
 MYSQL_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/tmp/mysql.sock")
+REGISTRY_ENV = "AGENTENVS_REGISTRY"
+#: where .ci/services/registry.sh listens by default
+REGISTRY_DEFAULT = "127.0.0.1:5000"
 
 
 def socket_url(path: str) -> str:
@@ -88,6 +93,37 @@ def require_mysql() -> str:
     if url is None:
         pytest.skip(why)
     return url
+
+
+@functools.cache
+def find_registry() -> tuple[str | None, str]:
+    """The address of a Distribution registry for the pull tests (``host:port``), and why
+    there is none: ``$AGENTENVS_REGISTRY`` when set (and only there), else the default
+    address when a registry answers its ``/v2/`` endpoint there."""
+    import urllib.error
+    import urllib.request
+
+    configured = os.environ.get(REGISTRY_ENV, "")
+    address = configured or REGISTRY_DEFAULT
+    try:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=5) as reply:
+            version = reply.headers.get("Docker-Distribution-API-Version", "")
+    except urllib.error.HTTPError as exc:  # 401: a registry that asks for credentials
+        version = exc.headers.get("Docker-Distribution-API-Version", "")
+    except OSError as exc:
+        where = f"${REGISTRY_ENV}={configured}" if configured else f"{address} (default)"
+        return None, f"no image registry answers at {where}: {exc} (.ci/services/registry.sh)"
+    if not version.startswith("registry/2"):
+        return None, f"{address} answers, but not as a Distribution registry"
+    return address, f"a Distribution registry at {address}"
+
+
+def require_registry() -> str:
+    """The registry's address, or a skip with the reason."""
+    address, why = find_registry()
+    if address is None:
+        pytest.skip(why)
+    return address
 
 
 @functools.cache

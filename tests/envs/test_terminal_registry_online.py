@@ -6,22 +6,27 @@ image it says it does not have is the task's, refused with the engine's words.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from _services import find_registry
 
 from agentenvs.core.errors import Fault, TaskError
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 
-REGISTRY = os.environ.get("AGENTENVS_REGISTRY", "")
+REGISTRY = find_registry()[0] or ""
 pytestmark = [
     pytest.mark.docker("agentenvs/tb-python:3.13"),
-    pytest.mark.skipif(
-        not REGISTRY, reason="no loopback registry (AGENTENVS_REGISTRY; .ci/services/registry.sh)"
-    ),
+    pytest.mark.skipif(not REGISTRY, reason=find_registry()[1]),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _registry_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry found (perhaps by its default address) is the one the project is told of."""
+    if REGISTRY:
+        monkeypatch.setenv("AGENTENVS_REGISTRY", REGISTRY)
 
 
 def harbor_task(root: Path, name: str, image: str) -> Path:

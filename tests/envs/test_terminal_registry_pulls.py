@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -21,17 +20,25 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from _services import find_registry
 
 from agentenvs.core.errors import Fault, TaskError
 
-REGISTRY = os.environ.get("AGENTENVS_REGISTRY", "")
+REGISTRY = find_registry()[0] or ""
 STAND_IN = "agentenvs/tb-python:3.13"
 pytestmark = [
     pytest.mark.docker(STAND_IN),
-    pytest.mark.skipif(
-        not REGISTRY, reason="no loopback registry (AGENTENVS_REGISTRY; .ci/services/registry.sh)"
-    ),
+    pytest.mark.skipif(not REGISTRY, reason=find_registry()[1]),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _registry_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry found (perhaps by its default address) is the one the project is told of."""
+    if REGISTRY:
+        monkeypatch.setenv("AGENTENVS_REGISTRY", REGISTRY)
+
+
 #: a bcrypt line of the htpasswd format (user ``agent``): the registry asks for credentials
 #: that the engine was never given, so no password is ever checked against it
 HTPASSWD = "agent:$2y$05$3/nMfRY3.rPghhmQS00DseVN6qP3ToxRxPT8DbLnL2U8I20ZbMSli\n"
