@@ -2,6 +2,7 @@
 
     agentenvs list
     agentenvs eval --env agentenvs/FrozenLake-v0 --policy frozenlake/oracle --out runs/oracle
+    agentenvs eval --envs all --policy hf:model=PATH --out runs/ckpt   # every env, one page
     agentenvs report runs/base --compare runs/rl
     agentenvs demo --out out/demo
     agentenvs sandbox provision      # the local sandbox's Python (numpy, pandas), once
@@ -56,13 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the env ids and the registered policies with their parameters")
 
     ev = sub.add_parser("eval", help="run (or resume) a Pass@(K,T) evaluation into a run directory")
-    ev.add_argument("--env", required=True, help="env id, e.g. agentenvs/FrozenLake-v0")
+    ev.add_argument("--env", default=None,
+                    help="env id, e.g. agentenvs/FrozenLake-v0 (or --envs for several)")
+    ev.add_argument("--envs", default=None,
+                    help="'all' or a comma list of env names or ids (frozenlake,sql,...): each "
+                    "env's run in OUT/<name>/ with its own defaults, then OUT/index.html")
+    ev.add_argument("--data", choices=("auto", "bundled"), default="auto",
+                    help="with --envs: auto runs full data where `agentenvs data fetch` cached "
+                    "it, else the bundled tasks; bundled: always the bundled tasks")
     ev.add_argument("--policy", required=True, help="policy spec, e.g. frozenlake/noisy:error_rate=0.3")
-    ev.add_argument("--tasks", type=tasks_spec, default="all",
-                    help="'all', 'first:N' or a comma list of task ids")
-    ev.add_argument("--n", type=positive_int, default=16, help="samples per task (>= the largest K)")
-    ev.add_argument("--budgets", type=int_list, default=[1, 2, 4, 8],
-                    help="budgets in --budget-unit, e.g. 1,2,4,8 turns or 256,512,1024 tokens")
+    ev.add_argument("--tasks", type=tasks_spec, default=None,
+                    help="'all', 'first:N' or a comma list of task ids (default all; with "
+                    "--envs each env's own slice)")
+    ev.add_argument("--n", type=positive_int, default=None,
+                    help="samples per task, >= the largest K (default 16; with --envs each env's own)")
+    ev.add_argument("--budgets", type=int_list, default=None,
+                    help="budgets in --budget-unit, e.g. 1,2,4,8 turns or 256,512,1024 tokens "
+                    "(default 1,2,4,8; with --envs each env's own)")
     ev.add_argument("--budget-unit", choices=("turns", "tokens", "seconds"), default="turns",
                     help="what the budgets count: turns, completion tokens over the trajectory "
                     "(a scripted policy: 1 per 4 characters of its actions) or wall-clock "
@@ -72,9 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--show-budget", action="store_true",
                     help="tell the agent its budget left (turns: the env's show_budget; tokens, "
                     "seconds: '[N tokens left]'); rerun mode only")
-    ev.add_argument("--mode", choices=("rerun", "derive"), default="rerun",
+    ev.add_argument("--mode", choices=("rerun", "derive"), default=None,
                     help="rerun (default, always valid): one run per budget; derive: one run "
-                    "at the largest budget, refused where the policy or env depends on it")
+                    "at the largest budget, refused where the policy or env depends on it "
+                    "(with --envs the default is derive where it is valid, else rerun)")
     ev.add_argument("--workers", type=non_negative_int, default=None,
                     help="worker processes (0 runs in this process; default: one per CPU, "
                     "or 1 for a model policy: each worker loads its own copy of the model)")
@@ -337,6 +349,15 @@ def _check_models(*given: tuple[str | None, str]) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.envs is not None:
+        from agentenvs.cli_suite import cmd_eval_suite
+
+        return cmd_eval_suite(args)
+    # one env: the defaults --envs leaves to each env
+    args.tasks = "all" if args.tasks is None else args.tasks
+    args.n = 16 if args.n is None else args.n
+    args.budgets = [1, 2, 4, 8] if args.budgets is None else args.budgets
+    args.mode = "rerun" if args.mode is None else args.mode
     _check_models((args.policy, "--policy"))
     if args.imports:  # imported here by the checks; each worker imports them first too
         from agentenvs.eval.executors import make_executor
@@ -367,6 +388,12 @@ def _eval(args: argparse.Namespace, executor: Any) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from agentenvs.eval.suite import is_suite_dir
+
+    if is_suite_dir(args.run_dir) and not (args.run_dir / "manifest.json").exists():
+        from agentenvs.cli_suite import cmd_report_suite
+
+        return cmd_report_suite(args)
     from agentenvs.eval.records import read_manifest
     from agentenvs.eval.report import surface_markdown, write_report
 

@@ -659,6 +659,12 @@ def _imports(args: argparse.Namespace) -> None:
 
 def _check_eval(args: argparse.Namespace) -> None:
     _imports(args)
+    if args.envs is not None:  # every env: agentenvs.cli_suite
+        from agentenvs.cli_suite import check_suite_args
+
+        return check_suite_args(args)
+    if args.env is None:
+        raise UsageError("eval needs --env ENV_ID (one env) or --envs all|NAME,... (several)")
     check_env(args.env, args.env_kwargs)
     check_policy(args.policy, "--policy", args.env)
     if args.budget_unit == "turns" and args.max_turns is not None:
@@ -688,6 +694,10 @@ def _check_plan(args: argparse.Namespace) -> None:
 
 
 def _check_report(args: argparse.Namespace) -> None:
+    from agentenvs.eval.suite import is_suite_dir
+
+    if is_suite_dir(args.run_dir):  # an every-env folder: its summary page
+        return
     check_path(args.run_dir, "run directory", manifest=True)
     if args.compare is not None:
         check_path(args.compare, "--compare", manifest=True)
