@@ -86,6 +86,10 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     envs = select_envs(args.envs)
+    if is_model_policy(args.policy):  # a model that cannot load: one line, no folder
+        from agentenvs.policy.preflight import check_model_policy
+
+        check_model_policy(args.policy, "--policy")
     try:
         plans = plan_suite(
             args.policy, envs, args.out, tasks=args.tasks, n=args.n, budgets=args.budgets,

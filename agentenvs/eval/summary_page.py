@@ -179,7 +179,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         if status:
             notes.append(f"- {env['name']}: {status}")
         if head is None:
-            lines.append(f"| {env['name']} | – | – | – | – | {_faults_text(env.get('faults'))} | "
+            state = env["status"] if env["status"] != "ran" else "no data"
+            lines.append(f"| {env['name']} | {state} | – | – | – | {_faults_text(env.get('faults'))} | "
                          f"{env.get('report') or '–'} |")
             continue
         d = head["decimals"]
