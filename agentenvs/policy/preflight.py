@@ -110,6 +110,7 @@ def require_installed(module: str, extra: str, what: str) -> None:
 def check_model_source(model: str, tokenizer: str | None = None, *, timeout: float) -> None:
     """A model path or hub id that a worker can load, and its tokenizer."""
     folder = _local_folder(model, "model")
+    local = folder is not None
     if folder is None:
         folder = _hub_folder(model, timeout=timeout)
     if folder is not None:
@@ -118,7 +119,7 @@ def check_model_source(model: str, tokenizer: str | None = None, *, timeout: flo
         tokenizer_folder = check_tokenizer_source(tokenizer, timeout=timeout)
     else:
         tokenizer_folder = folder
-        if folder is not None:
+        if folder is not None and local:  # a hub cache may hold the weights alone
             _check_tokenizer_folder(folder, "model")
     if folder is not None and tokenizer_folder is not None:
         _check_vocab(folder, tokenizer_folder)
@@ -127,11 +128,10 @@ def check_model_source(model: str, tokenizer: str | None = None, *, timeout: flo
 def check_tokenizer_source(tokenizer: str, *, timeout: float) -> Path | None:
     """A tokenizer path or hub id: its folder where it is local (or cached), else None."""
     folder = _local_folder(tokenizer, "tokenizer")
-    if folder is None:
-        folder = _hub_folder(tokenizer, timeout=timeout, what="tokenizer")
     if folder is not None:
         _check_tokenizer_folder(folder, "tokenizer")
-    return folder
+        return folder
+    return _hub_folder(tokenizer, timeout=timeout, what="tokenizer")
 
 
 def _looks_like_path(ref: str) -> bool:
