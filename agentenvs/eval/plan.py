@@ -9,7 +9,12 @@ The method, for each cell and each ``m``:
 1. **The task population** is the pilot's: each task's success rate at that budget,
    ``(c + 0.5) / (n + 1)`` from ``c`` of its ``n`` pilot samples (a task that never, or
    always, succeeded in the pilot keeps a rate that a better policy can still move), or
-   the rates given on the command line as they are.
+   the rates given on the command line as they are. These smoothed rates sit above the
+   raw ``c / n`` that ``agentenvs report`` prints (0.5 / (n + 1) above it for a task
+   that never succeeded), so the plan's table prints both, raw first. A pilot with no
+   success at all has nothing to scale from (every task's smoothed rate would be the
+   same made-up 0.5 / (n + 1)): ``pilot_from_run`` refuses it, and a budget at which the
+   pilot never succeeded is left out of the plan (``PlanCell.skipped``).
 2. **The alternative**: run A has those rates, run B has every task's rate moved by one
    common shift on the logit scale, ``p_B = expit(logit(p_A) + theta)``, with ``theta``
    solved (bisection) so that the population's mean metric rises by exactly ``delta``.
@@ -46,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.eval.paired import METRICS, budget_label
-from agentenvs.eval.passk import pass_at_k, pass_hat_k
+from agentenvs.eval.passk import MIN_TASKS_FOR_CI, pass_at_k, pass_hat_k
 
 #: the most tasks a plan searches up to (beyond it: "more than MAX_TASKS")
 MAX_TASKS = 100_000
@@ -62,6 +67,17 @@ class Pilot:
     source: str = "given rates"
     #: pilot samples per task (None: rates given, not estimated)
     n: int | None = None
+    #: the raw rates ``c / n`` of a pilot run (None: rates given, the same as ``rates``)
+    raw: np.ndarray | None = None
+
+    @property
+    def raw_rates(self) -> np.ndarray:
+        """Per-task rates as observed (``c / n``; the given rates with ``--rates``)."""
+        return self.rates if self.raw is None else self.raw
+
+    def has_success(self, j: int) -> bool:
+        """Whether any task succeeded at budget index ``j`` (a given rate above 0)."""
+        return bool(np.any(self.raw_rates[:, j] > 0))
 
 
 def pilot_from_rates(rates: Sequence[float]) -> Pilot:
@@ -69,11 +85,22 @@ def pilot_from_rates(rates: Sequence[float]) -> Pilot:
     values = np.asarray(rates, dtype=np.float64)
     if values.ndim != 1 or values.size == 0 or np.any(values < 0) or np.any(values > 1):
         raise ValueError(f"rates must be a non-empty list of numbers in [0, 1], got {rates!r}")
+    if not np.any(values > 0):
+        raise NoSuccessError(
+            "cannot plan: every given rate is 0, so there is nothing to scale a difference "
+            "from; give the rates you expect of the weaker policy (e.g. --rates 0.05,0.1,0.3)"
+        )
     return Pilot(rates=values[:, None], budgets=[0])
 
 
+class NoSuccessError(ValueError):
+    """A pilot without a single success: no plan can be scaled from it."""
+
+
 def pilot_from_run(run_dir: str | Path, budgets: Sequence[int] | None = None) -> Pilot:
-    """Per-task rates of a pilot run, ``(c + 0.5) / (n + 1)`` at each budget."""
+    """Per-task rates of a pilot run, ``(c + 0.5) / (n + 1)`` at each budget (and the raw
+    ``c / n`` beside them). Refused (``NoSuccessError``) where no trajectory of the pilot
+    succeeded at any of the budgets."""
     from agentenvs.eval.report import load_run, success_count_matrix
 
     data = load_run(run_dir)
@@ -86,8 +113,18 @@ def pilot_from_run(run_dir: str | Path, budgets: Sequence[int] | None = None) ->
     if not keep.any():
         raise ValueError(f"{run_dir}: no finished trajectories to plan from")
     counts, n = counts[keep], n[keep]
+    if not counts.any():
+        where = "at any budget" if len(chosen) > 1 else f"at budget {chosen[0]}"
+        raise NoSuccessError(
+            f"cannot plan from {run_dir}: none of its {int(n.sum())} trajectories per budget "
+            f"({data.label}) succeeded {where}, so there is no rate to scale a difference "
+            "from; pilot a policy that succeeds sometimes (or larger budgets), or give the "
+            "rates you expect with --rates"
+        )
     rates = (counts + 0.5) / (n[:, None] + 1.0)
-    return Pilot(rates, chosen, data.unit, f"{run_dir} ({int(keep.sum())} tasks)", int(n.min()))
+    raw = counts / n[:, None]
+    source = f"{run_dir} ({data.label}, {int(keep.sum())} tasks, n = {int(n.min())})"
+    return Pilot(rates, chosen, data.unit, source, int(n.min()), raw)
 
 
 def true_metric(p: np.ndarray, k: int, metric: str) -> np.ndarray:
@@ -244,7 +281,12 @@ class PlanCell:
     power: float
     normal_tasks: int | None
     shift: float | None
+    #: the mean metric of the smoothed rates the plan starts from
     base: float
+    #: the same of the pilot's raw rates (what ``agentenvs report`` prints)
+    raw_base: float | None = None
+    #: why the cell was not planned ("" when it was)
+    skipped: str = ""
 
 
 @dataclass
@@ -270,6 +312,7 @@ class Plan:
             "metric": self.metric,
             "sims": self.sims,
             "seed": self.seed,
+            "rates_planned_with": "given" if self.pilot.raw is None else "(c + 0.5) / (n + 1)",
             "cells": [vars(c) for c in self.cells],
         }
 
@@ -300,14 +343,22 @@ def make_plan(
     plan = Plan(pilot, delta, alpha, power, metric, sims, seed)
     for j, budget in enumerate(pilot.budgets):
         p_a = pilot.rates[:, j]
+        empty = not pilot.has_success(j)
         for k in ks:
-            theta = solve_shift(p_a, k, metric, delta)
+            theta = None if empty else solve_shift(p_a, k, metric, delta)
             base = float(true_metric(p_a, k, metric).mean())
+            raw_base = float(true_metric(pilot.raw_rates[:, j], k, metric).mean())
             for m in samples:
                 if k > m:
                     continue
+                if empty:
+                    plan.cells.append(
+                        PlanCell(k, budget, m, None, 0.0, None, None, base, raw_base,
+                                 "no success in the pilot at this budget")
+                    )
+                    continue
                 if theta is None:
-                    plan.cells.append(PlanCell(k, budget, m, None, 0.0, None, None, base))
+                    plan.cells.append(PlanCell(k, budget, m, None, 0.0, None, None, base, raw_base))
                     continue
                 p_b = shifted(p_a, theta)
                 needed, reached = tasks_needed(
@@ -323,29 +374,54 @@ def make_plan(
                     max_tasks=max_tasks,
                 )
                 closed = normal_tasks(p_a, p_b, k, m, delta, alpha, power, metric)
-                plan.cells.append(PlanCell(k, budget, m, needed, reached, closed, theta, base))
+                plan.cells.append(
+                    PlanCell(k, budget, m, needed, reached, closed, theta, base, raw_base)
+                )
     return plan
 
 
 def plan_markdown(plan: Plan) -> str:
-    """The plan as a Markdown table, with what it assumed."""
-    given = plan.pilot.budgets == [0]
-    column = "budget" if given else budget_label(plan.pilot.unit)
+    """The plan as a Markdown table, with what it assumed: the pilot's raw metric (as
+    ``agentenvs report`` prints it) beside the smoothed one the plan scales from."""
+    given = plan.pilot.raw is None
+    column = "budget" if plan.pilot.budgets == [0] else budget_label(plan.pilot.unit)
+    if given:
+        rates = (
+            f"The population is the given rates as they are; the table's pilot {plan.metric} "
+            "is theirs."
+        )
+        header = f"pilot {plan.metric}"
+    else:
+        rates = (
+            f"Two pilot {plan.metric} columns: *raw*, from each task's c successes of n "
+            "samples as `agentenvs report` prints it, and *smoothed*, from (c + 0.5) / (n + 1) "
+            "per task, which the plan scales from: a task the pilot never (or always) solved "
+            "keeps a rate a better policy can still move, where its raw 0 (or 1) would never "
+            "change under any logit shift. Smoothing moves each task's rate by at most "
+            f"0.5 / (n + 1) = {0.5 / ((plan.pilot.n or 1) + 1):.3f} (up where it is below "
+            "one half), and pass@k of K > 1 magnifies that, so on hard tasks the smoothed "
+            "column sits above the raw one."
+        )
+        header = f"pilot {plan.metric}, raw | pilot {plan.metric}, smoothed (planned with)"
     lines = [
         f"### Tasks needed to detect a {plan.metric} difference of {plan.delta:g}",
         "",
         f"Pilot: {plan.pilot.source}. Level alpha = {plan.alpha:g} (two-sided), power "
         f"{plan.power:g}; {plan.sims} simulated paired experiments per task count (seed "
         f"{plan.seed}); the second run's rates are the pilot's shifted on the logit scale "
-        f"so that the mean {plan.metric} rises by {plan.delta:g}.",
+        f"so that the mean {plan.metric} rises by {plan.delta:g}. {rates}",
         "",
-        f"| K | {column} | pilot {plan.metric} | samples per task | tasks | power there "
+        f"| K | {column} | {header} | samples per task | tasks | power there "
         "| tasks, normal approx. | trajectories per run |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|" + ("" if given else "---|") + "---|---|---|---|---|",
     ]
+    skipped = False
     for c in plan.cells:
-        budget = "given" if given else str(c.budget)
-        if c.shift is None:
+        budget = "given" if plan.pilot.budgets == [0] else str(c.budget)
+        if c.skipped:
+            skipped = True
+            tasks, power, closed, total = f"not planned: {c.skipped}", "-", "-", "-"
+        elif c.shift is None:
             tasks, power, closed, total = "unreachable", "-", "-", "-"
         elif c.tasks is None:
             tasks, power, closed, total = (
@@ -357,8 +433,9 @@ def plan_markdown(plan: Plan) -> str:
         else:
             tasks, power = str(c.tasks), f"{c.power:.3f}"
             closed, total = str(c.normal_tasks), str(c.tasks * c.samples)
+        pilot = f"{c.base:.3f}" if given else f"{c.raw_base:.3f} | {c.base:.3f}"
         lines.append(
-            f"| {c.k} | {budget} | {c.base:.3f} | {c.samples} | {tasks} | {power} | {closed} "
+            f"| {c.k} | {budget} | {pilot} | {c.samples} | {tasks} | {power} | {closed} "
             f"| {total} |"
         )
     lines += [
@@ -367,4 +444,20 @@ def plan_markdown(plan: Plan) -> str:
         "rerun mode. Tasks are drawn from the pilot's population: a benchmark with fewer "
         "tasks than a cell needs cannot reach its power with that many samples per task.",
     ]
+    if skipped:
+        lines += [
+            "",
+            "Not planned: at that budget no task of the pilot succeeded, so a shift of its "
+            "rates would rest on the smoothing alone; plan from larger budgets or a pilot "
+            "that succeeds there.",
+        ]
+    few = [c.tasks for c in plan.cells if c.tasks is not None and c.tasks < MIN_TASKS_FOR_CI]
+    if few:
+        lines += [
+            "",
+            f"`agentenvs report --compare` gives no verdict below {MIN_TASKS_FOR_CI} tasks "
+            "(its paired intervals cover less than their level there, docs/comparisons.md): "
+            f"a cell planned with fewer (here as few as {min(few)}) needs "
+            f"{MIN_TASKS_FOR_CI} tasks for a verdict.",
+        ]
     return "\n".join(lines) + "\n"

@@ -127,7 +127,11 @@ def test_plan_command_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFix
         == 0
     )
     printed = capsys.readouterr().out
-    assert "| K | T | pilot pass@k | samples per task | tasks |" in printed
+    assert (
+        "| K | T | pilot pass@k, raw | pilot pass@k, smoothed (planned with) | samples per task "
+        "| tasks |" in printed
+    )
+    assert "(c + 0.5) / (n + 1)" in printed and "`agentenvs report` prints" in printed
     plan = json.loads(out.read_text())
     assert {(c["k"], c["budget"], c["samples"]) for c in plan["cells"]} == {
         (k, t, m) for k in (1, 4) for t in (8, 16) for m in (4, 8)
@@ -167,3 +171,58 @@ class _no_raise:
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+def _pilot(tmp_path: Path, policy: str, budgets: str, tasks: str = "first:6", n: str = "4") -> Path:
+    run = tmp_path / policy.replace("/", "-").replace(":", "-")
+    assert main(["eval", "--env", "agentenvs/FrozenLake-v0", "--env-kwargs",
+                 '{"success_rate": 0.8}', "--policy", policy, "--tasks", tasks, "--n", n,
+                 "--budgets", budgets, "--workers", "0", "--no-progress", "--out", str(run)]) == 0
+    return run
+
+
+def test_plan_prints_the_raw_rates_the_report_prints_beside_the_smoothed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pilot column agentenvs report prints (raw c/n) sits beside the smoothed one the
+    plan scales from, and each matches its own definition."""
+    from agentenvs.eval.plan import plan_markdown, pilot_from_run
+    from agentenvs.eval.report import load_run, success_count_matrix
+
+    run = _pilot(tmp_path, "frozenlake/noisy:error_rate=0.25,recover=0.3", "2,16")
+    capsys.readouterr()
+    pilot = pilot_from_run(run)
+    data = load_run(run)
+    counts, n = success_count_matrix(data, data.task_ids(), [2, 16])
+    np.testing.assert_allclose(pilot.raw_rates, counts / n[:, None])
+    np.testing.assert_allclose(pilot.rates, (counts + 0.5) / (n[:, None] + 1))
+    plan = make_plan(pilot, delta=0.1, ks=[1], samples=[4], sims=50)
+    by_budget = {c.budget: c for c in plan.cells}
+    assert by_budget[16].raw_base == pytest.approx(float((counts[:, 1] / n).mean()))
+    assert by_budget[16].base == pytest.approx(float(((counts[:, 1] + 0.5) / (n + 1)).mean()))
+    assert by_budget[16].raw_base < by_budget[16].base  # the smoothed sits above on hard tasks
+    text = plan_markdown(plan)
+    row = next(line for line in text.splitlines() if line.startswith("| 1 | 16 |"))
+    assert f"| {by_budget[16].raw_base:.3f} | {by_budget[16].base:.3f} |" in row
+    # no success at T = 2 (no map is 2 moves from its goal): that cell is not planned
+    assert counts[:, 0].sum() == 0
+    assert by_budget[2].tasks is None and by_budget[2].skipped
+    row = next(line for line in text.splitlines() if line.startswith("| 1 | 2 |"))
+    assert "| 0.000 |" in row and "not planned: no success in the pilot at this budget" in row
+
+
+def test_plan_refuses_a_pilot_without_a_single_success(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every policy, the oracle included, scores 0 within 2 turns: nothing to scale from."""
+    run = _pilot(tmp_path, "frozenlake/oracle", "1,2")
+    capsys.readouterr()
+    code = main(["plan", "--pilot", str(run), "--delta", "0.05", "--sims", "50"])
+    captured = capsys.readouterr()
+    assert code != 0 and captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "cannot plan" in err and "succeeded at any budget" in err
+    assert "--rates" in err  # and says what to do instead
+    assert main(["plan", "--rates", "0,0,0", "--delta", "0.05"]) != 0
+    assert "every given rate is 0" in capsys.readouterr().err
