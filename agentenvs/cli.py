@@ -394,24 +394,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         from agentenvs.cli_suite import cmd_report_suite
 
         return cmd_report_suite(args)
-    from agentenvs.eval.records import read_manifest
-    from agentenvs.eval.report import surface_markdown, write_report
+    from agentenvs.eval.report import report_summary, write_report
 
     result = write_report(
         args.run_dir, out_dir=args.out, compare=args.compare, ks=args.ks, n_boot=args.n_boot,
         seed=args.seed, plots=not args.no_plots, allow_differences=args.allow_differences,
     )
-    print((result.out_dir / "passk.md").read_text())
-    if result.comparison is not None:
-        print(surface_markdown(result.comparison, "second run minus first", signed=True))
-    if result.paired is not None:
-        from agentenvs.eval.paired import paired_markdown
-
-        labels = [str(read_manifest(d)["config"]["policy"]) for d in (args.run_dir, args.compare)]
-        print(paired_markdown(result.paired, *labels))
-    print("files:")
-    for path in result.files:
-        print(f"  {path}")
+    # the headline and the paths; the tables are in the files (index.html links them)
+    print(report_summary(result), end="")
     return 0
 
 
@@ -427,7 +417,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """For each env of ``DEMO_SUITES``: Pass@(K,T) of two scripted policies, then the
     comparison report (the second policy minus the first)."""
     from agentenvs.eval.executors import make_executor
-    from agentenvs.eval.report import write_report
+    from agentenvs.eval.report import report_summary, write_report
 
     started = time.perf_counter()
     out: Path = args.out
@@ -444,7 +434,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     def show_finished_reports(wait: bool = False) -> None:
         nonlocal shown
         while shown < len(reports) and (wait or reports[shown].done()):
-            print((reports[shown].result().out_dir / "comparison.md").read_text())
+            print(report_summary(reports[shown].result()))
             shown += 1
 
     # one set of workers for every run: each run skips starting interpreters, and what a
@@ -474,9 +464,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for suite, report in zip(suites, reports, strict=True):
         result = report.result()
         print(f"{suite.name}: runs in {out / suite.name}/{demo_run_name(suite.first)} and "
-              f"/{demo_run_name(suite.second)}; report in {result.out_dir}/")
-        for path in result.files:
-            print(f"  {path.name}")
+              f"/{demo_run_name(suite.second)}; report: {result.out_dir / 'index.html'}")
     return 0
 
 

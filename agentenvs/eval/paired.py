@@ -19,7 +19,10 @@ difference is ``weights @ d / n_tasks`` for the per-task differences ``d``. Each
 verdict is "B better" or "A better" only where that interval, as printed, excludes 0
 (``agentenvs.eval.printing.printed_excludes_zero``), else "no clear difference". With
 fewer than ``MIN_TASKS_FOR_CI`` tasks the intervals cover less than their nominal level
-(``benchmarks/paired_ci_coverage.py`` measures it; docs/comparisons.md gives the table).
+(``benchmarks/paired_ci_coverage.py`` measures it; docs/comparisons.md gives the table),
+so the tables and the JSON print no verdict there: "too few tasks for a verdict (N < 50)"
+(``PairedComparison.verdicts``; the interval's own reading stays in
+``MetricComparison.verdicts`` and, in the JSON, ``interval_verdict``).
 """
 
 from __future__ import annotations
@@ -113,10 +116,27 @@ class PairedComparison:
     metrics: dict[str, MetricComparison] = field(default_factory=dict)
     unit: str = "turns"
 
+    @property
+    def verdict_withheld(self) -> str:
+        """Why no cell gets a verdict ("" when they may): too few tasks for the interval."""
+        if self.n_tasks < MIN_TASKS_FOR_CI:
+            return f"too few tasks for a verdict ({self.n_tasks} < {MIN_TASKS_FOR_CI})"
+        return ""
+
+    def verdicts(self, metric: str) -> np.ndarray:
+        """The printed verdict of each cell of ``metric``: the interval's
+        (``MetricComparison.verdicts``), or ``verdict_withheld`` below the task count at
+        which the interval is known to under-cover."""
+        found = self.metrics[metric].verdicts()
+        if self.verdict_withheld:
+            found[:] = self.verdict_withheld
+        return found
+
     def to_dict(self) -> dict[str, Any]:
         cells = []
         for metric, m in self.metrics.items():
-            verdicts = m.verdicts()
+            verdicts = self.verdicts(metric)
+            by_interval = m.verdicts()
             for i, k in enumerate(self.ks):
                 for j, t in enumerate(self.budgets):
                     cells.append(
@@ -130,6 +150,7 @@ class PairedComparison:
                             "low": float(m.low[i, j]),
                             "high": float(m.high[i, j]),
                             "verdict": str(verdicts[i, j]),
+                            "interval_verdict": str(by_interval[i, j]),
                         }
                     )
         return {
@@ -139,6 +160,7 @@ class PairedComparison:
             "n_tasks": self.n_tasks,
             "confidence": self.confidence,
             "few_tasks": self.n_tasks < MIN_TASKS_FOR_CI,
+            "min_tasks_for_verdict": MIN_TASKS_FOR_CI,
             "cells": cells,
         }
 
@@ -198,12 +220,13 @@ def paired_markdown(comparison: PairedComparison, label_a: str, label_b: str) ->
         f"A = {label_a}, B = {label_b}, on the {comparison.n_tasks} tasks both runs have. "
         f"B - A is the mean over tasks of each task's difference, with its "
         f"{comparison.confidence:.0%} paired bootstrap interval over tasks; a verdict names "
-        "a run only where that interval, as printed, excludes 0. pass@k: at least one of K "
-        "samples succeeds; pass^k: all K succeed.",
+        "a run only where that interval, as printed, excludes 0, and only with at least "
+        f"{MIN_TASKS_FOR_CI} tasks. pass@k: at least one of K samples succeeds; pass^k: all "
+        "K succeed.",
     ]
     for metric, m in comparison.metrics.items():
         decimals = m.decimals
-        verdicts = m.verdicts()
+        verdicts = comparison.verdicts(metric)
         lines += [
             "",
             f"#### {metric}",
@@ -228,8 +251,9 @@ def paired_markdown(comparison: PairedComparison, label_a: str, label_b: str) ->
     if comparison.n_tasks < MIN_TASKS_FOR_CI:
         lines += [
             "",
-            f"Intervals are approximate: {comparison.n_tasks} tasks (< {MIN_TASKS_FOR_CI}); "
-            "paired bootstrap intervals over so few tasks cover less than their nominal "
-            "level (docs/comparisons.md).",
+            f"No verdicts: {comparison.n_tasks} tasks (< {MIN_TASKS_FOR_CI}); paired "
+            "bootstrap intervals over so few tasks cover less than their nominal level "
+            "(docs/comparisons.md), so an interval that excludes 0 is not enough to name a "
+            "better run. Compare on more tasks for a verdict.",
         ]
     return "\n".join(lines) + "\n"

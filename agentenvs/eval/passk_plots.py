@@ -9,7 +9,10 @@
 
 Every K keeps one colour (``agentenvs.eval.figures.k_color``), the legend sits outside
 the axes, every shaded band is labelled as the CI it is, and run labels are shortened
-without becoming equal (``distinct_labels``).
+without becoming equal (``distinct_labels``). What the T axis cannot say is said on the
+figure (``agentenvs.eval.report.figure_notes``): ``t_note`` goes into the T axis's label
+("no effect here: every episode ended by turn 1", BFCL single-turn), and ``footnote``
+under the figure (a policy that plans on its turns left, whose Pass@(K,T) need not grow).
 """
 
 from __future__ import annotations
@@ -32,8 +35,20 @@ def _curve_ks(ks: np.ndarray, most: int = 5) -> list[int]:
     return [int(i) for i in picks]
 
 
+def t_axis_label(unit: str = "turns", t_note: str = "") -> str:
+    """The T axis's label, with what it cannot say (``t_note``) on a second line."""
+    name = "turn budget T" if unit == "turns" else f"budget B ({unit})"
+    return f"{name}\n({t_note})" if t_note else name
+
+
 def _heatmap(
-    ax: Any, fig: Any, surface: PassSurface, *, diverging: bool = False, label: str = "Pass@(K,T)"
+    ax: Any,
+    fig: Any,
+    surface: PassSurface,
+    *,
+    diverging: bool = False,
+    label: str = "Pass@(K,T)",
+    t_note: str = "",
 ) -> None:
     values = surface.mean
     if diverging:
@@ -46,7 +61,7 @@ def _heatmap(
         image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, origin="lower", aspect="auto")
     ax.set_xticks(range(len(surface.budgets)), [str(t) for t in surface.budgets])
     ax.set_yticks(range(len(surface.ks)), [str(k) for k in surface.ks])
-    ax.set_xlabel("turn budget T")
+    ax.set_xlabel(t_axis_label(surface.unit, t_note))
     ax.set_ylabel("samples K")
     fig.colorbar(image, ax=ax, label=label, shrink=0.9)
     if values.size <= 200:
@@ -92,6 +107,7 @@ def _curves(
     band: bool = True,
     labels: bool = True,
     run: str = "",
+    t_note: str = "",
 ) -> list[Any]:
     """One line per K (its fixed colour), a shaded CI band under each when ``band``;
     returns the line handles."""
@@ -115,7 +131,7 @@ def _curves(
                 lw=0,
                 label=f"{surface.confidence:.0%} CI{of}, K={k}",
             )
-    ax.set_xlabel("turn budget T")
+    ax.set_xlabel(t_axis_label(surface.unit, t_note))
     ax.set_ylabel("Pass@(K,T)")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
@@ -141,14 +157,26 @@ def _band_handle(surface: PassSurface, run: str = "") -> tuple[Any, str]:
     )
 
 
-def surface_figure(surface: PassSurface, title: str) -> Any:
-    """Heatmap of the surface and Pass@K-vs-T curves, side by side (a Figure)."""
-    fig = new_figure(12.5, 4.6)
+def _footnote(fig: Any, text: str) -> None:
+    """``text`` under the axes, wrapped to the figure's width."""
+    if text:
+        import textwrap
+
+        width = int(fig.get_figwidth() * 15)
+        fig.supxlabel("\n".join(textwrap.wrap(text, width)), fontsize=8, ha="center")
+
+
+def surface_figure(
+    surface: PassSurface, title: str, *, t_note: str = "", footnote: str = ""
+) -> Any:
+    """Heatmap of the surface and Pass@K-vs-T curves, side by side (a Figure); ``t_note``
+    and ``footnote`` say what the T axis cannot (module doc)."""
+    fig = new_figure(12.5, 4.6 + (0.4 if footnote else 0.0))
     left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
-    _heatmap(left, fig, surface)
+    _heatmap(left, fig, surface, t_note=t_note)
     marks = _heatmap_legend(surface, diverging=False)
     left.set_title("Pass@(K,T)" + (f"\n({marks})" if marks else ""), fontsize=10)
-    lines = _curves(right, surface)
+    lines = _curves(right, surface, t_note=t_note)
     right.set_title("Pass@K against the turn budget", fontsize=10)
     handles, names = lines, [line.get_label() for line in lines]
     if surface.low is not None:
@@ -156,12 +184,15 @@ def surface_figure(surface: PassSurface, title: str) -> Any:
         handles, names = [*handles, band], [*names, band_name]
     legend_outside(right, handles, names)
     fig.suptitle(title, fontsize=11)
+    _footnote(fig, footnote)
     return fig
 
 
-def plot_surface(surface: PassSurface, path: str | Path, title: str) -> Path:
+def plot_surface(
+    surface: PassSurface, path: str | Path, title: str, *, t_note: str = "", footnote: str = ""
+) -> Path:
     """``surface_figure`` as a PNG at ``path``."""
-    surface_figure(surface, title).savefig(path, dpi=130)
+    surface_figure(surface, title, t_note=t_note, footnote=footnote).savefig(path, dpi=130)
     return Path(path)
 
 
@@ -172,17 +203,20 @@ def comparison_figure(
     base_label: str,
     other_label: str,
     title: str,
+    *,
+    t_note: str = "",
+    footnote: str = "",
 ) -> Any:
     """Difference heatmap (``other - base``, diverging colormap) and curves of both runs
-    (a Figure)."""
-    fig = new_figure(13.5, 4.8)
+    (a Figure); ``t_note`` and ``footnote`` say what the T axis cannot (module doc)."""
+    fig = new_figure(13.5, 4.8 + (0.4 if footnote else 0.0))
     left, right = fig.subplots(1, 2, width_ratios=[1.1, 1])
-    _heatmap(left, fig, diff, diverging=True, label="difference in Pass@(K,T)")
+    _heatmap(left, fig, diff, diverging=True, label="difference in Pass@(K,T)", t_note=t_note)
     first, second = distinct_labels([_short(base_label), _short(other_label)], 40)
     marks = _heatmap_legend(diff, diverging=True)
     left.set_title(f"{second}\nminus {first}" + (f"\n({marks})" if marks else ""), fontsize=9)
-    _curves(right, base, style="--", band=False, labels=False)
-    lines = _curves(right, other, style="-", run=second)
+    _curves(right, base, style="--", band=False, labels=False, t_note=t_note)
+    lines = _curves(right, other, style="-", run=second, t_note=t_note)
     # one legend entry per K (colour), one per run (line style), one for the band
     handles, names = list(lines), [line.get_label() for line in lines]
     for style, label in (("--", first), ("-", second)):
@@ -196,6 +230,7 @@ def comparison_figure(
     right.set_title("Pass@K against the turn budget", fontsize=10)
     legend_outside(right, handles, names)
     fig.suptitle(title, fontsize=11)
+    _footnote(fig, footnote)
     return fig
 
 
@@ -207,9 +242,15 @@ def plot_comparison(
     base_label: str,
     other_label: str,
     title: str,
+    *,
+    t_note: str = "",
+    footnote: str = "",
 ) -> Path:
     """``comparison_figure`` as a PNG at ``path``."""
-    comparison_figure(base, other, diff, base_label, other_label, title).savefig(path, dpi=130)
+    figure = comparison_figure(
+        base, other, diff, base_label, other_label, title, t_note=t_note, footnote=footnote
+    )
+    figure.savefig(path, dpi=130)
     return Path(path)
 
 

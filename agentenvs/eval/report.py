@@ -5,12 +5,18 @@
 
 - ``passk.md``, ``passk.csv``, ``passk.json``: the surface of this run alone, on all of
   its tasks and budgets, with bootstrap CIs;
-- ``passk.png``: a heatmap of the surface and curves of Pass@K against T for several K.
+- ``passk.png``: a heatmap of the surface and curves of Pass@K against T for several K;
+- ``index.md`` and ``index.html``: one page for the folder: what was run (env, policies,
+  mode, budgets, samples, tasks), the headline numbers (Pass@1 and Pass@n at the
+  largest budget; with a comparison, their differences and verdicts) and a link to every
+  table and figure. ``report_summary(result)`` is the few lines ``agentenvs report``
+  prints: the headline and the paths; the tables themselves stay in the files.
 
 With ``compare=OTHER_RUN_DIR`` it also writes ``comparison.*``: the surface of the other
 run minus this one (a paired bootstrap over the tasks both runs share), followed in
 ``comparison.md`` by each run's own table on that shared grid (tasks, budgets, K), and
-drawn as a heatmap with a diverging colormap next to the curves of both runs. The two
+drawn as a heatmap with a diverging colormap next to the curves of both runs; ``passk.md``
+then holds both runs' own tables, each on all of its tasks and budgets. The two
 runs' configs must agree on everything but the policy (env id and env kwargs, tasks,
 samples, budgets, mode, seed): a comparison across env settings would credit the policy
 with the env's difference. ``allow_differences=True`` (``--allow-differences``) compares
@@ -33,7 +39,9 @@ the JSON): when every trajectory ended by a turn t0 below the largest budget, th
 columns from t0 on repeat (BFCL's single turn swept over T = 1, 2, 3); and in rerun
 mode, when the policy sees its budget (the env's ``show_budget``, or a policy that
 plans on the turns left), each T is another behaviour, so Pass@(K,T) need not grow
-with T.
+with T. The figures say both where they are drawn (``figure_notes``): the T axis's label
+reads "no effect" when no budget bound, and a footnote says when each T is a run of a
+policy that plans on its turns left.
 
 How counts come from records: in ``derive`` mode c_T counts the samples whose first
 success came within T turns; in ``rerun`` mode, the samples of the budget-T runs that
@@ -74,6 +82,7 @@ from agentenvs.eval.paired import (
     paired_markdown,
 )
 from agentenvs.eval.passk import (
+    MIN_TASKS_FOR_CI,
     PassSurface,
     ci_reliability,
     difference_surface,
@@ -259,6 +268,41 @@ def budget_notes(data: RunData, budgets: Sequence[int] | None = None) -> list[st
     return notes
 
 
+@dataclass
+class FigureNotes:
+    """What a figure of the surface says about its T axis (``figure_notes``)."""
+
+    #: appended to the T axis's label where no budget bound ("" otherwise)
+    t_axis: str = ""
+    #: a footnote under the figure ("" for none)
+    footnote: str = ""
+
+
+def figure_notes(runs: Sequence[RunData], budgets: Sequence[int] | None = None) -> FigureNotes:
+    """The notes of ``budget_notes`` that a figure of these runs over ``budgets`` must carry:
+    T with no effect at all (every trajectory of every run ended by the smallest budget),
+    and a policy that sees its budget in rerun mode (Pass@(K,T) need not grow with T)."""
+    notes = FigureNotes()
+    ends = []
+    for run in runs:
+        chosen = sorted(int(b) for b in (budgets if budgets is not None else run.budgets))
+        ends.append((run.longest.get(chosen[-1]), chosen))
+    if ends and all(t0 is not None and t0 <= chosen[0] for t0, chosen in ends):
+        t0 = max(t0 for t0, _ in ends if t0 is not None)
+        notes.t_axis = f"no effect here: every episode ended by turn {t0}"
+    seen = [run.label for run in runs if run.mode == "rerun" and _budget_visible(run)]
+    if seen:
+        who = "the policy sees" if len(runs) == 1 else (
+            "both policies see" if len(seen) == len(runs) else f"{seen[0]} sees"
+        )
+        notes.footnote = (
+            f"Each T is a run of its own and {who} its budget (plans on the turns left), so "
+            "Pass@(K,T) need not grow with T: with more turns a policy may take a longer, "
+            "safer route and err more often on the way (see the report's notes)."
+        )
+    return notes
+
+
 def default_ks(n_min: int) -> list[int]:
     """Powers of two up to n, and n itself."""
     ks = [1 << i for i in range(n_min.bit_length()) if (1 << i) <= n_min]
@@ -413,6 +457,14 @@ class ReportResult:
     comparison: PassSurface | None = None
     #: pass@k and pass^k of both runs, task by task, with verdicts (``agentenvs.eval.paired``)
     paired: PairedComparison | None = None
+    #: the runs reported (one, or the first and the second)
+    runs: list[RunData] = field(default_factory=list)
+    #: each run's own surface, on all of its tasks and budgets
+    surfaces: list[PassSurface] = field(default_factory=list)
+    #: tasks both runs share (0 without a comparison)
+    shared_tasks: int = 0
+    #: the headline numbers, one sentence each (``index.md``, ``report_summary``)
+    headline: list[str] = field(default_factory=list)
 
 
 def _meta(data: RunData) -> dict[str, Any]:
@@ -466,7 +518,9 @@ def write_report(
             "nothing to estimate: resume the run (`agentenvs eval` with the same arguments) "
             f"to finish it.\n\n{faults_markdown(data)}"
         )
-        return ReportResult(out_dir=out, surface=None, files=[path])
+        empty = ReportResult(out_dir=out, surface=None, files=[path], runs=[data])
+        _write_index(empty)
+        return empty
     surface = run_surface(data, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
     notes = budget_notes(data)
     files = _write_tables(
@@ -480,9 +534,13 @@ def write_report(
         notes=faults_markdown(data),
     )
     if plots:
-        files.append(plot_surface(surface, out / "passk.png", title))
-    result = ReportResult(out_dir=out, surface=surface, files=files)
+        own = figure_notes([data])
+        files.append(
+            plot_surface(surface, out / "passk.png", title, t_note=own.t_axis, footnote=own.footnote)
+        )
+    result = ReportResult(out_dir=out, surface=surface, files=files, runs=[data], surfaces=[surface])
     if compare is None:
+        _write_index(result)
         return result
 
     other = load_run(compare)
@@ -576,7 +634,26 @@ def write_report(
         extra=(paired_markdown(paired, data.label, other.label) if paired else "") + runs_text,
         notes="### Faults\n\n" + notes,
     )
+    # passk.md covers every run the report compares: the second run's own table, on all
+    # of its tasks and budgets, follows the first's
+    own_second = run_surface(other, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
+    second_notes = budget_notes(other)
+    passk_md = out / "passk.md"
+    passk_md.write_text(
+        passk_md.read_text()
+        + "\n"
+        + surface_markdown(
+            own_second,
+            f"{other.label} on {other.config['env_id']} ({other.mode} mode{unit})",
+            description=f"The second run alone, on all of its tasks and budgets ({other.run_dir}).",
+        )
+        + "".join(f"\n{note}\n" for note in second_notes)
+        + "\n"
+        + faults_markdown(other)
+    )
+    result.surfaces = [surface, own_second]
     if plots:
+        both = figure_notes([data, other], budgets)
         files.append(
             plot_comparison(
                 base,
@@ -586,8 +663,163 @@ def write_report(
                 data.label,
                 other.label,
                 f"Pass@(K,T) on {data.config['env_id']}: {other.label} vs {data.label}",
+                t_note=both.t_axis,
+                footnote=both.footnote,
             )
         )
     result.comparison = diff
     result.paired = paired
+    result.runs = [data, other]
+    result.shared_tasks = len(tasks)
+    _write_index(result)
     return result
+
+
+# ---------------------------------------------------------------- index page and summary
+def _headline(result: ReportResult) -> list[str]:
+    """The headline numbers, one sentence each: Pass@1 and Pass@n at the largest budget
+    of each run (with its interval) and, for a comparison, the paired differences there
+    and their verdicts."""
+    lines = []
+    for run, surface in zip(result.runs, result.surfaces, strict=False):
+        decimals = table_decimals(surface)
+        j = len(surface.budgets) - 1
+        column = budget_label(surface.unit)
+        parts = []
+        for i in sorted({0, len(surface.ks) - 1}):
+            text = format_number(surface.mean[i, j], decimals)
+            if surface.low is not None and surface.high is not None:
+                low = format_number(surface.low[i, j], decimals)
+                high = format_number(surface.high[i, j], decimals)
+                text += f" [{low}, {high}]" + (" †" if low == high else "")
+            parts.append(f"Pass@{int(surface.ks[i])} {text}")
+        lines.append(
+            f"{run.label}: {', '.join(parts)} at {column} = {int(surface.budgets[j])} "
+            f"({surface.n_tasks} tasks, n = {min(surface.n_samples)})."
+        )
+    paired = result.paired
+    if paired is not None:
+        j = len(paired.budgets) - 1
+        column = budget_label(paired.unit)
+        for metric in ("pass@k",):
+            m = paired.metrics[metric]
+            verdicts = paired.verdicts(metric)
+            decimals = m.decimals
+            for i in sorted({0, len(paired.ks) - 1}):
+                low = format_number(m.low[i, j], decimals, signed=True)
+                high = format_number(m.high[i, j], decimals, signed=True)
+                lines.append(
+                    f"B - A in pass@{int(paired.ks[i])} at {column} = {int(paired.budgets[j])}: "
+                    f"{format_number(m.diff[i, j], decimals, signed=True)} [{low}, {high}]"
+                    f"{' †' if low == high else ''} on {paired.n_tasks} shared tasks: "
+                    f"{verdicts[i, j]}."
+                )
+    elif result.comparison is not None:
+        lines.append("No paired verdicts: the report ran without bootstrap (--n-boot 0).")
+    return lines
+
+
+#: what each file of a report folder holds, for the index page
+_FILE_NOTES = {
+    "passk.md": "each run's own Pass@(K,T) table, on all of its tasks and budgets",
+    "passk.csv": "the first run's surface, one row per (K, T)",
+    "passk.json": "the first run's surface, marks, notes and faults",
+    "passk.png": "the first run's heat map and Pass@K curves",
+    "comparison.md": "the difference, the paired pass@k / pass^k tables with verdicts, "
+    "and both runs on the shared grid",
+    "comparison.csv": "the difference, one row per (K, T)",
+    "comparison.json": "the difference, the paired cells and verdicts, both runs' settings",
+    "comparison.png": "the difference heat map and both runs' curves",
+}
+
+
+def _what_was_run(result: ReportResult) -> list[tuple[str, str]]:
+    rows = []
+    for which, run in zip(("A (first)", "B (second)"), result.runs, strict=False):
+        label = "run" if len(result.runs) == 1 else f"run {which}"
+        rows.append((label, f"{run.label} in {run.run_dir}"))
+    cfg = result.runs[0].config
+    unit = result.runs[0].unit
+    rows += [
+        ("env", f"{cfg['env_id']} {json.dumps(cfg.get('env_kwargs') or {})}"),
+        ("mode", str(cfg["mode"])),
+        (f"budgets ({unit})", ", ".join(str(b) for b in cfg["budgets"])),
+        ("samples per task", str(cfg["n"])),
+        ("tasks", str(len(cfg["task_ids"]))
+         + (f" ({result.shared_tasks} shared by both runs)" if result.shared_tasks else "")),
+        ("trajectories", ", ".join(str(run.n_records) for run in result.runs)),
+    ]
+    return rows
+
+
+def _write_index(result: ReportResult) -> None:
+    """``index.md`` and ``index.html`` of the report folder (see the module doc)."""
+    import html
+
+    out = result.out_dir
+    headline = _headline(result)
+    title = " vs ".join(run.label for run in result.runs) + f" on {result.runs[0].config['env_id']}"
+    notes = [note for run in result.runs for note in budget_notes(run)]
+    if result.paired is not None and result.paired.verdict_withheld:
+        notes.append(
+            f"No verdicts: {result.paired.n_tasks} shared tasks, fewer than "
+            f"{MIN_TASKS_FOR_CI}, where paired intervals are known to cover less than "
+            "their level (docs/comparisons.md)."
+        )
+    files = [p for p in result.files if p.parent == out]
+    md = [f"# Report: {title}", "", "## What was run", "", "| | |", "|---|---|"]
+    md += [f"| {key} | {value} |" for key, value in _what_was_run(result)]
+    md += ["", "## Headline", ""] + [f"- {line}" for line in headline]
+    if notes:
+        md += ["", "## Notes", ""] + [f"- {note}" for note in notes]
+    md += ["", "## Files", ""]
+    md += [f"- [{p.name}]({p.name}): {_FILE_NOTES.get(p.name, '')}" for p in files]
+    md += [f"\n![{p.name}]({p.name})" for p in files if p.suffix == ".png"]
+    index_md = out / "index.md"
+    index_md.write_text("\n".join(md) + "\n")
+
+    e = html.escape
+    body = [f"<h1>Report: {e(title)}</h1>", "<h2>What was run</h2>", "<table>"]
+    body += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _what_was_run(result)]
+    body += ["</table>", "<h2>Headline</h2>", "<ul>"]
+    body += [f"<li>{e(line)}</li>" for line in headline] + ["</ul>"]
+    if notes:
+        body += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{e(n)}</li>" for n in notes] + ["</ul>"]
+    body += ["<h2>Files</h2>", "<ul>"]
+    body += [
+        f'<li><a href="{e(p.name)}">{e(p.name)}</a>: {e(_FILE_NOTES.get(p.name, ""))}</li>'
+        for p in files
+    ]
+    body += ["</ul>"]
+    body += [
+        f'<figure><a href="{e(p.name)}"><img src="{e(p.name)}" alt="{e(p.name)}" '
+        f'style="max-width:100%"></a><figcaption>{e(_FILE_NOTES.get(p.name, ""))}'
+        "</figcaption></figure>"
+        for p in files
+        if p.suffix == ".png"
+    ]
+    index_html = out / "index.html"
+    index_html.write_text(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{e(title)}</title><style>body{{font-family:sans-serif;max-width:70em;"
+        "margin:2em auto;padding:0 1em}table{border-collapse:collapse}th,td{border:1px "
+        "solid #ccc;padding:.2em .6em;text-align:left}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+    result.headline = headline
+    result.files += [index_html, index_md]
+
+
+def report_summary(result: ReportResult) -> str:
+    """What ``agentenvs report`` prints: the headline numbers and where the files are
+    (the full tables are in the files, starting with ``index.html``)."""
+    lines = list(result.headline)
+    if result.surface is None:
+        lines.append("No task has a finished sample at every budget yet: nothing to estimate.")
+    index = result.out_dir / "index.html"
+    if index.exists():
+        lines.append(f"index: {index}")
+    lines.append(f"files in {result.out_dir}/:")
+    lines += [f"  {p.name}" for p in result.files if p.name not in ("index.html",)]
+    return "\n".join(lines) + "\n"

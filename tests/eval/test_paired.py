@@ -126,9 +126,11 @@ def test_report_compare_prints_paired_tables(
         == 0
     )
     printed = capsys.readouterr().out
-    assert "#### pass@k" in printed and "#### pass^k" in printed
-    assert "A = frozenlake/random, B = frozenlake/oracle" in printed
+    # stdout: the headline and the paths; the paired tables are in comparison.md
+    assert "B - A in pass@1 at T = 8" in printed and "#### pass@k" not in printed
     text = (tmp_path / "a" / "report" / "comparison.md").read_text()
+    assert "#### pass@k" in text and "#### pass^k" in text
+    assert "A = frozenlake/random, B = frozenlake/oracle" in text
     assert "### Paired comparison, task by task" in text
     blob = json.loads((tmp_path / "a" / "report" / "comparison.json").read_text())
     cells = blob["paired"]["cells"]
@@ -145,4 +147,38 @@ def test_report_compare_prints_paired_tables(
     k1 = {(c["metric"], c["budget"]): (c["a"], c["b"]) for c in cells if c["k"] == 1}
     for budget in (4, 8):
         assert k1[("pass@k", budget)] == pytest.approx(k1[("pass^k", budget)])
-    assert any(c["verdict"] == "B better" for c in cells)
+    # the interval says B, but 6 tasks are too few for the report to print a verdict
+    assert any(c["interval_verdict"] == "B better" for c in cells)
+    assert {c["verdict"] for c in cells} == {"too few tasks for a verdict (6 < 50)"}
+    assert "too few tasks for a verdict (6 < 50)" in printed
+
+
+@pytest.mark.parametrize("tasks", [10, 49, 50, 60])
+def test_no_verdict_below_the_task_count_where_intervals_under_cover(tasks: int) -> None:
+    """Terminal-Bench's demo compares 10 tasks x 2 samples: its interval may exclude 0,
+    but paired intervals over fewer than MIN_TASKS_FOR_CI tasks cover less than their
+    level, so the tables, the JSON and the summary print no verdict there."""
+    from agentenvs.eval.paired import paired_markdown
+    from agentenvs.eval.passk import MIN_TASKS_FOR_CI
+
+    assert MIN_TASKS_FOR_CI == 50  # the rule docs/comparisons.md states
+    n = 2
+    weak = np.zeros((tasks, 2), dtype=int)
+    weak[::2] = 1
+    strong = np.full((tasks, 2), 2)
+    result = paired_comparison(weak, n, strong, n, [1], [1, 3], n_boot=200)
+    by_interval = result.metrics["pass@k"].verdicts()
+    assert set(by_interval.ravel()) == {"B better"}  # the interval alone would say so
+    text = paired_markdown(result, "terminal/noisy:error_rate=0.6", "terminal/noisy:error_rate=0.2")
+    rows = [line for line in text.splitlines() if line.startswith("| 1 |")]
+    cells = result.to_dict()["cells"]
+    if tasks < MIN_TASKS_FOR_CI:
+        withheld = f"too few tasks for a verdict ({tasks} < {MIN_TASKS_FOR_CI})"
+        assert all(row.endswith(f"| {withheld} |") for row in rows), rows
+        assert "B better" not in text and "No verdicts" in text
+        assert {c["verdict"] for c in cells} == {withheld}
+        assert {c["interval_verdict"] for c in cells if c["metric"] == "pass@k"} == {"B better"}
+    else:
+        assert all(row.endswith("| B better |") for row in rows), rows
+        assert "too few tasks" not in text
+        assert {c["verdict"] for c in cells if c["metric"] == "pass@k"} == {"B better"}

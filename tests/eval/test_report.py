@@ -117,7 +117,7 @@ def test_a_run_with_no_task_at_every_budget_gets_a_report_saying_so(
 def test_report_files(runs: dict[str, Path], tmp_path: Path) -> None:
     result = write_report(runs["derive"], out_dir=tmp_path, n_boot=200)
     names = sorted(p.name for p in result.files)
-    assert names == ["passk.csv", "passk.json", "passk.md", "passk.png"]
+    assert names == ["index.html", "index.md", "passk.csv", "passk.json", "passk.md", "passk.png"]
     assert (tmp_path / "passk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = list(csv.DictReader((tmp_path / "passk.csv").open()))
     assert len(rows) == 4 * 4 and set(rows[0]) == {"k", "t", "pass", "low", "high"}
