@@ -587,6 +587,15 @@ def add_analysis_parsers(sub: Any) -> None:
 
 
 # ---------------------------------------------------------------- checks per command
+#: the modules a model policy loads, by its name in the policy registry, and their extra
+POLICY_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "hf": ("hf", ("torch", "transformers")),
+    "vllm": ("vllm", ("vllm",)),
+}
+#: the commands that draw figures unless given --no-plots
+PLOTTING = frozenset({"report", "step-quality", "error-states", "likelihood"})
+
+
 def check_path(path: Path, what: str, *, manifest: bool = False) -> None:
     """``path`` must exist (a run directory: with its ``manifest.json``); the refusal
     names the closest sibling."""
@@ -621,12 +630,24 @@ def check_policy(
 ) -> None:
     """A policy spec given as ``option``: its name, parameters and env; a scripted policy
     is also built here (its constructor checks the values), as the runner does."""
-    from agentenvs.policy.registry import check_policy_spec, is_model_policy, make_policy
+    from agentenvs.core.errors import require_installed
+    from agentenvs.policy.registry import (
+        check_policy_spec,
+        is_model_policy,
+        make_policy,
+        parse_policy_spec,
+    )
 
     try:
         check_policy_spec(spec, env_id=env_id, scoring=scoring)
     except UsageError as exc:
         raise type(exc)(f"{option}: {exc}") from None
+    name, kwargs = parse_policy_spec(spec)
+    if name in POLICY_EXTRAS:
+        extra, modules = POLICY_EXTRAS[name]
+        require_installed(extra, *modules)
+    elif name == "openai" and kwargs.get("tokenizer") is not None:  # a path: a transformers one
+        require_installed("hf", "transformers")
     if not is_model_policy(spec):
         try:
             make_policy(spec)
@@ -807,9 +828,27 @@ CHECKS = {
 }
 
 
+def check_extras(args: argparse.Namespace) -> None:
+    """The extras the command's options need beyond the core dependencies, checked
+    installed (not imported): a one-line ``MissingExtraError`` naming the extra."""
+    from agentenvs.core.errors import MissingExtraError, require_installed
+
+    if getattr(args, "backend", None) == "ray":
+        require_installed("ray", "ray")
+    if args.command == "demo":  # its reports are tables and figures
+        require_installed("plot", "matplotlib")
+    elif args.command in PLOTTING and not args.no_plots:
+        try:
+            require_installed("plot", "matplotlib")
+        except MissingExtraError as exc:
+            raise UsageError(f"{exc}, or give --no-plots for no figures") from None
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Every check of ``args.command`` that needs no work (nothing is built but scripted
-    policies, nothing is written): a ``UsageError`` when one fails."""
+    policies, nothing is written): a ``UsageError`` when one fails, a ``MissingExtraError``
+    when an option needs an extra that is not installed."""
     check = CHECKS.get(args.command)
     if check is not None:
         check(args)
+    check_extras(args)

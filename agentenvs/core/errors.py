@@ -130,3 +130,18 @@ def require(module: str, extra: str):  # noqa: ANN201 - returns a module
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(module, extra) from exc
+
+
+def require_installed(extra: str, *modules: str) -> None:
+    """Raise MissingExtraError naming ``extra`` unless each of ``modules`` is installed,
+    without importing it: the check a command makes before any work (torch alone takes
+    seconds to import)."""
+    import importlib.util
+
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # its parent is missing; it is None in sys.modules
+            found = False
+        if not found:
+            raise MissingExtraError(module, extra)

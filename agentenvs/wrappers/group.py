@@ -6,8 +6,8 @@ them with each other. ``GroupEnv`` runs such a group: its agents are the rollout
 from one state, each stepped with its own action and each finishing on its own.
 PettingZoo's converters (``parallel_to_aec``) and test harness apply unchanged.
 
-This module imports pettingzoo; ``agentenvs.wrappers`` loads it only on first use of
-``GroupEnv``, so ``import agentenvs`` stays light.
+This module imports pettingzoo (the ``pettingzoo`` extra); ``agentenvs.wrappers`` loads it
+only on first use of ``GroupEnv``, so ``import agentenvs`` stays light.
 """
 
 from __future__ import annotations
@@ -19,12 +19,17 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from pettingzoo.utils.env import ParallelEnv
 
 from agentenvs.core.env import TextEnv
+from agentenvs.core.errors import MissingExtraError
 from agentenvs.core.rng import stream_rng
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 from agentenvs.wrappers.budget import _check_seed
+
+try:
+    from pettingzoo.utils.env import ParallelEnv
+except ImportError as exc:
+    raise MissingExtraError("pettingzoo", "pettingzoo") from exc
 
 #: the reset option naming a ``Snapshot`` to start every rollout from
 SNAPSHOT_OPTION = "snapshot"

@@ -11,7 +11,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.env import TextEnv, Transition
-from agentenvs.core.errors import Fault, SandboxError, TaskError
+from agentenvs.core.errors import Fault, SandboxError, TaskError, require_installed
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
@@ -210,6 +210,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         )
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        if runtime == "docker":  # refused here, before a run starts, not at the first reset
+            require_installed("docker", "docker")
         if grading not in grading_rules.GRADINGS:
             raise ValueError(f"grading must be one of {grading_rules.GRADINGS}, got {grading!r}")
         self.grading = grading
