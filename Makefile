@@ -1,28 +1,48 @@
 # The two commands: `make demo` and `make test`. Each creates or reuses .venv and
-# installs what it needs first.
+# installs what it needs first: `make demo` the light set (the package's core dependencies
+# and LIGHT_EXTRAS), `make test` and `make install` every extra of EXTRAS. Each set has its
+# own stamp: `make demo` then `make test` adds the rest to the same .venv, and `make test`
+# then `make demo` installs nothing more.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+LIGHT_EXTRAS ?= plot
 EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,ors,integrations,bfcl
+LIGHT_STAMP := $(VENV)/.installed-light
+STAMP := $(VENV)/.installed-full
 # BFCL's official data and checkers; installed without its dependencies (see docs/bfcl.md)
 BFCL_EVAL ?= bfcl-eval==2026.3.23
 OUT ?= out/demo
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint bench clean
+comma := ,
+# "yes" when EXTRAS holds every one of LIGHT_EXTRAS (the full set then stands for the light one)
+FULL_HAS_LIGHT = $(if $(filter-out $(subst $(comma), ,$(EXTRAS)),$(subst $(comma), ,$(LIGHT_EXTRAS))),,yes)
+
+# a new .venv gets a current pip once
+define make_venv
+	@test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(BIN)/python -m pip install -q --upgrade pip; }
+endef
+
+$(LIGHT_STAMP): pyproject.toml
+	$(make_venv)
+	$(BIN)/python -m pip install -q -e '.[$(LIGHT_EXTRAS)]'
+	$(BIN)/agentenvs sandbox provision >/dev/null
+	@touch $@
 
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(make_venv)
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(if $(BFCL_EVAL),$(BIN)/python -m pip install -q --no-deps '$(BFCL_EVAL)')
 	$(BIN)/agentenvs sandbox provision >/dev/null
-	@touch $(STAMP)
+	@touch $@
+	$(if $(FULL_HAS_LIGHT),@touch $(LIGHT_STAMP))
+
+.PHONY: install demo test lint bench clean
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(LIGHT_STAMP)
 	$(BIN)/agentenvs demo --out $(OUT)
 
 # `make test` leaves out the long runs (marker `long`: the 1,000-episode soaks, contracts over
