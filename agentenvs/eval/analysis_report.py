@@ -5,7 +5,12 @@
   error, injected error; side by side, as in the paper's bar charts) with bootstrap
   intervals, the mean action score of each policy, and, when there were continuation
   rollouts, each policy's success rate when continuing. The bars are shares of pairs;
-  the verdict is the table's (``summary_markdown``), from the interval of A - B.
+  the verdict is the table's (``summary_markdown``), from the interval of A - B. The
+  tables' rules hold on the bars: each value label sits above its interval's upper end
+  (never on the error bar) and has the table's decimals (``decimals_for``), ``†`` marks
+  an interval of zero width as printed (said under the figure), each panel's value axis
+  ends just above its highest interval rather than at 1 (a 0.035 bar stays visible), and
+  axes say what they measure in words (the env's action score, named per env).
 - ``plot_likelihood(results, summary, path)``: the per-trajectory mean NLL under each
   model (nats per token) for successful and failed trajectories of each run (violins,
   each labelled with its n), the final cumulative log-likelihood ratio (nats;
@@ -26,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.eval.figures import distinct_labels, legend_outside, new_figure
+from agentenvs.eval.printing import ZERO_WIDTH_NOTE, decimals_for, format_number
 
 COLORS = {"a": "#c0392b", "b": "#2c7fb8", "tie": "#999999"}
 #: the units of the likelihood figures and table (log-probabilities are natural logarithms)
@@ -33,15 +39,69 @@ NLL_UNITS = "nats per token"
 LLR_UNITS = "nats"
 
 
+#: what ``score_action`` measures on each env, for the mean-score axis
+SCORE_MEANING = {
+    "agentenvs/FrozenLake": "chance of reaching the goal (exact Q)",
+    "agentenvs/DeepCoderMT": "share of unit tests passed",
+    "agentenvs/InterCodeSQL": "the env's reward (IoU × Kendall tau)",
+    "agentenvs/BFCL": "1 if the checker accepts the call, else 0",
+    "agentenvs/TerminalBench": "share of the task's tests passed",
+}
+
+
+def score_axis_label(env_ids: Sequence[str]) -> str:
+    """The mean-score axis's label: what an action's score is, in words, where one env
+    (or several with one meaning) was analysed."""
+    meanings = {
+        next((m for prefix, m in SCORE_MEANING.items() if str(e).startswith(prefix)), "")
+        for e in env_ids
+    }
+    meaning = meanings.pop() if len(meanings) == 1 else ""
+    return "mean score of the sampled actions" + (f"\n({meaning})" if meaning else "")
+
+
+def _metrics_decimals(metrics: Sequence[dict[str, float]]) -> int:
+    """The decimals of a panel's value labels: the tables' rule over its points and bounds."""
+    values = [[m["mean"], m.get("low", m["mean"]), m.get("high", m["mean"])] for m in metrics]
+    widths = [m["high"] - m["low"] for m in metrics if "low" in m]
+    return decimals_for(values, widths)
+
+
 def _bar(
-    ax: Any, x: float, metric: dict[str, float], width: float, color: str, label: str | None
-) -> None:
+    ax: Any,
+    x: float,
+    metric: dict[str, float],
+    width: float,
+    color: str,
+    label: str | None,
+    decimals: int = 3,
+) -> bool:
+    """One bar with its interval and its value label above the interval's upper end;
+    returns whether the interval is of zero width as printed (the label then ends in †)."""
     mean = metric["mean"]
     err = None
+    flat = False
+    top = mean
     if "low" in metric:
         err = [[max(mean - metric["low"], 0.0)], [max(metric["high"] - mean, 0.0)]]
+        flat = format_number(metric["low"], decimals) == format_number(metric["high"], decimals)
+        top = max(mean, metric["high"])
     ax.bar(x, mean, width, color=color, label=label, yerr=err, capsize=3)
-    ax.text(x, mean + 0.01, f"{mean:.0%}", ha="center", va="bottom", fontsize=7)
+    text = format_number(mean, decimals) + ("†" if flat else "")
+    # offset in points from the interval's top, so no label sits on an error bar's cap
+    ax.annotate(text, (x, max(top, 0.0)), xytext=(0, 3), textcoords="offset points",
+                ha="center", va="bottom", fontsize=6.5)
+    return flat
+
+
+def _fit_value_axis(ax: Any, metrics: Sequence[dict[str, float]], floor: float | None = 0.0) -> None:
+    """The value axis from ``floor`` (or the lowest bound) to a little above the highest
+    bound, with room for the labels: small shares stay readable."""
+    highs = [max(m["mean"], m.get("high", m["mean"])) for m in metrics]
+    lows = [min(m["mean"], m.get("low", m["mean"])) for m in metrics]
+    top = max([*highs, 1e-3])
+    bottom = min(0.0, *lows) if floor is None else floor
+    ax.set_ylim(bottom, top + 0.18 * (top - bottom))
 
 
 def _kind_label(kind: str) -> str:
@@ -61,24 +121,23 @@ def step_quality_figure(summary: dict[str, Any]) -> Any:
     groups = {k: summary["kinds"][k]["all"] for k in kinds}
     has_cont = any("continuation" in g for g in groups.values())
     panels = 3 if has_cont else 2
-    fig = new_figure(5.2 * panels, 3.9)
+    fig = new_figure(5.2 * panels, 4.3)
     axes = fig.subplots(1, panels)
     ax = axes[0]
     width = 0.26
+    flat = False
+    shares = [groups[k][m] for k in kinds for m in ("a_better", "b_better", "ties")]
+    decimals = _metrics_decimals(shares)
     for i, kind in enumerate(kinds):
         g = groups[kind]
         first = i == 0
         # shares of pairs, not verdicts: the table gives those
-        _bar(
-            ax,
-            i - width,
-            g["a_better"],
-            width,
-            COLORS["a"],
-            "P(A's scores higher)" if first else None,
-        )
-        _bar(ax, i, g["b_better"], width, COLORS["b"], "P(B's scores higher)" if first else None)
-        _bar(ax, i + width, g["ties"], width, COLORS["tie"], "P(tie)" if first else None)
+        for dx, key, color, name in (
+            (-width, "a_better", COLORS["a"], "P(A's action scores higher)"),
+            (0.0, "b_better", COLORS["b"], "P(B's action scores higher)"),
+            (width, "ties", COLORS["tie"], "P(tie)"),
+        ):
+            flat |= _bar(ax, i + dx, g[key], width, color, name if first else None, decimals)
     ax.set_xticks(
         range(len(kinds)),
         [
@@ -87,38 +146,67 @@ def step_quality_figure(summary: dict[str, Any]) -> Any:
         ],
     )
     ax.set_xlim(-0.6, len(kinds) - 0.4)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("share of action pairs")
-    ax.set_title("Which policy's action scores higher")
+    _fit_value_axis(ax, shares)
+    ax.set_ylabel("share of action pairs (0 to 1)")
+    ax.set_title("Which policy's action scores higher", fontsize=10)
     legend_outside(ax)
 
     ax = axes[1]
+    scores = [groups[k][m] for k in kinds for m in ("mean_score_a", "mean_score_b")]
+    decimals = _metrics_decimals(scores)
     for i, kind in enumerate(kinds):
         g = groups[kind]
-        _bar(ax, i - width / 2, g["mean_score_a"], width, COLORS["a"], "A" if i == 0 else None)
-        _bar(ax, i + width / 2, g["mean_score_b"], width, COLORS["b"], "B" if i == 0 else None)
+        flat |= _bar(ax, i - width / 2, g["mean_score_a"], width, COLORS["a"],
+                     "A" if i == 0 else None, decimals)
+        flat |= _bar(ax, i + width / 2, g["mean_score_b"], width, COLORS["b"],
+                     "B" if i == 0 else None, decimals)
     ax.set_xticks(range(len(kinds)), [_kind_label(k) for k in kinds])
     ax.set_xlim(-0.6, len(kinds) - 0.4)
-    ax.axhline(0, color="black", lw=0.5)  # scores may be negative (InterCode's reward)
-    ax.set_ylabel("mean score_action of sampled actions")
-    ax.set_title("Mean action score")
+    _fit_value_axis(ax, scores, floor=None)  # scores may be negative (InterCode's reward)
+    ax.axhline(0, color="black", lw=0.5)
+    env_ids = [summary.get("config", {}).get("env_id", "")] if "config" in summary else []
+    for entry in summary["kinds"].values():
+        env_ids += list(entry.get("by_env", {}))
+    ax.set_ylabel(score_axis_label([e for e in env_ids if e]))
+    ax.set_title("Mean score of the sampled actions", fontsize=10)
     legend_outside(ax)
 
     if has_cont:
         ax = axes[2]
         cont_kinds = [k for k in kinds if "continuation" in groups[k]]
+        rates = [groups[k]["continuation"][m] for k in cont_kinds for m in ("success_a", "success_b")]
+        decimals = _metrics_decimals(rates)
         for i, kind in enumerate(cont_kinds):
             c = groups[kind]["continuation"]
-            _bar(ax, i - width / 2, c["success_a"], width, COLORS["a"], "A" if i == 0 else None)
-            _bar(ax, i + width / 2, c["success_b"], width, COLORS["b"], "B" if i == 0 else None)
-        ax.set_xticks(range(len(cont_kinds)), [f"from {_kind_label(k)}" for k in cont_kinds])
+            flat |= _bar(ax, i - width / 2, c["success_a"], width, COLORS["a"],
+                         "A" if i == 0 else None, decimals)
+            flat |= _bar(ax, i + width / 2, c["success_b"], width, COLORS["b"],
+                         "B" if i == 0 else None, decimals)
+        ax.set_xticks(
+            range(len(cont_kinds)),
+            [
+                f"from {_kind_label(k)}\n(n={groups[k]['continuation']['n_states']}, "
+                f"{groups[k]['continuation'].get('n_tasks', '?')} tasks)"
+                for k in cont_kinds
+            ],
+        )
         ax.set_xlim(-0.6, len(cont_kinds) - 0.4)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("success rate of continuations")
+        _fit_value_axis(ax, rates)
+        ax.set_ylabel("share of continuations that succeed (0 to 1)")
         rollouts = groups[cont_kinds[0]]["continuation"]["rollouts_per_state"]
-        ax.set_title(f"Continuing to the end ({rollouts} rollouts/state)")
+        ax.set_title(f"Continuing to the end ({rollouts} rollouts per state)", fontsize=10)
         legend_outside(ax)
     fig.suptitle(f"A = {a_name}\nB = {b_name}", fontsize=9)
+    interval = "; ".join(
+        sorted({str(g.get("interval", "bootstrap over tasks")) for g in groups.values()})
+    )
+    level = max(float(g.get("confidence", 0.95)) for g in groups.values())
+    note = f"Bars: means over states; whiskers: {level:.0%} intervals ({interval})."
+    if flat:
+        note += " " + ZERO_WIDTH_NOTE
+    import textwrap
+
+    fig.supxlabel("\n".join(textwrap.wrap(note, int(5.2 * panels * 15))), fontsize=7.5)
     return fig
 
 

@@ -186,7 +186,7 @@ def test_plan_prints_the_raw_rates_the_report_prints_beside_the_smoothed(
 ) -> None:
     """The pilot column agentenvs report prints (raw c/n) sits beside the smoothed one the
     plan scales from, and each matches its own definition."""
-    from agentenvs.eval.plan import plan_markdown, pilot_from_run
+    from agentenvs.eval.plan import pilot_from_run, plan_markdown
     from agentenvs.eval.report import load_run, success_count_matrix
 
     run = _pilot(tmp_path, "frozenlake/noisy:error_rate=0.25,recover=0.3", "2,16")

@@ -182,3 +182,83 @@ def test_compare_refuses_runs_with_other_settings(runs: dict[str, Path], tmp_pat
     result = write_report(tmp_path / "a", out_dir=tmp_path / "ab", compare=tmp_path / "b",
                           n_boot=0, plots=False)
     assert result.comparison is not None
+
+
+@pytest.fixture(scope="module")
+def two_policies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """FrozenLake: a random and an oracle run of the same settings (3 maps)."""
+    from agentenvs.eval.runner import EvalConfig
+
+    root = tmp_path_factory.mktemp("two")
+    runs = []
+    for policy in ("frozenlake/random", "frozenlake/oracle"):
+        config = EvalConfig(env_id="agentenvs/FrozenLake-v0", policy=policy,
+                            task_ids=["4x4", "8x8", "random:size=4,p=0.8,seed=0"], n=4,
+                            budgets=[8, 16],
+                            env_kwargs={"success_rate": 0.9})
+        run = root / policy.split("/")[1]
+        run_pass_at_k_t(config, run, workers=0, progress=False)
+        runs.append(run)
+    return runs[0], runs[1]
+
+
+def test_passk_md_covers_every_compared_policy(two_policies: tuple[Path, Path], tmp_path: Path) -> None:
+    first, second = two_policies
+    write_report(first, out_dir=tmp_path, compare=second, n_boot=50, plots=False)
+    passk = (tmp_path / "passk.md").read_text()
+    assert "### frozenlake/random on agentenvs/FrozenLake-v0" in passk
+    assert "### frozenlake/oracle on agentenvs/FrozenLake-v0" in passk
+    assert str(second) in passk  # the second run's own table names its folder
+    # each run's own table, on all of its tasks: the oracle's is its surface
+    oracle = run_surface(load_run(second), n_boot=0)
+    table = passk.split("### frozenlake/oracle")[1]
+    assert f"| **1** | {oracle.mean[0, 0]:.3f}" in table
+    assert passk.count("no faults (fault rate 0%") == 2
+
+
+def test_index_page_links_every_table_and_figure(
+    two_policies: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import re
+
+    first, second = two_policies
+    result = write_report(first, out_dir=tmp_path, compare=second, n_boot=50)
+    html = (tmp_path / "index.html").read_text()
+    md = (tmp_path / "index.md").read_text()
+    produced = {p.name for p in result.files} - {"index.html", "index.md"}
+    assert produced == {"passk.md", "passk.csv", "passk.json", "passk.png", "comparison.md",
+                        "comparison.csv", "comparison.json", "comparison.png"}
+    links = set(re.findall(r'href="([^"]+)"', html))
+    assert produced <= links, produced - links
+    assert set(re.findall(r'<img src="([^"]+)"', html)) == {"passk.png", "comparison.png"}
+    assert produced <= set(re.findall(r"\]\(([^)]+)\)", md))
+    for link in links | set(re.findall(r"\]\(([^)]+)\)", md)):
+        assert (tmp_path / link).is_file(), link
+    # what was run and the headline numbers, the verdict withheld on 3 tasks
+    for page in (html, md):
+        assert "frozenlake/random" in page and "frozenlake/oracle" in page
+        assert "agentenvs/FrozenLake-v0" in page and "8, 16" in page
+        assert "B - A in pass@1 at T = 16" in page
+        assert "too few tasks for a verdict (3 &lt; 50)" in page or "(3 < 50)" in page
+    # a run alone gets one too
+    alone = write_report(second, out_dir=tmp_path / "alone", n_boot=0, plots=False)
+    assert (tmp_path / "alone" / "index.html") in alone.files
+    assert "frozenlake/oracle: Pass@1 " in (tmp_path / "alone" / "index.md").read_text()
+
+
+def test_report_prints_a_short_summary_with_paths(
+    two_policies: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentenvs.cli import main
+
+    first, second = two_policies
+    assert main(["report", str(first), "--compare", str(second), "--out", str(tmp_path),
+                 "--n-boot", "50", "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) < 20, out
+    assert lines[0].startswith("frozenlake/random: Pass@1 ")
+    assert lines[1].startswith("frozenlake/oracle: Pass@1 ")
+    assert f"index: {tmp_path / 'index.html'}" in lines
+    assert "  comparison.md" in lines and "  passk.md" in lines
+    assert "| K" not in out and "####" not in out  # no tables on stdout
