@@ -84,7 +84,8 @@ def bench_mysql_reset(tasks, url: str, n: int) -> None:
 
     def rerun() -> None:
         # the whole script, table by table
-        build_template(backend.server, name, template_bytes(source))
+        with backend.server.lock:
+            build_template(backend.server.live_admin(), name, template_bytes(source))
         backend.server.run(f"DROP DATABASE IF EXISTS {_q(name)}")
 
     try:
