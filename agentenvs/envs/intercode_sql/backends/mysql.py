@@ -3,7 +3,9 @@
 - **Templates**: each task database is loaded once per server into ``ae_tpl_<db>_<hash>``
   (the hash covers the source, so an edited file gets a new template): a MySQL dump's
   database by the dump's own statements, as InterCode's server has it, any other from the
-  SQLite build the embedded backend uses (``mysql_templates``).
+  SQLite build the embedded backend uses (``mysql_templates``), by one builder at a time
+  however many threads, processes and hosts ask at once, and published whole.
+  ``$AGENTENVS_MYSQL_TEMPLATE_PREFIX`` replaces ``ae_tpl_`` (``template_prefix``).
 - **Episodes**: each episode gets its own database ``ae_ep_<pid>_<host>_<time>_<rand>``
   cloned from the template, and its own user granted only on that database. Before a
   statement is sent, its kind is read from its sqlglot tokens (``statements.classify``):
