@@ -61,19 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="env id, e.g. agentenvs/FrozenLake-v0 (or --envs for several)")
     ev.add_argument("--envs", default=None,
                     help="'all' or a comma list of env names or ids (frozenlake,sql,...): each "
-                    "env's run in OUT/<name>/ with its own defaults, then OUT/index.html")
+                    "env's run in OUT/<name>/, then OUT/index.html; --tasks, --n, --budgets "
+                    "and --mode left out take each env's own")
     ev.add_argument("--data", choices=("auto", "bundled"), default="auto",
                     help="with --envs: auto runs full data where `agentenvs data fetch` cached "
                     "it, else the bundled tasks; bundled: always the bundled tasks")
     ev.add_argument("--policy", required=True, help="policy spec, e.g. frozenlake/noisy:error_rate=0.3")
     ev.add_argument("--tasks", type=tasks_spec, default=None,
-                    help="'all', 'first:N' or a comma list of task ids (default all; with "
-                    "--envs each env's own slice)")
+                    help="'all', 'first:N' or a comma list of task ids (default: all)")
     ev.add_argument("--n", type=positive_int, default=None,
-                    help="samples per task, >= the largest K (default 16; with --envs each env's own)")
+                    help="samples per task (>= the largest K) (default: 16)")
     ev.add_argument("--budgets", type=int_list, default=None,
                     help="budgets in --budget-unit, e.g. 1,2,4,8 turns or 256,512,1024 tokens "
-                    "(default 1,2,4,8; with --envs each env's own)")
+                    "(default: 1,2,4,8)")
     ev.add_argument("--budget-unit", choices=("turns", "tokens", "seconds"), default="turns",
                     help="what the budgets count: turns, completion tokens over the trajectory "
                     "(a scripted policy: 1 per 4 characters of its actions) or wall-clock "
