@@ -324,7 +324,6 @@ def run_trl(args: argparse.Namespace, log: Any) -> dict[str, Any]:
                                "budgets": budgets, "recipes": {}}  # fmt: skip
     for name, recipe in recipes.items():
         setup = for_trl(base.ENV_ID, task_ids=train_ids, seeds=range(2), **recipe, **env_kwargs)
-        setup.env_id = base.ENV_ID  # type: ignore[attr-defined]
         if args.model == "tiny":
             corpus = [m["content"] for r in setup.rows for m in r["prompt"]]
             corpus += trl_grpo.demonstration(setup, random.Random(1)) * 4

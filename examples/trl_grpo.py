@@ -4,7 +4,7 @@ TRL's ``GRPOTrainer`` in environments mode: ``agentenvs.integrations.trl.for_trl
 the environment factory (the env's actions as tools), the task dataset and the reward
 function. The model is built here from a config (no weights are downloaded): a 2-layer
 Qwen3 with a byte-level BPE tokenizer trained on the env's own text, and TRL's Qwen3
-chat template, so TRL recognises it and parses the model's tool calls. A few seconds of
+chat template (``agentenvs.integrations.tiny_model``), so TRL recognises it and parses the model's tool calls. A few seconds of
 supervised warm-up on well-formed tool calls (random directions) teach the random model
 the call format; GRPO then trains on real episodes of the env.
 
@@ -25,9 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
-           "<tool_response>", "</tool_response>", "<think>", "</think>"]
-
 
 def demonstration(setup: Any, rng: random.Random) -> list[str]:
     """Assistant turns that call each tool with plausible arguments (for the warm-up)."""
@@ -45,33 +42,18 @@ def demonstration(setup: Any, rng: random.Random) -> list[str]:
 
 
 def build_tokenizer(corpus: list[str]) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen3_chat_template
+    """A byte-level BPE tokenizer trained on ``corpus``, with TRL's Qwen3 chat template
+    (``agentenvs.integrations.tiny_model.build_tokenizer``)."""
+    from agentenvs.integrations.tiny_model import build_tokenizer as tiny_tokenizer
 
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    raw.train_from_iterator(corpus, trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        additional_special_tokens=SPECIAL[1:])
-    tokenizer.chat_template = qwen3_chat_template  # TRL recognises it: tool calls get parsed
-    tokenizer.padding_side = "left"
-    return tokenizer
+    return tiny_tokenizer(corpus)
 
 
 def build_model(tokenizer: Any, seed: int) -> Any:
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    """A 2-layer Qwen3 for ``tokenizer`` (``agentenvs.integrations.tiny_model.build_model``)."""
+    from agentenvs.integrations.tiny_model import build_model as tiny_model
 
-    config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=32, max_position_embeddings=4096,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         tie_word_embeddings=True)
-    torch.manual_seed(seed)
-    return Qwen3ForCausalLM(config)
+    return tiny_model(tokenizer, seed)
 
 
 def warm_up(model: Any, tokenizer: Any, setup: Any, steps: int, seed: int) -> float:
@@ -135,10 +117,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     env_kwargs: dict[str, Any] = {"map_name": "4x4"} if "FrozenLake" in args.env else {}
     setup = for_trl(args.env, seeds=range(16) if "FrozenLake" in args.env else (0,), max_turns=6, **env_kwargs)
-    setup.env_id = args.env  # type: ignore[attr-defined]
     if "FrozenLake" not in args.env:
         setup = for_trl(args.env, task_ids=[r["task_id"] for r in setup.rows[:16]], max_turns=6)
-        setup.env_id = args.env  # type: ignore[attr-defined]
     corpus = [m["content"] for r in setup.rows for m in r["prompt"]]
     probe = setup.environment_factory()
     corpus += [probe.reset(**r) for r in setup.rows[:16]] + demonstration(setup, random.Random(1)) * 4

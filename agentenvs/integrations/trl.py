@@ -371,13 +371,22 @@ def _log_faults(kinds: Sequence[str | None], kwargs: dict[str, Any]) -> None:
 
 @dataclass
 class TRLSetup:
-    """What ``GRPOTrainer`` takes: ``environment_factory``, ``train_dataset`` (as
-    ``dataset``) and ``reward_funcs``."""
+    """What ``GRPOTrainer`` takes, and where it came from.
+
+    - ``environment_factory``: TRL's ``environment_factory`` (a class, one object per
+      rollout; BFCL: a dict of classes, one per task, selected by the ``environment`` column).
+    - ``dataset``: TRL's ``train_dataset``, a ``datasets.Dataset`` of ``rows``.
+    - ``reward_funcs``: TRL's ``reward_funcs``.
+    - ``rows``: the dataset's rows as dicts (``prompt``, ``task_id``, ``seed``, and
+      ``max_turns`` where given), for code that reads them without ``datasets``.
+    - ``env_id``: the env id the setup was made for (``for_trl``'s first argument), e.g. to
+      build a tokenizer on its text (``agentenvs.integrations.tiny_model.tiny_qwen3``)."""
 
     environment_factory: Callable[[], AgentEnvsTRLEnv] | dict[str, Callable[[], AgentEnvsTRLEnv]]
     dataset: Any
     reward_funcs: list[Callable[..., list[float]]] = field(default_factory=lambda: [agentenvs_reward])
     rows: list[dict[str, Any]] = field(default_factory=list)
+    env_id: str = ""
 
 
 def task_rows(
@@ -500,7 +509,8 @@ def for_trl(
         factory = environment_class(env_id, close_after_episode=close_after_episode, **env_kwargs)
     for row in rows:
         row.pop("_tools", None)
-    setup = TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows)
+    setup = TRLSetup(environment_factory=factory, dataset=Dataset.from_list(rows), rows=rows,
+                     env_id=env_id)
     if process_reward is not None:
         setup.reward_funcs = [process_reward_func(process_reward, process_weight)]
     return setup

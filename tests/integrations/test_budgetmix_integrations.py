@@ -134,7 +134,7 @@ def test_grpo_trainer_trains_two_steps_with_budgetmix_or_a_process_reward(
     if change != "budgets":
         extra["max_turns"] = 4
     setup = for_trl(FL, task_ids=["4x4"], seeds=range(8), **extra)
-    setup.env_id = FL  # what the example's warm-up reads
+    assert setup.env_id == FL  # what the example's warm-up reads
     corpus = [m["content"] for r in setup.rows for m in r["prompt"]]
     corpus += example.demonstration(setup, random.Random(1)) * 4
     tokenizer = example.build_tokenizer(corpus)
