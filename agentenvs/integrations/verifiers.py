@@ -26,6 +26,17 @@ resumed runs redo it) and no ``agentenvs_reward`` is recorded, so nothing scores
 retry rule retries such episodes: ``--env.retries.rules '[{"type": "EnvFault",
 "max_retries": 3}]'``. Each fault is logged (``agentenvs.integrations``).
 
+How many episodes. The taskset holds every (task id, seed) pair: all of the env's tasks
+× ``seeds`` (``[0]``), e.g. InterCode-SQL's 143. An eval (``vf-eval``, ``run_eval``: they
+pick tasks through ``Taskset.select``) plays the first ``eval_limit`` of them (5) unless
+``-n``/``--select.limit`` says how many (``-n 143``: all of InterCode-SQL's), each
+``-r``/``--num-rollouts`` times (1). The selection prints one line up front on stderr:
+``agentenvs/InterCodeSQL-v0: running 5 of 143 tasks (143 task ids × 1 seed) × -r rollouts
+each (default 1) = 5 episodes at -r 1; -n N for more (-n 143: all)``; then a log line per finished episode (``episode
+3 of 5 done: ...``), shown by ``vf-eval --no-rich`` and kept in the run's ``eval.log``
+(the dashboard counts them on screen). A trainer iterating the taskset itself
+(``vf.load_environment(...).taskset``) gets every task.
+
 Each env's blocking calls run on a thread of its own (``AsyncEnv``), so many episodes
 share verifiers' event loop. ``play_episode`` is the loop itself, with the model's turn
 as a coroutine argument; ``run`` hands it verifiers' interaction.
@@ -44,6 +55,8 @@ import functools
 import logging
 import os
 import shutil
+import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -76,6 +89,10 @@ class AgentEnvsConfig(vf.TasksetConfig):
     rollout of a task shares it."""
     budget_seed: int = 0
     """Seeds the budgets' draws (with each task's id and seed)."""
+    eval_limit: int | None = Field(5, ge=1)
+    """Tasks an eval plays when ``-n``/``--select.limit`` is not given: the first 5, so a
+    first ``vf-eval`` is a handful of episodes (``None``: every task). Iterating the
+    taskset itself (a trainer) is not limited."""
 
 
 class AgentEnvsData(vf.TaskData):
@@ -175,9 +192,53 @@ def ensure_uv_on_path() -> str | None:
     return binary
 
 
+def follow_verifiers_logging() -> None:
+    """Send this module's log lines where verifiers' CLIs send theirs (the console with
+    ``--no-rich``, the run's ``eval.log``): their handlers on the ``verifiers.v1`` logger,
+    at its level. Nothing changes where no such handler is set (a library caller's own
+    logging configuration stands)."""
+    library = logging.getLogger("verifiers.v1")
+    handlers = [h for h in library.handlers if not isinstance(h, logging.NullHandler)]
+    if not handlers:
+        return
+    for handler in handlers:
+        if handler not in logger.handlers:
+            logger.addHandler(handler)
+    logger.setLevel(library.level)
+    logger.propagate = False
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
+    _planned: int = 0
+    _finished: int = 0
+    _started_at: float | None = None
+
     async def start(self) -> None:
         ensure_uv_on_path()
+        follow_verifiers_logging()
+        self._finished, self._started_at = 0, time.monotonic()
+
+    def slots(self, task: Any, n: int = 1) -> list[Any]:
+        planned = super().slots(task, n)
+        self._planned += len(planned)
+        return planned
+
+    async def run_slot(self, slot: Any, *args: Any, **kwargs: Any) -> Any:
+        episode = await super().run_slot(slot, *args, **kwargs)
+        self._finished += 1
+        elapsed = time.monotonic() - (self._started_at or time.monotonic())
+        traces = list(episode.traces)
+        info = traces[-1].info if traces else {}
+        reward = traces[-1].rewards.get("agentenvs_reward") if traces else None
+        what = (f"reward {reward.score:g} in {_plural(info.get('agentenvs_turns', 0), 'turn')}"
+                if reward is not None else f"failed ({', '.join(e.type for e in episode.errors)})")
+        logger.info("episode %d of %d done: %s %s (%.0f s in)", self._finished,
+                    max(self._planned, self._finished), slot.task.data.name, what, elapsed)
+        return episode
 
     async def run(self, task: AgentEnvsTask, agents: Any) -> None:
         async with agents.player.interaction(task) as interaction:
@@ -196,6 +257,43 @@ class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
 
 
 class AgentEnvsTaskset(vf.Taskset[AgentEnvsTask, AgentEnvsConfig]):
+    def counts(self) -> tuple[int, int]:
+        """``(task ids, seeds)``: the taskset holds their product of tasks."""
+        config = self.config
+        if config.task_ids is not None:
+            ids = len(config.task_ids)
+        else:
+            import gymnasium as gym
+
+            env = gym.make(config.env, **config.env_kwargs)
+            try:
+                ids = len(env.unwrapped.task_ids)  # type: ignore[attr-defined]
+            finally:
+                env.close()
+        return ids, len(config.seeds)
+
+    def select(self, config: Any) -> AgentEnvsTaskset:
+        """verifiers' selection (``-n``, ``--select.*``), with ``eval_limit`` as the limit
+        when none is given; says up front on stderr how many episodes that is."""
+        limit = config.limit
+        if limit is None and self.config.eval_limit is not None:
+            limit = self.config.eval_limit
+            config = config.model_copy(update={"limit": limit})
+        view = super().select(config)
+        follow_verifiers_logging()
+        ids, seeds = self.counts()
+        total = ids * seeds
+        filtered = not (config.include.empty and config.exclude.empty)
+        chosen = max(total - config.skip, 0) if not filtered else None
+        if limit is not None:
+            chosen = min(limit, chosen) if chosen is not None else None
+        tasks = f"{chosen} of {total} tasks" if chosen is not None else f"up to {limit or total} of {total} tasks"
+        per_rollout = f" = {_plural(chosen, 'episode')} at -r 1" if chosen is not None else ""
+        more = f"; -n N for more (-n {total}: all)" if chosen is not None and chosen < total else ""
+        print(f"{self.config.env}: running {tasks} ({_plural(ids, 'task id')} × {_plural(seeds, 'seed')})"
+              f" × -r rollouts each (default 1){per_rollout}{more}", file=sys.stderr, flush=True)
+        return view
+
     def load(self) -> Iterator[AgentEnvsTask]:
         from agentenvs.integrations.trl import task_rows
 
@@ -253,5 +351,6 @@ __all__ = [
     "AgentEnvsTaskset",
     "EnvFault",
     "ensure_uv_on_path",
+    "follow_verifiers_logging",
     "play_episode",
 ]

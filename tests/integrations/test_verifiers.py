@@ -114,3 +114,33 @@ def test_a_model_that_stops_ends_the_episode_and_the_env_is_closed() -> None:
         gym.Env.close = original  # type: ignore[method-assign]
     assert outcome["stopped"] == "model" and outcome["turns"] == 1
     assert "InterCodeSQLEnv" in closed
+
+
+def test_an_eval_selects_five_tasks_unless_told_and_says_so_while_a_trainer_gets_all(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from verifiers.v1.configs.select import SelectCLIConfig
+
+    config = AgentEnvsConfig(id=TASKSET_ID, env="agentenvs/FrozenLake-v0", seeds=[0, 1])
+    taskset = load_taskset(config)
+    every = [t.data.id for t in taskset]  # a trainer iterates the taskset itself
+    probe = gym.make("agentenvs/FrozenLake-v0")
+    ids = len(probe.unwrapped.task_ids)
+    probe.close()
+    assert len(every) == ids * 2 > 5
+
+    chosen = [t.data.id for t in taskset.select(SelectCLIConfig())]  # vf-eval without -n
+    assert chosen == every[:5]
+    assert capsys.readouterr().err == (
+        f"agentenvs/FrozenLake-v0: running 5 of {ids * 2} tasks ({ids} task ids × 2 seeds) × -r rollouts "
+        f"each (default 1) = 5 episodes at -r 1; -n N for more (-n {ids * 2}: all)\n"
+    )
+    assert [t.data.id for t in taskset.select(SelectCLIConfig(limit=7, skip=2))] == every[2:9]
+    assert "running 7 of" in capsys.readouterr().err
+    everything = [t.data.id for t in taskset.select(SelectCLIConfig(limit=ids * 2))]
+    assert everything == every
+    said = capsys.readouterr().err
+    assert f"running {ids * 2} of {ids * 2} tasks" in said and "for more" not in said
+
+    unlimited = load_taskset(config.model_copy(update={"eval_limit": None}))
+    assert [t.data.id for t in unlimited.select(SelectCLIConfig())] == every

@@ -357,3 +357,68 @@ def test_a_faulted_episode_is_recorded_failed_and_unscored_by_verifiers(
         assert plan.faults == 1 and plan.closed == plan.made
     finally:
         PLANS.pop("verifiers-eval", None)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+DOC_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+def _documented_vf_eval() -> list[str]:
+    """The ``vf-eval`` command of docs/integrations.md, as a reader would paste it."""
+    import shlex
+
+    lines, pending, in_bash = [], "", False
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_bash = line.strip() == "```bash"
+            continue
+        if not in_bash:
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        lines.append(pending + line)
+        pending = ""
+    [command] = [c.strip() for c in lines if c.strip().startswith("vf-eval ")]
+    return shlex.split(command)
+
+
+def test_the_documented_vf_eval_command_plays_a_handful_of_episodes_and_says_how_many(
+    tmp_path: Path, uv_on_path: None
+) -> None:
+    import subprocess
+    import sys
+
+    argv = _documented_vf_eval()
+    assert DOC_BASE_URL in argv and "--no-push" in argv
+    env_id = argv[argv.index("--env.taskset.env") + 1]
+    every_task = load_taskset(AgentEnvsConfig(id=TASKSET_ID, env=env_id))
+    total = len(list(every_task))  # iterated by a trainer: every task, no eval limit
+    default = AgentEnvsConfig.model_fields["eval_limit"].default
+    assert total > default
+    first = list(every_task.take(default))
+    scripts = _sql_scripts(first) if env_id.endswith("SQL-v0") else {}
+    bin_dir = Path(sys.executable).parent
+    with ScriptedModel(scripts) as model:
+        argv[argv.index(DOC_BASE_URL)] = model.base_url
+        done = subprocess.run(
+            [str(bin_dir / argv[0]), *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "AGENTENVS_MODEL_API_KEY": "a-test-key",
+                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
+        )
+    assert done.returncode == 0, done.stderr[-4000:]
+    # the count comes first, before any episode runs, with the way to ask for more
+    said = [line for line in done.stderr.splitlines() if line.startswith(f"{env_id}: running ")]
+    assert said == [
+        f"{env_id}: running {default} of {total} tasks ({total} task ids × 1 seed) × -r rollouts each "
+        f"(default 1) = {default} episodes at -r 1; -n N for more (-n {total}: all)"
+    ], done.stderr[-4000:]
+    [run_dir] = (tmp_path / "outputs").iterdir()
+    episodes = [json.loads(line) for line in (run_dir / TRACES_FILE).read_text().splitlines()]
+    assert sorted(e["traces"][0]["task"]["data"]["name"] for e in episodes) == sorted(t.data.name for t in first)
+    if scripts:  # the gold query of every task but the last, then submit
+        rewards = sorted(e["traces"][0]["rewards"]["agentenvs_reward"]["score"] for e in episodes)
+        assert rewards == [0.0] + [1.0] * (default - 1)
+    # a line per finished episode, in the run's log (and on the console with --no-rich)
+    log = (run_dir / "logs" / "latest" / "eval.log").read_text()
+    assert [f"episode {k} of {default} done" in log for k in range(1, default + 1)] == [True] * default
