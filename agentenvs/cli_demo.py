@@ -28,7 +28,12 @@ class DemoSuite:
 #: the paper attributes to RL. The scripted policies plan with the exact Q for the turns
 #: they have left, so their play depends on the budget: ``rerun`` mode (one run per T).
 #: The ice slips 20% of the time (``success_rate=0.8``) rather than Gymnasium's 2/3, so
-#: that 16 turns are enough to finish most maps.
+#: that 16 turns are enough to finish most maps. Pass@1 of each policy peaks near T = 12
+#: and then falls a little: with more turns left the exact plan takes a longer, safer
+#: route, and each extra move is another 25% chance of a lowest-Q mistake (the report's
+#: notes and the figure's footnote say so; docs/analyses.md gives the measurements). The
+#: gap between the two policies still grows with T. With 38 maps (< 50 tasks) the paired
+#: tables give intervals but no verdict.
 DEMO_SUITES: tuple[DemoSuite, ...] = (
     DemoSuite(
         name="frozenlake",
@@ -69,7 +74,9 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
         note="buggy first attempt, then a fix 30% vs 80% of the time",
     ),
     # BFCL single-turn: a near-miss call 50% vs 20% of the time (a decodable reply is
-    # graded at once, so the budget only matters after undecodable replies).
+    # graded at once, so the budget only matters after undecodable replies; these
+    # policies' replies always decode, so every episode ends at turn 1 and the report's
+    # figures label the T axis "no effect here").
     DemoSuite(
         name="bfcl",
         env_id="agentenvs/BFCL-v0",
@@ -85,7 +92,8 @@ DEMO_SUITES: tuple[DemoSuite, ...] = (
     # Every episode ends in a run of the task's pytest suite (about half a CPU-second
     # with its interpreter start), and rerun mode needs an episode per budget, so this is
     # the demo's costliest part: 10 tasks x 2 samples x 2 budgets per policy, one turn
-    # (no room for a mistake) and three (room to recover from two).
+    # (no room for a mistake) and three (room to recover from two). 10 tasks are far
+    # fewer than the 50 a paired verdict needs: the report prints intervals, no verdict.
     DemoSuite(
         name="terminal",
         env_id="agentenvs/TerminalBench-v0",
