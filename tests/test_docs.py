@@ -21,6 +21,9 @@ comma-separated:
   when ``AGENTENVS_REQUIRE_SERVICES`` is set, see conftest.py). Snippets read the MySQL
   URL from ``$AGENTENVS_MYSQL_URL``, set here to the server the tests found when unset.
 - ``<!-- test: slow -->``: marker ``slow`` (a run of more than a few seconds).
+- ``<!-- test: long -->``: marker ``long`` (a run of more than about a minute here, such as
+  a training step with a tiny model and a served one), which `make test` leaves out and
+  `make test-all` runs.
 - ``<!-- test: server -->`` on a shell block whose last command is a server
   (``agentenvs serve ...``): that command is started in the background and the test
   passes once the server accepts connections on its port, then stops it.
@@ -53,7 +56,8 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 RUN_PREFIXES = ("agentenvs ", "python ")
 SERVICES = ("mysql", "docker", "bwrap")
-FLAGS = {*SERVICES, "slow", "server", "with-server"}
+MARKERS = ("slow", "long")
+FLAGS = {*SERVICES, *MARKERS, "server", "with-server"}
 SNIPPET_TIMEOUT_S = 280
 SERVER_PORT = "8000"
 
@@ -168,7 +172,7 @@ RUN_BLOCKS = [b for b in ALL_BLOCKS if b.runnable or b.skip_reason]
 def _params() -> list:  # type: ignore[type-arg]
     params = []
     for block in RUN_BLOCKS:
-        marks = [getattr(pytest.mark, flag) for flag in sorted(block.flags & {*SERVICES, "slow"})]
+        marks = [getattr(pytest.mark, flag) for flag in sorted(block.flags & {*SERVICES, *MARKERS})]
         if block.skip_reason:
             marks.append(pytest.mark.skip(reason=block.skip_reason))
         params.append(pytest.param(block, marks=marks, id=block.name))
