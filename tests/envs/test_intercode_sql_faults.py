@@ -115,12 +115,14 @@ class PrivateServer:
     """A MariaDB server on a data dir and unix socket of its own, started and stopped at
     will (``mysqladmin shutdown``, then started again on the same data)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, options: tuple[str, ...] = ()) -> None:
         self.root = root
         self.data = root / "data"
         self.socket = root / "mysqld.sock"
         self.url = f"mysql://root@localhost/?unix_socket={self.socket}"
         self.proc: subprocess.Popen | None = None
+        #: more server options (``--tmpdir=...``)
+        self.options = options
 
     def install(self) -> None:
         install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
@@ -150,6 +152,7 @@ class PrivateServer:
             f"--pid-file={self.root / 'mysqld.pid'}",
             f"--log-error={self.root / 'error.log'}",
             "--innodb-buffer-pool-size=32M",
+            *self.options,
         ]
         if os.geteuid() == 0:
             cmd.append("--user=root")

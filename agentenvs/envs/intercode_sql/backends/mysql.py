@@ -44,10 +44,12 @@
 - **Faults**: a connection-level failure (a lost or refused connection, a session or
   statement killed from outside, the server shut down or restarted, the episode's
   database dropped) raises ``Fault(kind="database")``, decided by ``mysql_faults`` from
-  which connection failed, what the watchdog did and a health probe; the agent's own
-  errors stay results. Idle admin and gold connections are pinged and made anew, a
-  statement that never reached the server is sent again on the admin connection only, and
-  the databases of faulted episodes are dropped once the server answers again.
+  which connection failed, what the watchdog did and a health probe; so does the
+  server's own failure on any connection (its files, temporary files, storage engine,
+  memory or disk: ``mysql_faults.server_failure``); the agent's own errors stay
+  results. Idle admin and gold connections are pinged and made anew, a statement that
+  never reached the server is sent again on the admin connection only, and the
+  databases of faulted episodes are dropped once the server answers again.
 
 This module holds the backend and its episodes (statement policy, limits, snapshots, gold
 queries); the rest has its own room: ``mysql_server`` (reaching the server, the admin
@@ -460,10 +462,18 @@ class MySQLEpisode(Episode):
                 raise fault from exc
             self.reconnect()  # its statement outlived its limit: the agent's, as a time limit
             return time_limit
+        attribution = faults.server_failure(exc)
+        if attribution is not None:  # the server's files, engine or resources failed
+            if self._oversized == statement:  # but the size cap stopped it: the agent's
+                return QueryResult(error=too_big(self.limits))
+            raise faults.server_fault("episode connection", exc, attribution) from exc
         if code in faults.MISSING_CODES:  # a misspelt or dropped table, or a database gone
             fault = faults.missing_fault(exc, faults.names_exist(self.server, self.name or ""))
             if fault is not None:
                 raise fault from exc
+            table = faults.table_of(exc, self.name or "")
+            if table is not None and faults.engine_holds(self.server, self.name or "", table):
+                raise faults.definition_lost_fault("episode connection", exc, table) from exc
         elif code in _SESSION_ENDING_CODES:  # the server may have closed the session for it
             self.reconnect()
         return QueryResult(error=self._hide(_error_text(exc)))
@@ -651,8 +661,10 @@ class MySQLBackend(Backend):
                 try:
                     import_dump(conn, db, statements)
                 except server.pymysql.err.MySQLError as exc:
-                    if faults.is_connection_error(exc, server.pymysql):
-                        raise
+                    if faults.is_connection_error(exc, server.pymysql) or faults.server_failure(
+                        exc
+                    ):
+                        raise  # the server's failure, not the dump's: a Fault
                     raise TaskError(
                         f"{source.path} (database {source.dump_db})",
                         "database",

@@ -39,11 +39,60 @@ On the episode's connection a lost session is then decided so:
 
 An agent's error that names a missing database, table or privilege (1044, 1046, 1049,
 1142, 1146) is the agent's (a misspelt or dropped table) unless the probe finds the
-episode's database or user gone.
+episode's database or user gone, or, for a missing table, InnoDB's own dictionary
+(``information_schema.INNODB_SYS_TABLES``) still holds the table: its definition file
+(``.frm``) is gone from the server's disk, which no statement can do (``DROP TABLE`` and
+``RENAME`` change both at once).
+
+**The server's own failures.** A statement can also fail because the server itself did:
+its files (table files, definition files, temporary files under ``@@tmpdir``), its
+storage engine, its memory, disk or threads. The agent's user reaches only its own
+database, through SQL that the guard has read: it cannot touch a file, discard or import
+a tablespace (``TABLESPACE`` is refused), pick an engine but InnoDB, or run ``FLUSH``,
+``REPAIR`` or ``CHECK``. ``server_failure`` reads such an error on any connection, the
+episode's included, as a ``Fault`` (codes as MariaDB 10.11 has them: ``perror`` and the
+mysys error list ``mysys_err.h``; MySQL shares them):
+
+- **the server's files or engine broke: infrastructure.** mysys's file errors (below
+  1000: 1 can't create/write, 2 read, 3 write, 4 close, 6 delete, 7 rename, 9 unexpected
+  end of file, 10/11 lock/unlock, 12 read dir, 13 stat, 14 change size, 15 open stream,
+  16/17 working dir, 21 make dir, 24/25 symlink, 26 realpath, 27 sync, 29 file not found,
+  33 seek) and the server's (1011 delete, 1013 stat, 1016 open, 1017 can't find, 1018
+  read dir, 1023 close, 1024 read, 1025 rename, 1026 write, 1039 unexpected end of
+  file); damaged tables and tablespaces (1033 bad ``.frm``, 1034/1035 index corrupt or
+  old, 1194/1195 crashed, 1712/1817 index corrupted, 1728/1805 a system table corrupted,
+  1812 tablespace missing, 1813 a stray tablespace file, 1814 tablespace discarded, 1877
+  table missing or corrupt, 1932 not in the engine, 3000 file corrupted); 1135 no thread
+  for a connection (no statement of the agent starts a thread).
+- **a resource ran out: unknown.** 5 and 1037/1041/3015/3044 out of memory, 1038 out of
+  sort memory, 20/1021 disk full, 23 out of file handles, 1114 table full, 4139 index
+  file full, 1206 lock table full, 1878 temporary file write failed: the agent's own
+  statement may have used it up (its temporary tables, sorts and memory are under the
+  statement time limit only; ``max_db_bytes`` counts its table files).
+- a file error's own number decides before its code: an OS error of an exhausted
+  resource (12 ``ENOMEM``, 23 ``ENFILE``, 24 ``EMFILE``, 27 ``EFBIG``, 28 ``ENOSPC``) is
+  unknown; a storage engine's (``HA_ERR_*``, 120 and up) is read as in 1030 below (a
+  rename failing on a foreign key, 150, stays the agent's); any other OS error (2
+  ``ENOENT``, 13 ``EACCES``, 5 ``EIO``, ...) is infrastructure.
+- **1030 (got error N from the storage engine), 1180/1181 (error N during commit or
+  rollback)**: by N. A damaged table or file (126/127 index or table file corrupted, 130
+  bad file format, 132 old file, 144/145 crashed, 155 not in the engine, 164 needs
+  upgrade, 172 newer format, 175 file too short, 176 wrong checksum, 180 index corrupted,
+  190 ``.frm`` and engine disagree, 192 cannot decrypt, 194 tablespace missing) or any OS
+  error but those of an exhausted resource: infrastructure; memory or room (128, 135,
+  136, 147, 177, 189, and the exhausted OS errors): unknown; any other (a duplicate key, a
+  foreign key, a lock wait or deadlock, a full-text query with too many words): the
+  agent's, as before.
+
+What stays the agent's, whatever the server says: a syntax error, a missing or dropped
+table, a constraint violation, a lock wait or deadlock it caused, its statement's time
+limit (1969, and the watchdog's 1317), its size cap (a statement the size watcher
+stopped is the size cap's, even when the server also reports a failure).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +107,33 @@ CONNECTION_CODES = frozenset({2006, 2013, 2014, 2055, 1927, 1053, 4031})
 NOT_SENT_CODES = frozenset({2006})
 #: errors an agent's statement gets when a database, table or privilege is missing
 MISSING_CODES = frozenset({1044, 1046, 1049, 1142, 1146})
+#: mysys's errors (below 1000) of an operation on a file or directory that failed
+MYSYS_FILE_CODES = frozenset(
+    {1, 2, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 21, 24, 25, 26, 27, 29, 33}
+)
+#: the server's errors of an operation on a file or directory that failed
+SERVER_FILE_CODES = frozenset({1011, 1013, 1016, 1017, 1018, 1023, 1024, 1025, 1026, 1039})
+#: the server's errors that carry a storage engine's error number (got error N ...)
+ENGINE_ERROR_CODES = frozenset({1030, 1180, 1181})
+#: damaged or missing table files, definitions and tablespaces; no thread for a connection
+DAMAGE_CODES = frozenset(
+    {1033, 1034, 1035, 1135, 1194, 1195, 1712, 1728, 1805, 1812, 1813, 1814, 1817, 1877}
+    | {1932, 3000}
+)
+#: memory, disk, file handles or locks ran out
+EXHAUSTED_CODES = frozenset({5, 20, 23, 1021, 1037, 1038, 1041, 1114, 1206, 1878, 3015, 3044, 4139})
+#: OS errors of an exhausted resource: ENOMEM, ENFILE, EMFILE, EFBIG, ENOSPC
+EXHAUSTED_ERRNOS = frozenset({12, 23, 24, 27, 28})
+#: storage engine errors (``HA_ERR_*``) of a damaged table or file
+ENGINE_DAMAGE_ERRNOS = frozenset(
+    {126, 127, 130, 132, 144, 145, 155, 164, 172, 175, 176, 180, 190, 192, 194}
+)
+#: storage engine errors of memory or room run out
+ENGINE_EXHAUSTED_ERRNOS = frozenset({128, 135, 136, 147, 177, 189})
+#: the first storage engine error number (lower ones are the OS's)
+ENGINE_ERRNO_FIRST = 120
+_ERRNO = re.compile(r"(?:errno|Errcode):? (-?\d+)|Got error (-?\d+)")
+_NO_TABLE = re.compile(r"Table '(.*)' doesn't exist")
 #: a new connection's id below the episode's, or a start this much later than known: a
 #: restart (``Uptime`` counts whole seconds)
 BOOT_SLACK_S = 2.0
@@ -286,6 +362,107 @@ def missing_fault(exc: BaseException, health: Health) -> Fault | None:
     return None
 
 
+def errno_of(exc: BaseException) -> int | None:
+    """The OS or storage engine error number that the server's message carries."""
+    args = getattr(exc, "args", ())
+    message = args[1] if len(args) >= 2 and isinstance(args[1], str) else str(exc)
+    found = _ERRNO.findall(message)
+    if not found:
+        return None
+    # a file's own number comes last, after its path
+    return int(found[-1][0] or found[-1][1])
+
+
+def _by_errno(errno: int | None, default: str | None) -> str | None:
+    if errno is None:
+        return default
+    if errno in EXHAUSTED_ERRNOS or errno in ENGINE_EXHAUSTED_ERRNOS:
+        return UNKNOWN
+    if errno in ENGINE_DAMAGE_ERRNOS:
+        return INFRASTRUCTURE
+    if errno >= ENGINE_ERRNO_FIRST:  # a duplicate key, a foreign key, a lock: a statement's
+        return None
+    return INFRASTRUCTURE  # the OS refused the server a file (gone, denied, I/O error)
+
+
+def server_failure(exc: BaseException) -> str | None:
+    """The attribution of an error that says the server itself failed (its files, its
+    storage engine, its memory, disk or threads), per the module's rules: infrastructure,
+    unknown (a resource ran out, which the agent's statement may have done), or None (not
+    the server's failure: the statement's outcome)."""
+    code = error_code(exc)
+    if code is None:
+        return None
+    if code in DAMAGE_CODES:
+        return INFRASTRUCTURE
+    if code in EXHAUSTED_CODES:
+        return UNKNOWN
+    if code in MYSYS_FILE_CODES or code in SERVER_FILE_CODES:
+        return _by_errno(errno_of(exc), INFRASTRUCTURE)
+    if code in ENGINE_ERROR_CODES:
+        errno = errno_of(exc)
+        return None if errno is None else _by_errno(errno, None)
+    return None
+
+
+def server_fault(connection: str, exc: BaseException, attribution: str) -> Fault:
+    """The fault of a statement that failed because the server did (``server_failure``)."""
+    code = error_code(exc)
+    if attribution == INFRASTRUCTURE:
+        why = (
+            f"error {code} says the server's own files or storage engine failed, which no "
+            "SQL statement on an episode's own database can cause (its user touches no "
+            "file, and tablespace, engine, FLUSH and REPAIR statements are refused)"
+        )
+    else:
+        why = (
+            f"error {code} says a resource of the server ran out (memory, disk, file "
+            "handles or locks): the agent's own statement may have used it up, or "
+            "anything else on the server"
+        )
+    return Fault(
+        f"the MySQL/MariaDB server failed on the {connection}: {_text(exc)}",
+        kind="database",
+        attribution=attribution,
+        evidence=f"{why}; on the {connection}",
+    )
+
+
+def table_of(exc: BaseException, database: str) -> str | None:
+    """The table of ``database`` that an "unknown table" error (1146) names."""
+    found = _NO_TABLE.search(_text(exc))
+    if found is None or not found.group(1).startswith(f"{database}."):
+        return None
+    return found.group(1)[len(database) + 1 :]
+
+
+def engine_holds(server: Any, database: str, table: str) -> bool:
+    """Whether InnoDB's own dictionary holds ``database.table`` (asked on the admin
+    connection): a table the server's SQL layer says does not exist, yet InnoDB still
+    holds, lost its definition file on disk. Names InnoDB spells as they are (letters,
+    digits, ``_``) only: any other name answers False."""
+    if not re.fullmatch(r"\w+", database, re.A) or not re.fullmatch(r"\w+", table, re.A):
+        return False
+    view = "INNODB_SYS_TABLES" if server.is_mariadb else "INNODB_TABLES"
+    found = server.scalar(
+        f"SELECT COUNT(*) FROM information_schema.{view} WHERE NAME = %s",
+        (f"{database}/{table}",),
+    )
+    return bool(found)
+
+
+def definition_lost_fault(connection: str, exc: BaseException, table: str) -> Fault:
+    """The fault of an "unknown table" error on a table that InnoDB still holds."""
+    return Fault(
+        f"a table's definition is gone from the server's disk: {_text(exc)}",
+        kind="database",
+        attribution=INFRASTRUCTURE,
+        evidence=f"the server says table {table} does not exist, yet InnoDB's own dictionary "
+        "still holds it: its definition file was removed from outside (DROP TABLE and RENAME "
+        f"change both at once); on the {connection}",
+    )
+
+
 def _text(exc: BaseException) -> str:
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[1], str):
@@ -295,15 +472,26 @@ def _text(exc: BaseException) -> str:
 
 __all__ = [
     "CONNECTION_CODES",
+    "DAMAGE_CODES",
+    "ENGINE_ERROR_CODES",
+    "EXHAUSTED_CODES",
     "MISSING_CODES",
+    "MYSYS_FILE_CODES",
+    "SERVER_FILE_CODES",
     "Health",
     "Session",
     "database_fault",
+    "definition_lost_fault",
+    "engine_holds",
     "episode_fault",
+    "errno_of",
     "error_code",
     "is_connection_error",
     "missing_fault",
     "names_exist",
     "never_sent",
     "probe",
+    "server_failure",
+    "server_fault",
+    "table_of",
 ]

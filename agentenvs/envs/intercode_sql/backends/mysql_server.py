@@ -188,14 +188,18 @@ class _Server:
     def guard(self, connection: str) -> Iterator[None]:
         """Raise a connection-level failure of the env's own ``connection`` (the admin's,
         the gold's) as ``Fault(kind="database")``, decided by a health probe: these
-        connections run none of the agent's statements."""
+        connections run none of the agent's statements; and the server's own failure
+        (its files, engine, memory or disk: ``mysql_faults.server_failure``) on any."""
         try:
             yield
         except Fault:
             raise
         except (ServiceUnavailable, self.pymysql.err.MySQLError) as exc:
             if not faults.is_connection_error(exc, self.pymysql):
-                raise
+                attribution = faults.server_failure(exc)
+                if attribution is None:
+                    raise
+                raise faults.server_fault(connection, exc, attribution) from exc
             raise faults.database_fault(connection, exc, self.health()) from exc
 
     def health(self, **asked: Any) -> faults.Health:
@@ -261,8 +265,8 @@ class _Server:
                 try:
                     cur.execute(f"USE {_q(db)}")
                 except pymysql.err.MySQLError as exc:
-                    if faults.is_connection_error(exc, pymysql):
-                        raise
+                    if faults.is_connection_error(exc, pymysql) or faults.server_failure(exc):
+                        raise  # the guard's
                     # the template or the episode's database is gone: no agent can drop it
                     raise Fault(
                         f"the database the gold query runs on is gone: {_error_text(exc)}",
@@ -278,8 +282,14 @@ class _Server:
                         rows=tuple(cur.fetchall()), columns=tuple(d[0] for d in cur.description)
                     )
                 except pymysql.err.MySQLError as exc:
-                    if faults.is_connection_error(exc, pymysql):
-                        raise
+                    if faults.is_connection_error(exc, pymysql) or faults.server_failure(exc):
+                        raise  # the guard's
+                    if faults.error_code(exc) in faults.MISSING_CODES:
+                        table = faults.table_of(exc, db)
+                        if table is not None and faults.engine_holds(self, db, table):
+                            raise faults.definition_lost_fault(
+                                "gold connection", exc, table
+                            ) from exc
                     return QueryResult(error=_error_text(exc))
 
     def session_settings(

@@ -228,8 +228,8 @@ def ensure_template(
             except (TaskError, ServiceUnavailable, Fault):
                 raise
             except server.pymysql.err.MySQLError as exc:
-                if faults.is_connection_error(exc, server.pymysql):
-                    raise  # the guard decides, with a health probe
+                if faults.is_connection_error(exc, server.pymysql) or faults.server_failure(exc):
+                    raise  # the guard decides (a health probe; the server's own failure)
                 raise _refused(name, exc) from exc
 
 
