@@ -114,7 +114,7 @@ from agentenvs.eval.records import (
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
 from agentenvs.policy.chat import ChatTemplateError
-from agentenvs.policy.credentials import redact_spec
+from agentenvs.policy.credentials import redact_spec, without_secrets
 from agentenvs.policy.registry import (
     is_model_policy,
     make_policy,
@@ -155,7 +155,7 @@ class PolicyLoadError(AgentEnvsError, RuntimeError):
     def of(cls, spec: str, exc: BaseException | str) -> PolicyLoadError:
         error = exc if isinstance(exc, str) else loader_error(exc)
         return cls(
-            f"policy {redact_spec(spec)} failed to load: {error}; nothing was run (fix the "
+            f"policy {without_secrets(spec)} failed to load: {error}; nothing was run (fix the "
             "model or its options and run the command again)"
         )
 

@@ -159,6 +159,17 @@ def redact_spec(spec: str) -> str:
     return f"{name}:{','.join(parts)}"
 
 
+def without_secrets(spec: str) -> str:
+    """``spec`` without its secret parts (``api_key=...`` left out, not masked), for a
+    message whose text goes on after the spec: ``redact`` would take that text for the
+    value of a masked key at the spec's end."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return spec
+    name, _, rest = spec.partition(":")
+    kept = [p for p in rest.split(",") if p.partition("=")[0].strip() not in SECRET_KEYS]
+    return f"{name}:{','.join(kept)}" if kept else name
+
+
 def redact(value: Any) -> Any:
     """``value`` (text, or lists and dicts of it) with every secret seen as ``***`` and
     specs' secret values masked."""

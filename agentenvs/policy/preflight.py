@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core.suggest import UsageError, did_you_mean, one_line
+from agentenvs.policy.credentials import without_secrets
 from agentenvs.policy.registry import parse_policy_spec
 
 #: seconds the hub or an endpoint has to answer the one question asked of it
@@ -84,13 +85,7 @@ def check_model_policy(spec: str, option: str = "--policy", *, timeout: float = 
                 check_tokenizer_source(str(kwargs["tokenizer"]), timeout=timeout)
             check_endpoint(kwargs, timeout=timeout)
     except ModelCheckError as exc:
-        raise ModelCheckError(f"{option} {_shown(spec)}: {exc}") from None
-
-
-def _shown(spec: str) -> str:
-    from agentenvs.policy.credentials import redact_spec
-
-    return redact_spec(spec)
+        raise ModelCheckError(f"{option} {without_secrets(spec)}: {exc}") from None
 
 
 def require_installed(module: str, extra: str, what: str) -> None:

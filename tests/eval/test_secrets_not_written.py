@@ -12,7 +12,9 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -108,19 +110,54 @@ def test_a_world_readable_key_file_is_refused(served: ServedModel, tmp_path: Pat
     assert served.api_key not in run.stderr + run.stdout
 
 
+class _FailingServer(BaseHTTPRequestHandler):
+    """Lists the model ``tiny`` (so the command's check before the run passes), then
+    answers every request with HTTP 500: each trajectory faults."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the handler's name
+        body = b'{"object": "list", "data": [{"id": "tiny"}]}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_fault_records_of_a_failing_run_hold_no_key(tmp_path: Path) -> None:
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     key = secrets.token_urlsafe(24)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailingServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     out = tmp_path / "run"
-    run = _eval(
-        f"openai:base_url=http://127.0.0.1:{port}/v1,model=tiny,api_key={key},max_retries=0",
-        out, _env_without_keys(), "--max-fault-retries", "0",
-    )
+    try:
+        run = _eval(
+            f"openai:base_url=http://127.0.0.1:{server.server_address[1]}/v1,model=tiny,"
+            f"api_key={key},max_retries=0",
+            out, _env_without_keys(), "--max-fault-retries", "0",
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
     assert run.returncode != 0
     assert (out / "faults.jsonl").read_text().strip()  # the spec is in its records
     assert _holding(key, out, run) == []
+    # a server nobody listens on is refused before the run, in a line without the key
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    refused = _eval(f"openai:base_url=http://127.0.0.1:{port}/v1,model=tiny,api_key={key}",
+                    tmp_path / "refused", _env_without_keys())
+    assert refused.returncode == 2 and "cannot reach the model server" in refused.stderr
+    assert key not in refused.stderr + refused.stdout and not (tmp_path / "refused").exists()
 
 
 def test_an_inline_key_is_masked_in_argv_the_name_and_the_repr() -> None:
