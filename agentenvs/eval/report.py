@@ -636,7 +636,10 @@ def write_report(
     )
     # passk.md covers every run the report compares: the second run's own table, on all
     # of its tasks and budgets, follows the first's
-    own_second = run_surface(other, ks=ks, n_boot=n_boot, seed=seed, confidence=confidence)
+    _, n_other = success_count_matrix(other, other.task_ids(), other.budgets)
+    other_ks = [k for k in ks if k <= int(n_other[n_other > 0].min())] if ks else None
+    own_second = run_surface(other, ks=other_ks or None, n_boot=n_boot, seed=seed,
+                             confidence=confidence)
     second_notes = budget_notes(other)
     passk_md = out / "passk.md"
     passk_md.write_text(
