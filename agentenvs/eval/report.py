@@ -762,7 +762,17 @@ def _write_index(result: ReportResult) -> None:
     out = result.out_dir
     headline = _headline(result)
     title = " vs ".join(run.label for run in result.runs) + f" on {result.runs[0].config['env_id']}"
-    notes = [note for run in result.runs for note in budget_notes(run)]
+    per_run = [budget_notes(run) for run in result.runs]
+    notes = []
+    for i, run in enumerate(result.runs):
+        for note in per_run[i]:
+            if len(result.runs) == 1:
+                notes.append(note)
+            elif all(note in other for other in per_run):
+                if i == 0:  # the same note for every run: said once
+                    notes.append(f"Both runs: {note}")
+            else:
+                notes.append(f"{run.label}: {note}")
     if result.paired is not None and result.paired.verdict_withheld:
         notes.append(
             f"No verdicts: {result.paired.n_tasks} shared tasks, fewer than "

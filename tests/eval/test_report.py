@@ -240,6 +240,9 @@ def test_index_page_links_every_table_and_figure(
         assert "agentenvs/FrozenLake-v0" in page and "8, 16" in page
         assert "B - A in pass@1 at T = 16" in page
         assert "too few tasks for a verdict (3 &lt; 50)" in page or "(3 < 50)" in page
+    # the notes name the run they are about: only the oracle plans on its turns left
+    assert md.count("The policy sees its turn budget") == 1
+    assert "- frozenlake/oracle: The policy sees its turn budget" in md
     # a run alone gets one too
     alone = write_report(second, out_dir=tmp_path / "alone", n_boot=0, plots=False)
     assert (tmp_path / "alone" / "index.html") in alone.files
