@@ -220,7 +220,8 @@ class AgentEnvsEnv(vf.Env[AgentEnvsEnvConfig]):
     async def start(self) -> None:
         ensure_uv_on_path()
         follow_verifiers_logging()
-        self._finished, self._started_at = 0, time.monotonic()
+        # an eval plans its episodes (slots) after this, so each eval counts from 0
+        self._planned, self._finished, self._started_at = 0, 0, time.monotonic()
 
     def slots(self, task: Any, n: int = 1) -> list[Any]:
         planned = super().slots(task, n)
