@@ -38,9 +38,12 @@ $(STAMP): pyproject.toml
 	@touch $@
 	$(if $(FULL_HAS_LIGHT),@touch $(LIGHT_STAMP))
 
-.PHONY: install demo test lint bench clean
+.PHONY: install install-light demo test lint bench clean
 
 install: $(STAMP)
+
+# what `make demo` installs before the demo (CI times it)
+install-light: $(LIGHT_STAMP)
 
 demo: $(LIGHT_STAMP)
 	$(BIN)/agentenvs demo --out $(OUT)
