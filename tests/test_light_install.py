@@ -234,18 +234,29 @@ def test_analysis_without_plot_runs_with_no_plots(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_group_env_without_pettingzoo_names_its_extra(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("names", "statement", "extra"),
+    [
+        ({"pettingzoo"}, "from agentenvs.wrappers import GroupEnv", "pettingzoo"),
+        ({"skyrl_gym"}, "import agentenvs.integrations.skyrl", "integrations"),
+        ({"verifiers"}, "import agentenvs.integrations.verifiers", "integrations"),
+    ],
+    ids=["GroupEnv", "skyrl", "verifiers"],
+)
+def test_an_adapter_without_its_framework_names_the_extra(
+    names: set[str], statement: str, extra: str, tmp_path: Path
+) -> None:
     done = run_without(
-        {"pettingzoo"},
+        names,
         "import agentenvs\n"
         "from agentenvs.core.errors import MissingExtraError\n"
         "try:\n"
-        "    from agentenvs.wrappers import GroupEnv\n"
+        f"    {statement}\n"
         "except MissingExtraError as exc:\n"
         "    print(exc)\n"
         "else:\n"
-        "    sys.exit('GroupEnv imported without pettingzoo')\n",
+        "    sys.exit('imported without its framework')\n",
         tmp_path,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "pip install 'agentenvs[pettingzoo]'" in done.stdout
+    assert f"pip install 'agentenvs[{extra}]'" in done.stdout

@@ -42,9 +42,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
-from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from agentenvs.core.errors import Fault
+from agentenvs.core.errors import Fault, MissingExtraError
 from agentenvs.integrations.common import (
     json_safe,
     log_fault,
@@ -53,6 +52,11 @@ from agentenvs.integrations.common import (
     split_prompt,
 )
 from agentenvs.integrations.process import BudgetSpec, check_process_reward, step_rewards
+
+try:
+    from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+except ImportError as exc:
+    raise MissingExtraError("skyrl-gym", "integrations") from exc
 
 _instances = itertools.count()
 

@@ -60,15 +60,18 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import verifiers.v1 as vf
-from pydantic import Field
-from verifiers.v1.errors import EnvError
-from verifiers.v1.harnesses.null import NullHarnessConfig
-from verifiers.v1.runtimes import SubprocessConfig
-
 from agentenvs.core.aio import AsyncEnv
-from agentenvs.core.errors import Fault
+from agentenvs.core.errors import Fault, MissingExtraError
 from agentenvs.integrations.common import RESET_TRIES, log_fault, reset_with_retries, split_prompt
+
+try:
+    import verifiers.v1 as vf
+    from pydantic import Field
+    from verifiers.v1.errors import EnvError
+    from verifiers.v1.harnesses.null import NullHarnessConfig
+    from verifiers.v1.runtimes import SubprocessConfig
+except ImportError as exc:
+    raise MissingExtraError("verifiers", "integrations") from exc
 
 logger = logging.getLogger(__name__)
 
