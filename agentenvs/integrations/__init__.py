@@ -8,6 +8,8 @@
 - ``agentenvs.integrations.skyrl``: a SkyRL-gym ``BaseTextEnv`` registered per env id, and
   a dataset builder.
 - ``agentenvs.server``: the OpenEnv-protocol env server, for every framework that speaks it.
+- ``agentenvs.integrations.tiny_model``: a tiny Qwen3 built offline (random weights, a
+  tokenizer trained on an env's text), what the docs' trainer snippets run with.
 
 ``agentenvs.integrations.common`` holds what they share (the prompt split, per-rollout
 random streams, the tools of each env); it needs no framework.
