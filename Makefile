@@ -19,11 +19,9 @@ comma := ,
 # "yes" when EXTRAS holds every one of LIGHT_EXTRAS (the full set then stands for the light one)
 FULL_HAS_LIGHT = $(if $(filter-out $(subst $(comma), ,$(EXTRAS)),$(subst $(comma), ,$(LIGHT_EXTRAS))),,yes)
 
-# --no-compile: Python compiles what the demo imports as it imports it, a fraction of what
-# pip would compile up front (about half of this step's time on 2 cores)
 $(LIGHT_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --no-compile -e '.[$(LIGHT_EXTRAS)]'
+	$(BIN)/python -m pip install -q -e '.[$(LIGHT_EXTRAS)]'
 	$(BIN)/agentenvs sandbox provision >/dev/null
 	@touch $@
 
