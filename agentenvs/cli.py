@@ -348,17 +348,22 @@ def _check_models(*given: tuple[str | None, str]) -> None:
             check_model_policy(spec, option)
 
 
+def single_env_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill in the defaults of a one-env ``eval`` that ``--envs`` leaves to each env."""
+    args.tasks = "all" if args.tasks is None else args.tasks
+    args.n = 16 if args.n is None else args.n
+    args.budgets = [1, 2, 4, 8] if args.budgets is None else args.budgets
+    args.mode = "rerun" if args.mode is None else args.mode
+    return args
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     _check_models((args.policy, "--policy"))
     if args.envs is not None:
         from agentenvs.cli_suite import cmd_eval_suite
 
         return cmd_eval_suite(args)
-    # one env: the defaults --envs leaves to each env
-    args.tasks = "all" if args.tasks is None else args.tasks
-    args.n = 16 if args.n is None else args.n
-    args.budgets = [1, 2, 4, 8] if args.budgets is None else args.budgets
-    args.mode = "rerun" if args.mode is None else args.mode
+    single_env_defaults(args)
     if args.imports:  # imported here by the checks; each worker imports them first too
         from agentenvs.eval.executors import make_executor
 

@@ -466,13 +466,13 @@ def test_kept_workers_get_back_the_groups_they_ran(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- when derive is wrong
 def test_rerun_is_the_default_mode() -> None:
-    from agentenvs.cli import build_parser
+    from agentenvs.cli import build_parser, single_env_defaults
 
     assert EvalConfig(
         env_id=GUESS_ID, policy="test/guesser", task_ids=["small"], n=1, budgets=[1]
     ).mode == "rerun"
     args = build_parser().parse_args(["eval", "--env", LAKE, "--policy", "x", "--out", "o"])
-    assert args.mode == "rerun"
+    assert single_env_defaults(args).mode == "rerun"
 
 
 class UndeclaredGuesser(ScriptedPolicy):
