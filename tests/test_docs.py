@@ -216,7 +216,10 @@ def _shell_script(commands: list[str]) -> str:
     return "set -euo pipefail\n" + "".join(f"{c}\n" for c in commands)
 
 
-_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+#: a module missing, as Python says it or as the package's one-line refusal names it
+_MISSING_MODULE = re.compile(
+    r"ModuleNotFoundError: No module named '([\w.]+)'|'([\w.]+)' is needed here but is not installed"
+)
 
 
 def _run(argv: list[str], cwd: Path, what: str) -> None:
@@ -228,7 +231,7 @@ def _run(argv: list[str], cwd: Path, what: str) -> None:
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{what} ran past {SNIPPET_TIMEOUT_S} s\n{_tail(exc.stdout)}{_tail(exc.stderr)}")
     if done.returncode != 0:
-        missing = _MISSING_MODULE.findall(done.stderr or "")
+        missing = ["".join(m) for m in _MISSING_MODULE.findall(done.stderr or "")]
         top = missing[-1].split(".")[0] if missing else ""
         if top and top != "agentenvs" and importlib.util.find_spec(top) is None:
             # an optional extra this install lacks (a bare `make install` without torch, say);
