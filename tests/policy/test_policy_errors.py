@@ -9,6 +9,7 @@ and the hub out of reach (offline, or a closed loopback port)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -23,6 +24,12 @@ from pathlib import Path
 import pytest
 
 FROZENLAKE = "agentenvs/FrozenLake-v0"
+#: the checks of a model's files run once the hf extra is there (without it the refusal
+#: names the extra first: test_a_missing_extra_names_what_to_install)
+NEEDS_HF = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+    reason="could not import torch or transformers: pip install 'agentenvs[hf]'",
+)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -97,6 +104,7 @@ def _model_folder(path: Path, *, vocab: int = 64, weights: bool = True) -> Path:
 
 
 # ---------------------------------------------------------------- models and tokenizers
+@NEEDS_HF
 def test_a_model_path_that_does_not_exist(tmp_path: Path) -> None:
     line = _refusal(_cli(_eval("run", "hf:model=/nonexistent/model"), tmp_path))
     assert line.startswith("agentenvs eval: error: --policy hf:model=/nonexistent/model: ")
@@ -104,6 +112,7 @@ def test_a_model_path_that_does_not_exist(tmp_path: Path) -> None:
     assert list((tmp_path / "cwd").iterdir()) == []  # no run folder: no worker started
 
 
+@NEEDS_HF
 def test_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
     plain = tmp_path / "checkpoints"
     _model_folder(plain / "step-100")
@@ -120,6 +129,7 @@ def test_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
     assert list((tmp_path / "cwd").iterdir()) == []
 
 
+@NEEDS_HF
 def test_a_tokenizer_larger_than_the_model_embedding(tmp_path: Path) -> None:
     model = _model_folder(tmp_path / "model", vocab=64)
     other = tmp_path / "other-tokenizer"
@@ -132,6 +142,7 @@ def test_a_tokenizer_larger_than_the_model_embedding(tmp_path: Path) -> None:
     assert list((tmp_path / "cwd").iterdir()) == []
 
 
+@NEEDS_HF
 @pytest.mark.parametrize("hub", ["offline", "closed-port"])
 def test_a_hub_id_that_is_not_cached_and_the_hub_out_of_reach(tmp_path: Path, hub: str) -> None:
     env = (
@@ -145,6 +156,7 @@ def test_a_hub_id_that_is_not_cached_and_the_hub_out_of_reach(tmp_path: Path, hu
     assert list((tmp_path / "cwd").iterdir()) == []
 
 
+@NEEDS_HF
 def test_a_hub_id_in_the_local_cache_passes_offline(tmp_path: Path) -> None:
     snapshot = tmp_path / "hf-home" / "hub" / "models--Org--tiny" / "snapshots" / ("a" * 40)
     _model_folder(snapshot)
@@ -162,7 +174,7 @@ def test_a_hub_id_in_the_local_cache_passes_offline(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("policy", "hidden", "extra"),
-    [("hf:model=/m", "transformers", "hf"), ("hf:model=/m", "torch", "hf"),
+    [pytest.param("hf:model=/m", "transformers", "hf", marks=NEEDS_HF), ("hf:model=/m", "torch", "hf"),
      ("vllm:model=/m", "vllm", "vllm")],
 )
 def test_a_missing_extra_names_what_to_install(
@@ -230,6 +242,7 @@ def test_an_endpoint_key_missing_or_wrong_and_a_model_it_does_not_serve(
 
 
 # ---------------------------------------------------------------- the other commands
+@NEEDS_HF
 def test_likelihood_and_serve_model_check_their_models_too(tmp_path: Path) -> None:
     run = tmp_path / "cwd" / "run"
     proc = _cli(_eval(str(run), "frozenlake/random", "--workers", "0"), tmp_path)

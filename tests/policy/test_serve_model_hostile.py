@@ -275,6 +275,8 @@ def test_a_small_request_beside_a_large_one_is_answered_first(
 
 
 def test_no_key_is_refused_beyond_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="could not import torch: pip install 'agentenvs[hf]'")
+    pytest.importorskip("transformers", reason="could not import transformers: pip install 'agentenvs[hf]'")
     from agentenvs.cli import main
 
     code = main(["serve-model", "--model", "hf:model=unused", "--no-auth", "--host", "0.0.0.0"])
