@@ -34,8 +34,9 @@ import pytest
 
 import agentenvs  # noqa: F401 - registers the ids
 from agentenvs.core.errors import Fault
-from agentenvs.envs.intercode_sql.backends.mysql import TEMPLATE_PREFIX_ENV, parse_mysql_url
+from agentenvs.envs.intercode_sql.backends.mysql import TEMPLATE_PREFIX_ENV
 from agentenvs.envs.intercode_sql.data import load_tasks
+from tests.envs.test_intercode_sql_faults import query as _query
 
 pytestmark = pytest.mark.mysql
 
@@ -50,22 +51,6 @@ Plan = list[tuple[str, str, str]]
 
 
 # ------------------------------------------------------------------------------ helpers
-def _admin(url: str) -> Any:
-    import pymysql
-
-    return pymysql.connect(**parse_mysql_url(url), autocommit=True)
-
-
-def _query(url: str, sql: str, args: Any = None) -> list[tuple]:
-    conn = _admin(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
 def _like(prefix: str) -> str:
     return re.sub(r"([\\_%])", r"\\\1", prefix) + "%"
 
