@@ -47,7 +47,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentenvs.core.errors import Fault, SandboxError
-from agentenvs.sandbox import _cgroup, _files, _leftovers, faults, harness, runtime
+from agentenvs.sandbox import _cgroup, _files, _launcher, _leftovers, faults, harness, runtime
 from agentenvs.sandbox._case_results import case_run, unanswered
 from agentenvs.sandbox._local_bwrap import (
     _PATH,
@@ -324,7 +324,9 @@ class LocalSandbox(Sandbox):
             argv = self._bwrap_argv(cwd, env, seccomp_fd=filt, scratch=scratch, ro_binds=ro_binds)
             if _has_json_status(self._bwrap):
                 argv[1:1] = ["--json-status-fd", str(status_w)]
-            proc = subprocess.Popen(
+            # forked from the one thread that lives as long as the process: bwrap's
+            # --die-with-parent follows the thread that forks it, not the process
+            proc = _launcher.popen(
                 [*argv, *command],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
