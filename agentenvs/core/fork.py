@@ -50,10 +50,10 @@ def run_concurrently(
 ) -> list[R]:
     """``[fn(item) for item in items]``, at most ``concurrency`` at once, in order.
 
-    The calls run on long-lived threads (one pool per name): a sandbox started on a
-    thread dies with that thread (bubblewrap's --die-with-parent is bound to the thread
-    that spawned it), so a pool that ends its threads would kill the children it made.
-    The first error is raised once every call has ended.
+    The calls run on long-lived threads (one pool per name), so no thread is started
+    per call. (Sandboxes do not depend on it: every local sandbox is forked from one
+    thread that lives as long as the process, ``sandbox._launcher``.) The first error is
+    raised once every call has ended.
     """
     items = list(items)
     if concurrency <= 1 or len(items) <= 1:
