@@ -101,3 +101,28 @@ def test_starts_from_many_threads_at_once_each_get_their_own_process(local_box: 
     finally:
         for proc in procs:
             proc.kill()
+
+
+def _run_in_fresh_box(queue: Any) -> None:
+    from agentenvs.sandbox import make_sandbox
+
+    box = make_sandbox("local")
+    try:
+        queue.put(box.run("echo from-the-child", timeout=60).stdout)
+    finally:
+        box.close()
+
+
+def test_a_forked_child_starts_sandboxes_of_its_own(local_box: Sandbox) -> None:
+    import multiprocessing
+
+    assert local_box.run("true", timeout=60).returncode == 0  # the launcher runs here
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_run_in_fresh_box, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=120) == "from-the-child\n"
+    finally:
+        child.join(timeout=60)
+    assert child.exitcode == 0
