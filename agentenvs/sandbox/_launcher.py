@@ -7,9 +7,9 @@ server's request thread, a trainer's rollout thread), while its owner still hold
 warm server kept idle after the pool that started it had ended then died under the next
 program, and the program's verdict became "killed from outside".
 
-So no caller forks bwrap itself: :func:`popen` hands the ``subprocess.Popen`` call to one
-daemon thread of the process (started on first use, again in a forked child) and waits
-for its result. That thread ends only with the interpreter, when every sandbox should die
+So no other thread forks bwrap itself: :func:`popen` hands the ``subprocess.Popen`` call
+of any thread but the main one (which ends only with the process) to one daemon thread of
+the process (started on first use, again in a forked child) and waits for its result. That thread ends only with the interpreter, when every sandbox should die
 anyway, so a sandbox lives exactly as long as its owner keeps it, whichever thread
 started it. The call is ``Popen``'s own (its exceptions included); the handoff costs a
 few microseconds against the milliseconds of starting bwrap.
@@ -60,7 +60,9 @@ def launcher_thread() -> threading.Thread | None:
 
 def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(*args, **kwargs)``, forked from the launcher thread."""
-    if threading.current_thread() is _thread:
+    here = threading.current_thread()
+    if here is _thread or here is threading.main_thread():
+        # the main thread ends only with the process, as the launcher does
         return subprocess.Popen(*args, **kwargs)
     out: list[Any] = []
     done = threading.Event()
