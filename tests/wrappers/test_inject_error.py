@@ -11,13 +11,14 @@ from agentenvs.wrappers import INJECTED_ACTION, ORIGINAL_ACTION, InjectError
 
 
 def fired(env: InjectError, seed: int, steps: int, action: str = "right") -> list[bool]:
-    """Which steps had an error injected, resetting at episode end."""
+    """Which steps the wrapper fired at (an error injected, or none of its candidates an
+    error: the toy's "left" that slips into the goal), resetting at episode end."""
     out = []
     _, info = env.reset(seed=seed)
     assert info["error_injected"] is False
     for _ in range(steps):
         _, _, terminated, truncated, info = env.step(action)
-        out.append(info["error_injected"])
+        out.append(info["error_injected"] or info.get("error_unavailable", False))
         if terminated or truncated:
             env.reset()
     return out
@@ -59,8 +60,9 @@ def test_fires_exactly_at_turn_k(k: int) -> None:
         for turn in range(1, 7):
             _, _, terminated, truncated, info = env.step("stay")  # invalid: never ends early
             assert info["turn"] == turn
-            assert info["error_injected"] is (turn == k)
-            if turn == k:
+            unavailable = info.get("error_unavailable", False)
+            assert (info["error_injected"] or unavailable) is (turn == k)
+            if turn == k and not unavailable:
                 assert info[ORIGINAL_ACTION] == "stay"
                 assert info[INJECTED_ACTION].strip().lower() == "left"
                 assert info["action_valid"] is True  # the env received the error action
