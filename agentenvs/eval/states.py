@@ -17,7 +17,11 @@ policy faces what it faces after an injected one, and counting such states as or
 would credit recovery to ordinary play. An *error state*
 takes such a state, steps the env with its own ``error_action(rng)`` as the next action,
 and keeps the result; when that action ends the episode there is nothing left to
-recover, so the next pair of the permutation is taken instead. Ordinary and error states
+recover, so the next pair of the permutation is taken instead. The injected action must
+be an error (``agentenvs.wrappers.inject_error.draw_error_action``: regret above
+``REGRET_TOL``, candidates drawn again up to a bound); a state where none is taken is
+skipped the same way, and counted. Each error state records its ``error_regret`` and
+``error_redraws``; ``injected_error_summary`` sums them up for the analysis summary. Ordinary and error states
 walk the same permutation, so both kinds start from largely the same states.
 
 A state is stored as one JSONL record (snapshot bytes base64-encoded, the messages, the
@@ -44,6 +48,7 @@ import numpy as np
 
 from agentenvs.core import info as keys
 from agentenvs.core.errors import AgentEnvsError
+from agentenvs.core.regret import REGRET_TOL, action_regret
 from agentenvs.core.snapshot import Snapshot, restore_snapshot, take_snapshot
 from agentenvs.eval.faults import (
     DEFAULT_FAULT_BACKOFF,
@@ -73,8 +78,6 @@ STATES_NAME = "states.jsonl"
 KINDS = ("ordinary", "self_error", "error")
 #: the kinds a config asks for: a drawn state is labelled ordinary or self_error
 DRAWN_KINDS = ("ordinary", "error")
-#: a regret at or below this is no mistake (oracle values carry floating-point noise)
-REGRET_TOL = 1e-9
 
 
 class ReplayMismatchError(AgentEnvsError):
@@ -101,6 +104,8 @@ class State:
     source: dict[str, Any] = field(default_factory=dict)
     error_action: str | None = None
     previous_regret: float | None = None
+    error_regret: float | None = None
+    error_redraws: int | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -113,6 +118,8 @@ class State:
             "source": self.source,
             "error_action": self.error_action,
             "previous_regret": self.previous_regret,
+            "error_regret": self.error_regret,
+            "error_redraws": self.error_redraws,
             "tools": self.tools,
             "messages": self.messages,
             "snapshot": base64.b64encode(self.snapshot).decode("ascii"),
@@ -133,6 +140,8 @@ class State:
             source=dict(record.get("source") or {}),
             error_action=record.get("error_action"),
             previous_regret=record.get("previous_regret"),
+            error_regret=record.get("error_regret"),
+            error_redraws=record.get("error_redraws"),
         )
 
     def restore_into(self, env: gym.Env) -> Conversation:
@@ -194,21 +203,6 @@ def replay(
     return conversation, info
 
 
-def action_regret(env: gym.Env, action: str) -> float:
-    """How much worse ``action`` is than the best action from the env's current state,
-    by the env's own scoring, without advancing it: the env's ``action_regret`` when it
-    has one, else ``max(q_values()) - score_action(action)`` where an exact oracle gives
-    Q-values (FrozenLake), else ``1 - score_action(action)`` (full score is a solve)."""
-    inner: Any = env.unwrapped
-    own = getattr(inner, "action_regret", None)
-    if callable(own):
-        return float(own(action))
-    score = float(inner.score_action(action))
-    q_values = getattr(inner, "q_values", None)
-    best = float(np.max(q_values())) if callable(q_values) else 1.0
-    return max(0.0, best - score)
-
-
 def candidate_points(records: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
     """Every (trajectory index, t) whose state asked the agent for an action."""
     return [(i, t) for i, record in enumerate(records) for t in range(len(record["steps"]))]
@@ -225,6 +219,8 @@ def _state_from_env(
     t: int,
     error_action: str | None = None,
     previous_regret: float | None = None,
+    error_regret: float | None = None,
+    error_redraws: int | None = None,
 ) -> State:
     inner: Any = env.unwrapped
     return State(
@@ -248,6 +244,8 @@ def _state_from_env(
         },
         error_action=error_action,
         previous_regret=previous_regret,
+        error_regret=error_regret,
+        error_redraws=error_redraws,
     )
 
 
@@ -276,19 +274,28 @@ def collect_states(
     seed: int = 0,
     kinds: Sequence[str] = ("ordinary",),
     progress: bool = False,
+    error_draws: dict[str, int] | None = None,
 ) -> list[State]:
     """Up to ``n_states`` states of each kind, drawn uniformly over (trajectory, t).
 
     ``records`` are runner trajectories. Fewer states come back when there are not
     enough candidates (or, for error states, not enough that survive the error). The
     ``n_states`` drawn for ``ordinary`` are labelled ``ordinary`` or ``self_error``
-    (after the trajectory's own mistake, see ``action_regret``).
+    (after the trajectory's own mistake, see ``action_regret``). ``error_draws``, when
+    given, is cleared and filled with the error draws' tally: ``tried`` (states where an
+    error was drawn), ``no_error`` (skipped: no candidate was an error), ``ended`` (skipped:
+    the error ended the episode) and ``redraws`` (candidates rejected, in all of them).
     """
     unknown = set(kinds) - set(DRAWN_KINDS)
     if unknown:
         raise ValueError(f"unknown state kind(s) {sorted(unknown)}; choose from {DRAWN_KINDS}")
     if n_states < 1:
         raise ValueError(f"n_states must be >= 1, got {n_states}")
+    from agentenvs.wrappers.inject_error import draw_error_action
+
+    tally = error_draws if error_draws is not None else {}
+    tally.clear()
+    tally.update(tried=0, no_error=0, ended=0, redraws=0)
     points = candidate_points(records)
     order = np.random.default_rng(stable_seed(seed, "states")).permutation(len(points))
     env = gym.make(env_id, **(env_kwargs or {}))
@@ -320,14 +327,21 @@ def collect_states(
                     else:
                         conversation, _ = replay(env, record, t)
                         rng = np.random.default_rng(stable_seed(seed, base_id, "error_action"))
-                        action = env.unwrapped.error_action(rng)  # type: ignore[attr-defined]
-                        observation, _, terminated, truncated, _ = env.step(action)
+                        draw = draw_error_action(env, rng)
+                        tally["tried"] += 1
+                        tally["redraws"] += draw.redraws
+                        if draw.action is None:
+                            tally["no_error"] += 1
+                            continue  # every action here is as good as the best: no error
+                        observation, _, terminated, truncated, _ = env.step(draw.action)
                         if terminated or truncated:
+                            tally["ended"] += 1
                             continue  # nothing left to recover from
-                        conversation.add_turn(action, observation)
+                        conversation.add_turn(draw.action, observation)
                         state = _state_from_env(
                             env, conversation, record, state_id=f"{base_id}+error", kind=kind,
-                            env_id=env_id, t=t, error_action=action,
+                            env_id=env_id, t=t, error_action=draw.action,
+                            error_regret=draw.regret, error_redraws=draw.redraws,
                         )
                     states.append(state)
                     taken += 1
@@ -335,6 +349,27 @@ def collect_states(
     finally:
         env.close()
     return states
+
+
+def injected_error_summary(
+    state_records: Iterable[dict[str, Any]], error_draws: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The injected errors of a states file: how many, their regret (least and mean:
+    every one is above ``REGRET_TOL``), the candidates rejected before them, and, from
+    the collection's ``error_draws`` tally when given, the states skipped because no
+    candidate was an error or because the error ended the episode."""
+    kept = [r for r in state_records if r.get("kind") == "error"]
+    regrets = [float(r["error_regret"]) for r in kept if r.get("error_regret") is not None]
+    out: dict[str, Any] = {
+        "states": len(kept),
+        "regret_min": min(regrets) if regrets else None,
+        "regret_mean": float(np.mean(regrets)) if regrets else None,
+        "redraws_kept": sum(int(r.get("error_redraws") or 0) for r in kept),
+        "regret_tol": REGRET_TOL,
+    }
+    if error_draws is not None:
+        out.update({k: int(v) for k, v in error_draws.items()})
+    return out
 
 
 def write_states(path: str | os.PathLike[str], states: Iterable[State]) -> None:
@@ -565,6 +600,7 @@ __all__ = [
     "collect_states",
     "done_ids",
     "import_modules",
+    "injected_error_summary",
     "load_trajectories",
     "read_states",
     "replay",

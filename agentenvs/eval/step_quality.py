@@ -25,7 +25,10 @@ error states too.
 - ``manifest.json``: the config (resuming with another is refused);
 - ``reference/``: when states come from rollouts of a reference policy, that run (the
   Pass@(K,T) runner's format, so it resumes too);
-- ``states.jsonl``: the sampled states, written once, whole;
+- ``states.jsonl``: the sampled states, written once, whole; with error states also
+  ``error_draws.json``, the tally of the error draws (states skipped because no
+  candidate was an error, candidates rejected), which ``summary.json`` reports under
+  ``injected_errors`` with the injected errors' regrets;
 - ``results.jsonl``: one line per analysed state, appended as workers finish (a
   restart skips the states already there);
 - ``summary.json`` and ``step_quality.png`` (or ``error_states.png`` with error states).
@@ -89,6 +92,7 @@ from agentenvs.eval.states import (
     continuation_successes,
     done_ids,
     import_modules,
+    injected_error_summary,
     load_trajectories,
     read_results_file,
     read_states,
@@ -101,6 +105,8 @@ from agentenvs.policy.registry import make_policies
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
+#: the tally of the error draws while collecting states (see ``collect_states``)
+ERROR_DRAWS_NAME = "error_draws.json"
 REFERENCE_DIR = "reference"
 #: scores closer than this are a tie (oracle values carry floating-point noise)
 DEFAULT_TIE_TOL = 1e-9
@@ -453,15 +459,19 @@ def run_step_quality(
             config, out_dir, workers=workers, progress=progress, backend=backend, address=address,
             faults=fault_bounds,
         )
+        error_draws: dict[str, int] = {}
         states = _collect_riding_out_faults(
             out_dir, max_fault_retries, fault_backoff,
             lambda: collect_states(
                 records, config.env_id, config.env_kwargs, n_states=config.n_states,
                 seed=config.seed, kinds=config.kinds, progress=progress,
+                error_draws=error_draws,
             ),
         )
         if not states:
             raise AnalysisConfigError("no states to analyse: the source trajectories are empty")
+        if "error" in config.kinds:  # before the states: a states file implies its tally
+            write_json_atomic(out_dir / ERROR_DRAWS_NAME, error_draws)
         write_states(states_path, states)
     state_records = list(iter_records(states_path))
     results_path = out_dir / RESULTS_NAME
@@ -480,6 +490,10 @@ def run_step_quality(
     results = read_results_file(results_path, "state_id")
     summary = summarize(results, config=config, n_boot=n_boot, seed=config.seed)
     summary["faults"] = read_fault_summary(results, out_dir)
+    if "error" in config.kinds:
+        draws_path = out_dir / ERROR_DRAWS_NAME
+        draws = json.loads(draws_path.read_text()) if draws_path.exists() else None
+        summary["injected_errors"] = injected_error_summary(state_records, draws)
     files = [out_dir / SUMMARY_NAME]
     write_json_atomic(files[0], summary)
     if plots:
