@@ -26,14 +26,18 @@ what the build and the tests would meet, in order:
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentenvs.envs.terminal import images
-from agentenvs.envs.terminal.data import TerminalTask, _dockerfile_steps, expand, parse_from
+from agentenvs.envs.terminal.data import TerminalTask, _env_items, expand, parse_from
+from agentenvs.envs.terminal.shellwords import commands
 
 #: apt packages the offline stand-ins replace (``offline/shim.py`` PROVIDED_PACKAGES)
 STAND_IN_PACKAGES = frozenset({"curl", "wget", "ca-certificates", "python3-pip", "pipx"})
@@ -45,7 +49,6 @@ _NET_MODULES = re.compile(
     r"(requests|httpx|aiohttp|urllib\.request|urllib3|http\.client)\b",
     re.M,
 )
-_SEPARATORS = {"&&", "||", ";", "|", "&", ")", "("}
 
 
 def wheel_versions_of(wheels: Iterable[Path]) -> dict[str, frozenset[str]]:
@@ -83,6 +86,9 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_PIP_VALUE_OPTIONS = ("-r", "--requirement", "-c", "-e", "--editable", "-i", "--index-url")
+
+
 def _requirement(word: str) -> str | None:
     """The distribution a pip requirement names (None: a path, URL or option)."""
     if word.startswith(("-", ".", "/", "~")) or "://" in word or word.endswith((".whl", ".txt")):
@@ -91,44 +97,39 @@ def _requirement(word: str) -> str | None:
     return normalize(m.group(1)) if m else None
 
 
-def _commands(script: str) -> Iterable[list[str]]:
-    """Simple commands of a shell text (continuations joined, split at ``&& ; |``)."""
-    text = script.replace("\\\n", " ")
-    for line in text.splitlines():
-        line = line.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            words = shlex.split(line, posix=True)
-        except ValueError:
-            words = line.split()
-        current: list[str] = []
-        for word in words:
-            if word in _SEPARATORS or word.endswith(";"):
-                if word.endswith(";") and word != ";":
-                    current.append(word[:-1])
-                if current:
-                    yield current
-                current = []
-            else:
-                current.append(word)
-        if current:
-            yield current
+def _commands(script: str, env: Mapping[str, str] | None = None) -> Iterable[list[str]]:
+    """Simple commands of a shell text, as the shell splits them (:mod:`shellwords`)."""
+    for cmd in commands(script, env):
+        yield list(cmd.words)
 
 
 def _strip_prefix(cmd: list[str]) -> list[str]:
-    """``sudo``, ``env A=1``, ``python -m`` and assignments in front of a command dropped."""
-    while cmd and (cmd[0] in ("sudo", "env", "exec", "time") or re.match(r"^\w+=", cmd[0])):
-        cmd = cmd[1:]
+    """``sudo [-E -u user]``, ``env A=1``, ``python -m``, assignments and wrappers in front
+    of a command dropped."""
+    while cmd:
+        head = cmd[0]
+        if head == "sudo":
+            cmd = cmd[1:]
+            while cmd and cmd[0].startswith("-"):
+                cmd = cmd[2:] if cmd[0] in ("-u", "-g", "-U", "-C", "-h") else cmd[1:]
+        elif head in ("env", "exec", "time", "nohup", "command", "builtin") or re.match(
+            r"^\w+=", head
+        ):
+            cmd = cmd[1:]
+            while cmd and head == "env" and cmd[0].startswith("-"):
+                cmd = cmd[1:]
+        else:
+            break
     if len(cmd) >= 3 and Path(cmd[0]).name.startswith("python") and cmd[1] == "-m":
         cmd = cmd[2:]
     return cmd
 
 
-def apt_installs(script: str) -> list[str]:
-    """Debian packages that ``apt-get install``/``apt install`` lines of ``script`` name."""
+def apt_installs(script: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Debian packages that ``apt-get install``/``apt install`` lines of ``script`` name
+    (a name whose variable is not known left out)."""
     found: list[str] = []
-    for cmd in _commands(script):
+    for cmd in _commands(script, env):
         cmd = _strip_prefix(cmd)
         if not cmd or Path(cmd[0]).name not in ("apt-get", "apt"):
             continue
@@ -138,17 +139,19 @@ def apt_installs(script: str) -> list[str]:
     return found
 
 
-def pip_installs(script: str) -> list[str]:
+def pip_installs(script: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Distributions that ``pip install``, ``uv add``/``uv pip install`` and
     ``uvx --with`` of ``script`` name (paths, files and URLs left out)."""
-    return [name for name, _ in pip_requirements(script)]
+    return [name for name, _ in pip_requirements(script, env)]
 
 
-def pip_requirements(script: str) -> list[tuple[str, str | None]]:
+def pip_requirements(
+    script: str, env: Mapping[str, str] | None = None
+) -> list[tuple[str, str | None]]:
     """(distribution, the version an ``==`` pins or None) of what :func:`pip_installs`
     finds."""
     found: list[tuple[str, str | None]] = []
-    for cmd in _commands(script):
+    for cmd in _commands(script, env):
         cmd = _strip_prefix(cmd)
         if not cmd:
             continue
@@ -169,7 +172,7 @@ def pip_requirements(script: str) -> list[tuple[str, str | None]]:
             if skip:
                 skip = False
                 continue
-            if word in ("-r", "--requirement", "-c", "-e", "--editable", "-i", "--index-url"):
+            if word in _PIP_VALUE_OPTIONS:
                 skip = True
                 continue
             name = _requirement(word)
@@ -179,23 +182,92 @@ def pip_requirements(script: str) -> list[tuple[str, str | None]]:
     return found
 
 
-def downloads(script: str) -> list[str]:
-    """URLs that ``curl``/``wget``/``git clone`` lines of ``script`` fetch from a host
-    other than loopback, the uv installer (served by the stand-ins) left out."""
+def _fetcher(cmd: list[str]) -> bool:
+    """Whether a (prefix-stripped) command downloads: curl, wget, and git's
+    clone/fetch/pull/ls-remote/submodule."""
+    tool = Path(cmd[0]).name if cmd else ""
+    if tool == "git":
+        args = [w for w in cmd[1:] if not w.startswith("-")]
+        return bool(args) and args[0] in ("clone", "fetch", "pull", "ls-remote", "submodule")
+    return tool in ("curl", "wget")
+
+
+def _fetches(cmd: list[str]) -> list[str]:
+    """The URLs a download command (:func:`_fetcher`) fetches."""
+    if not _fetcher(cmd):
+        return []
+    return [m.group(0) for word in cmd[1:] if (m := _URL.search(word)) is not None]
+
+
+def _remote(url: str) -> bool:
+    """Whether ``url`` goes past this machine (and is not the stand-ins' uv installer)."""
+    m = _URL.search(url)
+    if m is None or _LOOPBACK.match(m.group(1).rsplit(":", 1)[0]):
+        return False
+    return not _UV_INSTALLER.search(m.group(0))
+
+
+def downloads(script: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """URLs that ``curl``/``wget``/``git clone`` (fetch, pull...) lines of ``script``
+    fetch from a host other than loopback, the uv installer (served by the stand-ins)
+    left out."""
     urls: list[str] = []
-    for cmd in _commands(script):
-        cmd = _strip_prefix(cmd)
-        if not cmd:
-            continue
-        tool = Path(cmd[0]).name
-        if tool not in ("curl", "wget") and not (tool == "git" and cmd[1:2] == ["clone"]):
-            continue
-        for word in cmd[1:]:
-            m = _URL.search(word)
-            if m and not _LOOPBACK.match(m.group(1).rsplit(":", 1)[0]):
-                if not _UV_INSTALLER.search(m.group(0)):
-                    urls.append(m.group(0))
+    for cmd in _commands(script, env):
+        urls += [u for u in _fetches(_strip_prefix(cmd)) if _remote(u)]
     return urls
+
+
+def _other_install(cmd: list[str]) -> bool:
+    """Whether a (prefix-stripped) command installs from a package index that nothing
+    here serves offline: npm/yarn/pnpm, gem, cargo, go, conda, apk, yum/dnf, cpanm,
+    composer, rustup."""
+    if not cmd:
+        return False
+    tool, args = Path(cmd[0]).name, [w for w in cmd[1:] if not w.startswith("-")]
+    first = args[0] if args else ""
+    if tool in ("npm", "pnpm"):
+        return first in ("install", "i", "ci", "add", "update")
+    if tool == "yarn":
+        return first in ("", "install", "add")
+    if tool in ("gem", "cpanm", "apk", "rustup"):
+        return first in ("install", "add", "toolchain", "target") or tool == "cpanm"
+    if tool == "cargo":
+        return first in ("install", "fetch")
+    if tool == "go":
+        return first in ("get", "install") or args[:2] == ["mod", "download"]
+    if tool in ("conda", "mamba", "micromamba", "yum", "dnf", "composer"):
+        return first in ("install", "create", "require", "update")
+    return False
+
+
+@dataclass(frozen=True)
+class NetworkUse:
+    """A command of a script that reaches past this machine: its line, its text, and
+    what it fetches (``urls``; empty for a package manager's install)."""
+
+    line: int
+    command: str
+    urls: tuple[str, ...] = ()
+    #: a variable whose value is not known makes where it goes unknown
+    unknown: tuple[str, ...] = ()
+
+
+def network_uses(script: str, env: Mapping[str, str] | None = None) -> list[NetworkUse]:
+    """The commands of ``script`` that need the network whatever the image holds: a
+    download from a host other than loopback (the uv installer left out), an install
+    from an index nothing here serves (:func:`_other_install`), and a download whose URL
+    is not known (a variable: noted, with the variable)."""
+    found: list[NetworkUse] = []
+    for cmd in commands(script, env):
+        words = _strip_prefix(list(cmd.words))
+        urls = _fetches(words)
+        remote = tuple(u for u in urls if _remote(u))
+        if remote or _other_install(words):
+            found.append(NetworkUse(cmd.line, cmd.text, remote))
+        elif not urls and _fetcher(words) and any(w.startswith(("${", "$(")) for w in words):
+            # curl "$URL": where it goes is not known here
+            found.append(NetworkUse(cmd.line, cmd.text, (), cmd.unknown))
+    return found
 
 
 def host_calls(source: str) -> list[str]:
@@ -224,22 +296,180 @@ def test_texts(task: TerminalTask) -> list[tuple[Path, str]]:
     return out
 
 
+@dataclass
+class Stage:
+    """One stage of a Dockerfile: its base as written, its name, and its ``RUN`` steps
+    (script text; the exec form's argv as a shell line) with the Dockerfile line and the
+    variables (``ARG``/``ENV``) each one sees."""
+
+    base: str
+    name: str | None
+    runs: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    envs: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class DockerfileScan:
+    """What a Dockerfile's build reaches for: its stages, the URLs ``ADD`` fetches, the
+    images ``COPY --from``/``RUN --mount=from=`` read (a stage of its own is no image),
+    the sources ``COPY``/``ADD`` read that are outside or missing from the build context,
+    and the steps whose meaning hangs on a variable that is not known."""
+
+    stages: list[Stage] = field(default_factory=list)
+    downloads: list[tuple[int, str]] = field(default_factory=list)
+    images: list[tuple[int, str]] = field(default_factory=list)
+    outside: list[tuple[int, str]] = field(default_factory=list)
+    unknown: list[tuple[int, str]] = field(default_factory=list)
+
+
+_VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def dockerfile_steps(path: Path) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) per step: continuations joined, comment lines
+    (inside continuations too, as Docker drops them) left out."""
+    steps: list[tuple[int, str, str]] = []
+    pending, first = "", 0
+    for number, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not pending:
+            first = number
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        word, _, rest = (pending + line).strip().partition(" ")
+        pending = ""
+        steps.append((first, word.upper(), rest.strip()))
+    if pending.strip():
+        word, _, rest = pending.strip().partition(" ")
+        steps.append((first, word.upper(), rest.strip()))
+    return steps
+
+
+def _flags(rest: str) -> tuple[dict[str, str], str]:
+    """``--name=value`` flags in front of an instruction's arguments, and the rest."""
+    flags: dict[str, str] = {}
+    while rest.startswith("--"):
+        word, _, rest = rest.partition(" ")
+        key, _, value = word[2:].partition("=")
+        flags[key] = value
+        rest = rest.lstrip()
+    return flags, rest
+
+
+def _arguments(rest: str) -> list[str]:
+    """An instruction's arguments: the JSON form, or words as Docker splits them."""
+    if rest.startswith("["):
+        try:
+            argv = json.loads(rest)
+        except ValueError:
+            argv = None
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            return argv
+    try:
+        return shlex.split(rest, posix=True)
+    except ValueError:
+        return rest.split()
+
+
+def scan_dockerfile(
+    path: Path, context: Path | None = None, build_args: Mapping[str, str] | None = None
+) -> DockerfileScan:
+    """Read a Dockerfile as its build would (``ARG`` defaults, build arguments, ``ENV``,
+    multi-stage names); ``COPY`` sources are looked for in ``context`` (None: not)."""
+    scan = DockerfileScan()
+    if not path.is_file():
+        return scan
+    given = dict(build_args or {})
+    globals_: dict[str, str] = dict(given)  # ARGs before the first FROM: for FROM lines
+    scope: dict[str, str] = {}
+    names: dict[str, dict[str, str]] = {}
+    for line, word, rest in dockerfile_steps(path):
+        if word == "ARG":
+            for item in _arguments(rest):
+                key, eq, value = item.partition("=")
+                target = globals_ if not scan.stages else scope
+                if key in given:
+                    target[key] = given[key]
+                elif eq:
+                    target.setdefault(key, expand(value, {**globals_, **scope}))
+                elif scan.stages and key in globals_:
+                    scope[key] = globals_[key]
+        elif word == "FROM":
+            base, _, name = parse_from(rest, globals_)
+            scope = dict(names.get(base.lower(), {}))
+            scan.stages.append(Stage(base, name))
+            if name:
+                names[name.lower()] = scope
+        elif not scan.stages:
+            continue
+        elif word == "ENV":
+            for key, value in _env_items(rest):
+                scope[key] = expand(value, scope)
+        elif word == "RUN":
+            flags, script = _flags(rest)
+            mount = re.search(r"(?:^|,)from=([^,]+)", flags.get("mount", ""))
+            if mount and mount.group(1).lower() not in names and not mount.group(1).isdigit():
+                scan.images.append((line, mount.group(1)))
+            argv = _arguments(script) if script.startswith("[") else None
+            stage = scan.stages[-1]
+            stage.runs.append(shlex.join(argv) if argv is not None else script)
+            stage.lines.append(line)
+            stage.envs.append(dict(scope))
+        elif word in ("COPY", "ADD"):
+            _scan_copy(scan, line, word, rest, scope, names, context)
+    return scan
+
+
+def _scan_copy(
+    scan: DockerfileScan,
+    line: int,
+    word: str,
+    rest: str,
+    scope: Mapping[str, str],
+    stages: Mapping[str, Any],
+    context: Path | None,
+) -> None:
+    flags, rest = _flags(rest)
+    source = flags.get("from")
+    if source is not None:
+        source = expand(source, scope)
+        if source.lower() not in stages and not source.isdigit():
+            scan.images.append((line, source))
+        return
+    args = _arguments(rest)
+    for src in args[:-1]:
+        if src.startswith("<<"):
+            continue  # a here-document
+        unknown = [v for v in _VAR_NAMES.findall(src) if v not in scope]
+        if unknown:
+            scan.unknown.append((line, f"{word} {src} (${unknown[0]} is not known)"))
+            continue
+        src = expand(src, scope)
+        if word == "ADD" and ("://" in src or src.startswith("git@")):
+            scan.downloads.append((line, src))
+            continue
+        if context is None:
+            continue
+        norm = posixpath.normpath(src)
+        if norm == ".." or norm.startswith("../"):
+            scan.outside.append((line, src))  # the builder refuses a path out of the context
+            continue
+        rel = norm.lstrip("/")
+        if rel in ("", ".") or any(ch in rel for ch in "*?["):
+            if rel and not any(context.glob(rel)):
+                scan.outside.append((line, src))
+            continue
+        if not (context / rel).exists():
+            scan.outside.append((line, src))
+
+
 def stage_runs(task: TerminalTask, build_args: dict[str, str]) -> list[tuple[str, list[str]]]:
     """(base image as written, RUN scripts) per stage of the task's Dockerfile."""
-    stages: list[tuple[str, list[str]]] = []
-    if not task.dockerfile.is_file():
-        return stages
-    scope = dict(build_args)
-    for word, rest in _dockerfile_steps(task.dockerfile):
-        if word == "ARG":
-            for item in rest.split():
-                key, eq, value = item.partition("=")
-                scope.setdefault(key, expand(value.strip('"'), scope) if eq else "")
-        elif word == "FROM":
-            stages.append((parse_from(rest, scope)[0], []))
-        elif word == "RUN" and stages:
-            stages[-1][1].append(rest)
-    return stages
+    return [(s.base, s.runs) for s in scan_dockerfile(task.dockerfile, None, build_args).stages]
 
 
 class DockerNeeds:
@@ -346,8 +576,22 @@ class DockerNeeds:
         by_written = {p.written: p for p in plans}
         debs: set[str] = set()
         dists: set[str] = set()
-        for written, runs in stage_runs(task, {"BASE_IMAGE": runtime.base_image}):
-            plan = by_written.get(written)
+        scan = scan_dockerfile(task.dockerfile, task.context, {"BASE_IMAGE": runtime.base_image})
+        needs += self._build_reach(scan, offline=offline)
+        for stage in scan.stages:
+            plan = by_written.get(stage.base)
+            if offline:
+                for line, run, env in zip(stage.lines, stage.runs, stage.envs, strict=True):
+                    needs += [
+                        f"the download {u} (Dockerfile line {line})"
+                        for use in network_uses(run, env)
+                        for u in use.urls
+                    ]
+                    needs += [
+                        f"`{use.command}` (Dockerfile line {line}: nothing serves it offline)"
+                        for use in network_uses(run, env)
+                        if not use.urls and not use.unknown
+                    ]
             if plan is None or plan.how == "stage":
                 continue
             read = None
@@ -364,12 +608,12 @@ class DockerNeeds:
             built_with = wheel_versions_of(w for w in build_wheels if wheel_fits(w.name, python))
             debs, dists = set(base_debs), set(base_dists)
             image = plan.written if plan.how != "mapped" else f"{plan.use}, for {plan.written}"
-            for run in runs:
-                for p in apt_installs(run):
+            for run, env in zip(stage.runs, stage.envs, strict=True):
+                for p in apt_installs(run, env):
                     if offline and p not in STAND_IN_PACKAGES and p not in debs:
                         needs.append(f"the Debian package {p!r} (not in {image})")
                     debs.add(p)
-                for name, pin in pip_requirements(run):
+                for name, pin in pip_requirements(run, env):
                     # the stand-in pip keeps what the image has (a pin it differs from is
                     # noted, not refused) and installs the rest from the build's wheels
                     have = built_with.get(name, frozenset())
@@ -382,7 +626,9 @@ class DockerNeeds:
             base_debs, base_dists = self.contents(plans[0].use)
             debs, dists = set(base_debs), set(base_dists)
 
-        _, _, tests_online = network_plan(task, offline=offline, network=runtime.network)
+        _, agent_online, tests_online = network_plan(task, offline=offline, network=runtime.network)
+        if not agent_online:
+            needs += self._script_network(solution_texts(task), task, debs, dists | wheels)
         if not tests_online:
             needs += self._test_network(task, debs, dists | wheels)
         if not needs:
@@ -397,27 +643,123 @@ class DockerNeeds:
         )
         return f"needs {where}: " + "; ".join(unique)
 
+    def _build_reach(self, scan: DockerfileScan, *, offline: bool) -> list[str]:
+        """What the Dockerfile's own instructions reach for: files outside the build
+        context (always), and offline, the URLs ``ADD`` fetches; the images ``COPY
+        --from`` reads are had as base images are (present; online, known to their
+        registry)."""
+        runtime = self.runtime
+        needs = [
+            f"the file {src!r} (Dockerfile line {line}: not in the build context)"
+            for line, src in scan.outside
+        ]
+        if offline:
+            needs += [
+                f"the download {u} (ADD, Dockerfile line {line})" for line, u in scan.downloads
+            ]
+        for line, image in scan.images:
+            if runtime._present(image):
+                continue
+            if runtime.offline:
+                needs.append(f"the image {image!r} (Dockerfile line {line}: not on this machine)")
+                continue
+            plan = images.BasePlan(image, images.via_registry(image, runtime.registry), "pull")
+            why = self._registry_has(plan)
+            if why is not None:
+                needs.append(why.replace("base image", f"the image (Dockerfile line {line})", 1))
+        return needs
+
     def _test_network(
         self, task: TerminalTask, debs: set[str], reach: set[str] | frozenset[str]
     ) -> list[str]:
         needs: list[str] = []
         for path, text in test_texts(task):
-            rel = path.relative_to(task.path).as_posix()
             if path.suffix == ".py":
+                rel = path.relative_to(task.path).as_posix()
                 needs += [f"the host of {u} (called by {rel})" for u in host_calls(text)]
-                continue
-            needs += [f"the download {u} (in {rel})" for u in downloads(text)]
+        scripts = [(p, t) for p, t in test_texts(task) if p.suffix != ".py"]
+        return needs + self._script_network(scripts, task, debs, reach, when="test time")
+
+    @staticmethod
+    def _script_network(
+        scripts: list[tuple[Path, str]],
+        task: TerminalTask,
+        debs: set[str],
+        reach: set[str] | frozenset[str],
+        when: str = "solution time",
+    ) -> list[str]:
+        """What shell scripts run without network cannot have: downloads, installs from
+        indexes nothing here serves, packages neither the image nor the wheelhouse has."""
+        needs: list[str] = []
+        for path, text in scripts:
+            rel = _relative(path, task)
+            for use in network_uses(text):
+                if use.unknown:
+                    continue  # where it goes is not known: a warning, not a need
+                if use.urls:
+                    needs += [f"the download {u} (in {rel})" for u in use.urls]
+                else:
+                    needs.append(f"`{use.command}` (in {rel} line {use.line}, without network)")
             needs += [
-                f"the Debian package {p!r} at test time (in {rel}, not in the image)"
+                f"the Debian package {p!r} at {when} (in {rel}, not in the image)"
                 for p in apt_installs(text)
                 if p not in STAND_IN_PACKAGES and p not in debs
             ]
             needs += [
-                f"the Python package {p!r} at test time (in {rel}, not in the wheelhouse)"
+                f"the Python package {p!r} at {when} (in {rel}, not in the wheelhouse)"
                 for p in pip_installs(text)
                 if p not in reach
             ]
         return needs
+
+
+def _relative(path: Path, task: TerminalTask) -> str:
+    try:
+        return path.relative_to(task.path).as_posix()
+    except ValueError:
+        return path.name
+
+
+def solution_texts(task: TerminalTask) -> list[tuple[Path, str]]:
+    """The oracle's shell scripts: TB1 ``solution.sh`` (or the commands of
+    ``solution.yaml``), Harbor ``solution/solve.sh`` and the other ``.sh`` beside it."""
+    out: list[tuple[Path, str]] = []
+    if task.solution_path is not None and task.solution_path.is_file():
+        paths = [task.solution_path]
+        if task.solution_path.parent != task.path:
+            paths += sorted(
+                p for p in task.solution_path.parent.rglob("*.sh") if p != task.solution_path
+            )
+        for p in paths:
+            try:
+                if p.stat().st_size <= 1 << 20:
+                    out.append((p, p.read_text()))
+            except (OSError, UnicodeDecodeError):
+                continue
+    if task.solution_commands:
+        out.append((task.path / "solution.yaml", "\n".join(task.solution_commands)))
+    return out
+
+
+def network_warnings(task: TerminalTask) -> list[str]:
+    """Each command of the task's solution and tests that reaches past this machine
+    whatever the image holds (:func:`network_uses`), and each test module that calls a
+    host, as ``file:line: command``; with its network such a task runs, without it these
+    are part of its refusal."""
+    found: list[str] = []
+    scripts = solution_texts(task) + test_texts(task)
+    for path, text in scripts:
+        rel = _relative(path, task)
+        if path.suffix == ".py":
+            found += [f"{rel}: calls {u}" for u in host_calls(text)]
+            continue
+        for use in network_uses(text):
+            said = f"{rel}:{use.line}: `{use.command}`"
+            if use.unknown:
+                names = ", ".join(v if v.startswith(("$", "`")) else "$" + v for v in use.unknown)
+                said += f" (fetches from {names}: not known)"
+            found.append(said)
+    return list(dict.fromkeys(found))
 
 
 def unmet_on_docker(runtime: Any, tasks: Iterable[TerminalTask], *, build: bool) -> dict[str, str]:

@@ -6,6 +6,10 @@ runs, perhaps on a stand-in base that differs: ``stood_in``), *refused* with its
 need, or *invalid* (its files do not load: file and field). ``agentenvs check-tasks`` prints
 the result as a table with the commonest reasons, and as JSON per task.
 
+Each task's solution and tests are also read for the commands that reach past this
+machine (``needs.network_warnings``): they are *warnings* (``file:line: command``) printed
+under the table; without network they are part of the task's refusal instead.
+
 A reason names the task's own files and images; to count alike reasons together, the
 quoted names in it are replaced by ``…`` (:func:`reason_kind`).
 """
@@ -21,6 +25,10 @@ from typing import Any
 
 #: quoted names, paths of task folders and numbers in a reason (what differs per task)
 _PARTICULAR = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])/[\w./-]+|\b\d+(?:\.\d+)*\b")
+
+
+#: warnings printed under the table (all of them are in the JSON)
+WARNINGS_SHOWN = 40
 
 
 def reason_kind(reason: str) -> str:
@@ -39,6 +47,8 @@ class DatasetSurvey:
     stood_in: dict[str, str] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     invalid: dict[str, str] = field(default_factory=dict)
+    #: task id -> the commands of its solution and tests that need the network
+    warnings: dict[str, list[str]] = field(default_factory=dict)
     #: why the folder holds no task at all (None: it holds some)
     error: str | None = None
     seconds: float = 0.0
@@ -61,6 +71,7 @@ def survey(
     infrastructure fault is never counted as a task's need."""
     from agentenvs.core.errors import TaskError
     from agentenvs.envs.terminal.env import TerminalBenchEnv
+    from agentenvs.envs.terminal.needs import network_warnings
 
     found = []
     for path in paths:
@@ -88,6 +99,11 @@ def survey(
                 stood_in=dict(env.stood_in),
                 refused=dict(refused),
                 invalid=dict(env.invalid_tasks),
+                warnings={
+                    task_id: found
+                    for task_id, task in sorted(env.tasks.items())
+                    if task_id not in refused and (found := network_warnings(task))
+                },
             )
         finally:
             env.close()
@@ -113,6 +129,12 @@ def survey_markdown(found: list[DatasetSurvey], *, build: bool) -> str:
             f"| {Path(d.path).name} | {d.folders} | {len(d.accepted)} | {len(d.stood_in)} "
             f"| {len(d.refused)} | {len(d.invalid)} | {reasons.replace('|', '/')} |"
         )
+    warned = [(Path(d.path).name, t, w) for d in found for t, ws in d.warnings.items() for w in ws]
+    if warned:
+        lines.append("\nCommands that need the network (the tasks run only with it):")
+        lines += [f"- {name}/{task}: {w}" for name, task, w in warned[:WARNINGS_SHOWN]]
+        if len(warned) > WARNINGS_SHOWN:
+            lines.append(f"- ... and {len(warned) - WARNINGS_SHOWN} more (in the JSON)")
     total = sum(d.folders for d in found)
     accepted = sum(len(d.accepted) for d in found)
     lines.append(f"\n{accepted} of {total} task folders accepted.")
