@@ -16,6 +16,10 @@ ERROR_INJECTED = "error_injected"
 #: where an env's grading found the agent changed what grades it (a list of str: the
 #: episode then scores 0); Terminal-Bench's safe grading sets it once the tests ran
 GRADING_FINDINGS = "grading_findings"
+#: where an env's tests ran past their time limit and were stopped (a bool, on the steps
+#: that graded): the task then counts as failed, an outcome apart from failed tests
+#: (Terminal-Bench's verifier timeout)
+VERIFIER_TIMED_OUT = "verifier_timed_out"
 #: the exact quality of the step just taken (a float, on step infos only), where an env can
 #: compute one: FrozenLake's oracle advantage ``Q_t(s, a) - V_t(s)`` of the action for the
 #: turns it had, InterCode-SQL's reward of the statement's result, DeepCoder-MT's change in

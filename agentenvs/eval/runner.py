@@ -134,6 +134,7 @@ DEFAULT_INFO_KEYS: tuple[str, ...] = (
     keys.ACTION_VALID,
     keys.STATE_KEY,
     keys.GRADING_FINDINGS,  # only where an env reports it
+    keys.VERIFIER_TIMED_OUT,  # likewise
 )
 
 

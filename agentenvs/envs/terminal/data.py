@@ -189,6 +189,13 @@ class TerminalTask:
     problems: tuple[str, ...] = ()
     #: the compose file's other services (sidecars, in start order: docker runtime only)
     services: tuple[ComposeService, ...] = ()
+    #: Harbor ``[environment] memory_mb`` / ``cpus`` (None: not declared, the runtime's
+    #: own limits hold), ``gpus`` (a task asking for any is refused: see ``problems``),
+    #: ``storage_mb`` (read, not yet applied: the runtime's disk cap holds)
+    memory_mb: int | None = None
+    cpus: float | None = None
+    gpus: int = 0
+    storage_mb: int | None = None
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -627,6 +634,51 @@ def _network_mode(source: Path, name: str, table: Mapping[str, Any], default: st
     return str(mode)
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_SIZE_MB = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def _megabytes(source: Path, table: Mapping[str, Any], key: str, legacy: str) -> int | None:
+    """Harbor's ``<key>`` in MB, or its older ``<legacy>`` string (``"2G"``, ``"512M"``;
+    a bare number is bytes, as Docker reads it); None when neither is declared."""
+    value = table.get(key)
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise TaskError(
+                str(source), f"environment.{key}", f"expected a positive int, got {value!r}"
+            )
+        return value
+    text = table.get(legacy)
+    if text is None:
+        return None
+    m = _SIZE.match(str(text))
+    if m is None or float(m.group(1)) <= 0:
+        raise TaskError(
+            str(source), f"environment.{legacy}", f"expected a size such as '2G', got {text!r}"
+        )
+    return max(1, round(float(m.group(1)) * _SIZE_MB[m.group(2).lower()]))
+
+
+def _resources(source: Path, environment: Mapping[str, Any]) -> dict[str, Any]:
+    """``[environment]``'s memory, CPUs, GPUs and storage, checked."""
+    cpus = environment.get("cpus")
+    if cpus is not None and (
+        isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
+    ):
+        raise TaskError(
+            str(source), "environment.cpus", f"expected a positive number, got {cpus!r}"
+        )
+    gpus = environment.get("gpus", 0)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise TaskError(str(source), "environment.gpus", f"expected an int >= 0, got {gpus!r}")
+    return {
+        "memory_mb": _megabytes(source, environment, "memory_mb", "memory"),
+        "cpus": float(cpus) if cpus is not None else None,
+        "gpus": gpus,
+        "storage_mb": _megabytes(source, environment, "storage_mb", "storage"),
+    }
+
+
 def load_harbor(task_dir: Path) -> TerminalTask:
     """A task in the Harbor / Terminal-Bench 2 layout (``task.toml``)."""
     source = task_dir / "task.toml"
@@ -659,6 +711,13 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         problems.append("task.toml: a separate verifier container is not provided")
     if data.get("steps"):
         problems.append("task.toml: multi-step tasks ([[steps]]) are not supported")
+    resources = _resources(source, environment)
+    if resources["gpus"]:
+        # as Harbor's Docker environment: no runtime here gives a container a GPU
+        problems.append(
+            f"task.toml: it needs {resources['gpus']} GPU(s) ([environment] gpus), and no "
+            "runtime of this project gives a container GPUs"
+        )
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():
         raise TaskError(str(instruction_path), "<file>", "missing instruction")
@@ -721,6 +780,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         verifier_network=verifier_mode != "no-network",
         problems=tuple(problems),
         services=services,
+        **resources,
     )
 
 

@@ -14,6 +14,7 @@ from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import Fault, SandboxError, TaskError, require_installed
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
+from agentenvs.envs.terminal.agent_clock import AgentClock
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
@@ -220,6 +221,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self.step_rewards = step_rewards
         #: the second env whose sandbox grades copies of the state (step_rewards only)
         self._copy_env: TerminalBenchEnv | None = None
+        #: task id -> the script of its own solution (None: it has none)
+        self._oracle_scripts: dict[str, str | None] = {}
         if not command_timeout > 0:
             raise ValueError(f"command_timeout must be positive, got {command_timeout!r}")
         self.runtime_name = runtime
@@ -290,6 +293,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._last_timed_out = False
         #: why the sandbox was lost (None: it is fine)
         self._lost: str | None = None
+        self._verifier_timed_out = False
+        #: the task's agent time budget, started once the starting state is ready
+        self._clock: AgentClock | None = None
+        self._agent_timed_out = False
 
     # ---------------------------------------------------------------- tasks
     @property
@@ -425,6 +432,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 raise self._refuse(task, str(exc)) from exc
             except OSError as exc:  # an engine request that failed
                 raise self.runtime().engine_fault(exc) or exc from exc
+            short = self.runtime().unmet_resources(task)  # more than this host has
+            if short is not None:
+                raise self._refuse(task, short)
         self._reset_episode_state()
         try:
             shell = self._new_session(task)
@@ -436,6 +446,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             # nothing of the agent's ran yet: the task's image or setup is the reason
             why = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
             raise self._refuse(task, f"its starting state cannot be set up: {why}") from exc
+        self._clock = AgentClock(task.max_agent_timeout_sec)
         # the suite's convention: system prompt, a blank line, then the task
         return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
 
@@ -473,9 +484,17 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 observation=f"Invalid action: {parsed.problem}. {FORMAT}", action_valid=False
             )
         parts = []
-        if self._lost is None and parsed.script.strip():
+        clock = self._clock
+        if clock is not None and clock.spent:
+            self._agent_timed_out = True  # spent before this action: it does not run
+        elif self._lost is None and parsed.script.strip():
+            own = self.command_timeout
+            if parsed.script == self._oracle_script():
+                own = self.task.max_agent_timeout_sec  # the oracle's: the budget alone
             try:
-                result = self.shell.run(parsed.script, self.command_timeout)
+                result = self.shell.run(
+                    parsed.script, clock.command_timeout(own) if clock is not None else own
+                )
             except SANDBOX_FAILURES as exc:
                 # a container killed from outside, a dead engine: a Fault, raised here
                 self._check_fault(exc)
@@ -485,8 +504,15 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             else:
                 self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
                 parts.append(self._format_result(result))
+        if clock is not None and clock.spent:
+            self._agent_timed_out = True
         if self._lost is not None:
             parts.append(f"[the sandbox was lost ({self._lost}); the episode is over]")
+        elif self._agent_timed_out:
+            parts.append(
+                f"[the task's time budget of {self.task.max_agent_timeout_sec:g} s is used up "
+                "(its agent timeout); the episode is over]"
+            )
         elif not parsed.complete:
             return Transition(observation="\n".join(parts) or "(no output)")
         parts.append(self._run_tests())
@@ -497,6 +523,16 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             success=self._success_now(),
             score=self._score_now(),
         )
+
+    def _oracle_script(self) -> str | None:
+        """The script of the task's own solution (None: it has none), made once a task."""
+        cache = self._oracle_scripts
+        if self.task.id not in cache:
+            try:
+                cache[self.task.id] = parse_action(self.oracle_action()).script
+            except TaskError:
+                cache[self.task.id] = None
+        return cache[self.task.id]
 
     def _check_fault(self, exc: BaseException) -> None:
         """Raise the Fault that ``exc`` is when it is not the agent's doing (asked of the
@@ -653,6 +689,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "exposed": list(self._exposed),
             "stopped": self._stopped,
             "fraction": self._fraction,
+            "verifier_timed_out": self._verifier_timed_out,
+            "agent_timed_out": self._agent_timed_out,
+            "agent_used_s": self._clock.used_s if self._clock is not None else 0.0,
         }
         if self._lost is None and self._shell is not None:
             try:
@@ -725,6 +764,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._exposed = list(state.get("exposed", []))
         self._stopped = state["stopped"]
         self._fraction = float(state.get("fraction", 0.0))
+        self._verifier_timed_out = bool(state.get("verifier_timed_out", False))
+        self._agent_timed_out = bool(state.get("agent_timed_out", False))
+        self._clock = AgentClock(task.max_agent_timeout_sec, state.get("agent_used_s", 0.0))
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -737,8 +779,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         }
         if self._last_exit is not None:  # absent, not None: vector envs batch ints only
             info["exit_status"] = self._last_exit
+        if self._task_id is not None:
+            info["agent_timeout_s"] = self.task.max_agent_timeout_sec
+            info["agent_timed_out"] = self._agent_timed_out
         if self._tested:
             info["test_results"] = dict(self._results)
+            info[keys.VERIFIER_TIMED_OUT] = self._verifier_timed_out
             info[keys.GRADING_FINDINGS] = list(self._findings)
             info["processes_stopped"] = self._stopped
             if self.grading == "safe":

@@ -188,6 +188,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._services: dict[str, list[tuple[ComposeService, str]]] = {}
         #: the episode's sidecars as the tests found them (name -> running / exited (code N))
         self.service_status: dict[str, str] = {}
+        #: task id -> (memory MB, CPUs) its containers get, where its task.toml says
+        self._resources: dict[str, tuple[int | None, float | None]] = {}
+        self._host: tuple[int, int] | None = None
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
         self._current: _TaskContainer | None = None
@@ -215,6 +218,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
         container and each sidecar join it: a restart of the task's container for grading
         leaves the sidecars reachable."""
         sidecars = self._services.get(task_id, []) if services else []
+        memory_mb, cpus = self._resources.get(task_id, (None, None))
         holder: _TaskContainer | None = None
         if sidecars:
             holder = self._start_one(
@@ -225,7 +229,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
             )
             network = f"container:{holder.id}"
         try:
-            box = self._start_one(image, task_id, network)
+            box = self._start_one(image, task_id, network, memory_mb=memory_mb, cpus=cpus)
         except BaseException:
             if holder is not None:
                 self._discard(holder)
@@ -249,7 +253,11 @@ class DockerRuntime(DockerImages, FreezingDocker):
         *,
         extra_hosts: Mapping[str, str] | None = None,
         service: ComposeService | None = None,
+        memory_mb: int | None = None,
+        cpus: float | None = None,
     ) -> _TaskContainer:
+        """One container; ``memory_mb`` and ``cpus`` (the task's own, where it declares
+        them) over the runtime's limits."""
         binds: dict[str, str] = {}
         host_dir: str | None = None
         if self.verifier_mounts and service is None and not extra_hosts:
@@ -266,7 +274,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
                 self.limits,
                 image,
                 task_id,
-                cpus=self.cpus,
+                cpus=cpus if cpus is not None else self.cpus,
+                memory_mb=memory_mb,
                 network=network,
                 labels={RUNTIME_LABEL: self.token},
                 extra_hosts=extra_hosts,
@@ -454,10 +463,39 @@ class DockerRuntime(DockerImages, FreezingDocker):
             env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
         return env
 
+    def host_resources(self) -> tuple[int, int]:
+        """(memory MB, CPUs) of the engine's host, asked once."""
+        if self._host is None:
+            try:
+                found = self.client.info()
+            except Exception as exc:  # noqa: BLE001 - an engine that fails: a Fault
+                raise self.engine_fault(exc) or SandboxError(str(exc)) from exc
+            self._host = (int(found.get("MemTotal") or 0) >> 20, int(found.get("NCPU") or 0))
+        return self._host
+
+    def unmet_resources(self, task: TerminalTask) -> str | None:
+        """What of the task's ``[environment] memory_mb``/``cpus`` this host cannot give
+        (None: it can), named as the task declares it."""
+        memory_mb, ncpu = self.host_resources()
+        short = []
+        if task.memory_mb is not None and memory_mb and task.memory_mb > memory_mb:
+            short.append(
+                f"it needs {task.memory_mb} MB of memory ([environment] memory_mb) and "
+                f"this Docker host has {memory_mb} MB"
+            )
+        if task.cpus is not None and ncpu and task.cpus > ncpu:
+            short.append(
+                f"it needs {task.cpus:g} CPUs ([environment] cpus) and this Docker host has {ncpu}"
+            )
+        return "; ".join(short) or None
+
     def session(self, task: TerminalTask, init: str, max_output_bytes: int) -> ShellSession:
-        """A shell in a fresh container of the task's image (the previous one goes)."""
+        """A shell in a fresh container of the task's image (the previous one goes), with
+        the memory and CPUs the task declares."""
         if self._closed:
             raise SandboxError("the docker runtime is closed")
+        if task.memory_mb is not None or task.cpus is not None:
+            self._resources[task.id] = (task.memory_mb, task.cpus)
         image = self.image(task)
         old, self._current = self._current, None
         if old is not None:

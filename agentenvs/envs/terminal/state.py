@@ -33,11 +33,19 @@ def check_state(state: Any) -> None:
     lost = state["lost"]
     files = {"files", "cwd", "exports", "dir"}
     # "fraction" (the last step reward's baseline) is optional: older snapshots lack it
-    given = set(state) - {"fraction", "problems", "exposed"}
+    # so are the verifier's and the agent's timeouts and the agent's time used
+    timing = {"verifier_timed_out", "agent_timed_out", "agent_used_s"}
+    given = set(state) - {"fraction", "problems", "exposed"} - timing
     for name in ("problems", "exposed"):
         value = state.get(name, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueError(f"{name} must be a list of str")
+    for name in ("verifier_timed_out", "agent_timed_out"):
+        if not isinstance(state.get(name, False), bool):
+            raise ValueError(f"{name} must be a bool")
+    used = state.get("agent_used_s", 0.0)
+    if isinstance(used, bool) or not isinstance(used, int | float) or used < 0:
+        raise ValueError("agent_used_s must be a number >= 0")
     fraction = state.get("fraction", 0.0)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float):
         raise ValueError("fraction must be a number")

@@ -53,6 +53,7 @@ class _TaskContainer(_Container):
         task_id: str,
         *,
         cpus: float = 1.0,
+        memory_mb: int | None = None,
         network: str = "none",
         labels: Mapping[str, str] | None = None,
         extra_hosts: Mapping[str, str] | None = None,
@@ -64,7 +65,9 @@ class _TaskContainer(_Container):
         command (its image's user, entrypoint and command unless the compose file says),
         with the same limits and capabilities; ``network`` is then ``container:<id>``.
         ``binds``: host dirs shown read-only (host path -> container path); ``host_dir``:
-        a host dir of this container's, removed with it."""
+        a host dir of this container's, removed with it. ``memory_mb``: the task's own
+        memory (Harbor ``[environment] memory_mb``), exactly, over ``limits.memory_mb``
+        and its slack."""
         self.host_dir = host_dir
         self.client = client
         self.limits = limits
@@ -73,6 +76,7 @@ class _TaskContainer(_Container):
         self.uid = 0
         self.user = "0:0"
         mb = 1024 * 1024
+        memory = (memory_mb if memory_mb is not None else limits.memory_mb + MEMORY_SLACK_MB) * mb
         api = client.api
         self.network = network
         host_config = api.create_host_config(
@@ -82,8 +86,8 @@ class _TaskContainer(_Container):
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=["no-new-privileges", seccomp_opt(CAPABILITIES)],
-            mem_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
-            memswap_limit=(limits.memory_mb + MEMORY_SLACK_MB) * mb,
+            mem_limit=memory,
+            memswap_limit=memory,
             pids_limit=limits.max_processes + PIDS_SLACK,
             nano_cpus=int(cpus * 1e9),
             ulimits=[

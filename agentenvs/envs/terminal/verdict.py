@@ -46,6 +46,8 @@ class TaskTests:
     _shell: ShellSession | None
     _lost: str | None
     _fraction: float
+    #: the task's tests ran past its verifier timeout and were stopped (this grading)
+    _verifier_timed_out: bool = False
 
     def _upload_tests(self, shell: ShellSession) -> None:
         from agentenvs.envs.terminal.images import tar_of
@@ -82,6 +84,7 @@ class TaskTests:
         task = self.task
         self._findings, self._stopped = [], 0
         self._problems, self._exposed = [], []
+        self._verifier_timed_out = False
         if self._shell is not None:
             try:
                 if self.grading == "safe":
@@ -188,6 +191,7 @@ class TaskTests:
             output = output[1:]
             code, _, at_exit = tail.partition("\n")
             if rc is None or code.strip() in ("", "137"):
+                self._verifier_timed_out = True
                 output += f"\n[tests timed out after {limit:g} s]"
             # every process the tests left is stopped before the verdict is read
             self._stopped += frozen.stop()
@@ -275,10 +279,14 @@ class TaskTests:
         if task.run_tests_in_same_shell and not note:
             result = shell.run("export TEST_DIR=/tests; bash /tests/run-tests.sh", limit)
             output = result.output
+            if result.timed_out:
+                self._verifier_timed_out = True
+                output += f"\n[tests timed out after {limit:g} s]"
         else:
             rc, out = shell.control(self._test_command(shell), timeout=limit + 30)
             output = out.decode("utf-8", errors="replace")
             if rc is None or rc == 137:
+                self._verifier_timed_out = True
                 output += f"\n[tests timed out after {limit:g} s]"
         output = note + output
         # each verdict file read up to RESULT_BYTES (and one byte more, to tell it was cut)
@@ -324,14 +332,24 @@ class TaskTests:
         self._tested = True
         passed = sum(self._results.values())
         lines = [f"Tests: {passed}/{len(self._results)} passed."]
+        if self._verifier_timed_out:
+            # its own outcome, not a failed test: the tests never finished
+            limit = self.task.max_test_timeout_sec
+            lines = [
+                f"Tests: timed out after {limit:g} s (the task's verifier timeout) and were "
+                "stopped: the task counts as failed, whatever they reported before."
+            ]
         if self._findings:
             lines = [
                 "Not graded (scored 0): the agent changed what grades it:",
                 *(f"- {f}" for f in self._findings),
             ] + (lines if self._results else [])
-        lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
+        if not self._verifier_timed_out:
+            lines += [f"FAILED {name}" for name, ok in self._results.items() if not ok]
         lines += [f"Verifier: {problem}" for problem in self._problems]
-        if len(self._rewards) > 1:
+        if self._verifier_timed_out:
+            pass  # a reward file written before the stop is not a verdict (nor in Harbor)
+        elif len(self._rewards) > 1:
             lines.append("Rewards: " + ", ".join(f"{k}={v:g}" for k, v in self._rewards.items()))
         elif self._harbor_reward is not None and self._harbor_reward >= 0:
             lines.append(f"Reward: {self._harbor_reward:g}")
@@ -369,6 +387,8 @@ class TaskTests:
     def _success_now(self) -> bool:
         if not self._tested or self._findings or getattr(self, "_problems", None):
             return False
+        if self._verifier_timed_out:
+            return False  # as Harbor and TB1: a verifier timeout is the task's failure
         if self._rewards:
             return all(v >= 1.0 for v in self._rewards.values())
         if self._harbor_reward is not None:
@@ -376,7 +396,7 @@ class TaskTests:
         return is_resolved(self._results)
 
     def _score_now(self) -> float:
-        if not self._tested or self._findings:
+        if not self._tested or self._findings or self._verifier_timed_out:
             return 0.0
         if getattr(self, "_problems", None) and self._harbor_reward is None:
             return sum(self._results.values()) / max(len(self._results), 1)
