@@ -96,8 +96,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     parse counts as resolved, while missing ``short test summary info`` is a failure), else 0.
 
     ## Episode End
-    ``terminated`` after ``submit``/``task_complete`` or a lost sandbox (``sandbox_lost``:
-    wrecked, past its disk cap); ``truncated`` when the budget runs out; tests run in both.
+    ``terminated`` after ``submit``/``task_complete``, a lost sandbox (``sandbox_lost``:
+    wrecked, past its disk cap) or the task's wall-clock budget spent (its agent timeout:
+    ``agentenvs.envs.terminal.agent_clock``); ``truncated`` when the turn budget runs out;
+    tests run in all.
 
     ## Information
     ``success`` (resolved; Harbor: every reward ≥ 1), ``score`` (fraction of tests
@@ -107,7 +109,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     passed) once they ran, ``rewards`` (Harbor's named rewards) once they ran,
     ``offline_unmet`` (what the offline stand-ins could not provide, when anything),
     ``exit_status`` (absent before the first command and after one interrupted without a
-    status), ``timed_out``, ``runtime``, ``grading``; on reset ``sandbox_limits`` (what
+    status), ``timed_out``, ``runtime``, ``grading``, ``agent_timeout_s`` (the task's
+    wall-clock budget) and ``agent_timed_out``; once the tests ran ``verifier_timed_out``
+    (they ran past the task's verifier timeout: the task failed, whatever they reported
+    before); on reset ``sandbox_limits`` (what
     bounds the session as a whole: ``agentenvs.sandbox.limits_info``); once the tests ran,
     ``grading_findings`` (what safe grading found the agent changed in what grades it:
     the episode then scores 0) and ``processes_stopped``; under safe grading also
