@@ -660,7 +660,10 @@ class FrozenLakeEnv(TextEnv):
 
     def error_action(self, rng: np.random.Generator) -> str:
         """A lowest-Q move, preferring one aimed at a hole, then one that may slip into a
-        hole; remaining ties broken by ``rng``."""
+        hole; remaining ties broken by ``rng``. Its regret ``max(q) - min(q)`` is positive
+        unless every move is as good as the best (a goal out of the budget's reach, or one
+        no move can miss): then no move is a mistake, and ``InjectError`` and the
+        error-state analysis inject none (``agentenvs.wrappers.inject_error``)."""
         view = self._require_view()
         q = view.oracle.q_values(self._pos, max(self._move_budget(), 1))
         worst = np.flatnonzero(q <= q.min() + 1e-12)
