@@ -178,7 +178,8 @@ def pip_requirements(
             name = _requirement(word)
             if name is not None:
                 pin = re.search(r"==\s*([^\s;,\[]+)$", word)
-                found.append((name, pin.group(1) if pin else None))
+                # a pin whose variable is not known pins nothing known
+                found.append((name, pin.group(1) if pin and "$" not in pin.group(1) else None))
     return found
 
 
