@@ -1,4 +1,4 @@
-"""What a task needs that this machine cannot give, predicted without building its image.
+r"""What a task needs that this machine cannot give, predicted without building its image.
 
 Used by ``TerminalBenchEnv.check_tasks`` on the docker runtime. The prediction follows
 what the build and the tests would meet, in order:
@@ -22,6 +22,31 @@ what the build and the tests would meet, in order:
   install (``pip install``, ``uv add``, ``uvx --with``) that is neither in the image's
   reach nor in the wheelhouse, and a test module that calls a host (``requests``,
   ``urllib``, ``httpx`` ... with a non-loopback URL).
+- **The Dockerfile's own reach** (:func:`scan_dockerfile`): a ``COPY``/``ADD`` source
+  outside the build context (``..`` past its root: the builder refuses it) or missing
+  from it (an absolute source is read from the context's root), always; offline, every
+  ``RUN`` step's downloads (``curl``/``wget``/``git clone`` of a non-loopback URL) and
+  installs from an index nothing here serves (npm, yarn, pnpm, gem, cargo, go, conda,
+  apk, yum/dnf, cpanm, composer, rustup), and ``ADD <URL>``; an image that ``COPY
+  --from=`` (or ``RUN --mount=from=``) reads, unless it names a stage of the same
+  Dockerfile (``FROM ... AS name``, or its index), is had as a base image is.
+- **Solutions that need the network**, when the agent has none: the same reading of
+  TB1 ``solution.sh`` (or ``solution.yaml``'s commands) and Harbor ``solution/solve.sh``.
+
+Scripts are read with a shell lexer (:mod:`~agentenvs.envs.terminal.shellwords`):
+redirections (``2>/dev/null``, ``>/dev/null 2>&1``, ``&>``) and their targets are no
+words, ``\`` newline joins lines, ``&& || ; |`` split commands, comments and quotes go
+as the shell drops them, here-document bodies are data (unless ``sh``/``bash`` reads
+them), ``sh -c`` scripts and ``$(...)`` are read too. ``$VAR``/``${VAR}`` take their value
+from the Dockerfile's ``ARG``/``ENV`` (Docker's scoping: an ``ARG`` before the first
+``FROM`` reaches a stage only when the stage declares it again) and from the script's
+own assignments; a package named through an unknown variable is not counted, and a
+download whose URL is unknown is a warning, never a need.
+
+:func:`network_warnings` lists, per task, each command of its solution and tests that
+reaches past this machine whatever the image holds, as ``file:line: `command```
+(``agentenvs check-tasks`` prints them under its table for the tasks it accepts; pip
+and apt installs are left to the prediction, which knows what the image has).
 """
 
 from __future__ import annotations
