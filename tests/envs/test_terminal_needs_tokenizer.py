@@ -309,3 +309,40 @@ def test_the_prediction_matches_an_offline_docker_build(tmp_path: Path) -> None:
     failed = docker_build_offline(refused)
     assert failed.returncode != 0
     assert "example.org" in failed.stdout + failed.stderr or "curl" in failed.stderr
+
+
+def write_fetching_tasks(root: Path) -> str:
+    """Two tasks, one whose solution downloads; the warning it gets."""
+    write_tb1(
+        root,
+        "fetches",
+        "FROM python:3.13-slim\nWORKDIR /app\n",
+        "wget -q https://example.org/answer.txt -O /app/out.txt 2>/dev/null\n",
+        RUN_TESTS,
+    )
+    write_tb1(root, "quiet", "FROM python:3.13-slim\nWORKDIR /app\n", SOLUTION, RUN_TESTS)
+    return "solution.sh:1: `wget -q https://example.org/answer.txt -O /app/out.txt 2>/dev/null`"
+
+
+@pytest.mark.bwrap
+def test_check_tasks_warns_of_what_an_accepted_task_fetches(tmp_path: Path) -> None:
+    from agentenvs.envs.terminal.survey import survey, survey_markdown
+
+    warning = write_fetching_tasks(tmp_path / "tasks")
+    (found,) = survey([tmp_path / "tasks"], runtime="local")
+    assert sorted(found.accepted) == ["fetches", "quiet"]
+    assert found.warnings == {"fetches": [warning]}
+    assert found.to_dict()["warnings"] == {"fetches": [warning]}
+    assert f"- tasks/fetches: {warning}" in survey_markdown([found], build=False)
+
+
+@pytest.mark.docker(BASE)
+def test_check_tasks_offline_refuses_a_solution_that_fetches(tmp_path: Path) -> None:
+    from agentenvs.envs.terminal.survey import survey
+
+    write_fetching_tasks(tmp_path / "tasks")
+    (found,) = survey([tmp_path / "tasks"], runtime="docker", offline=True)
+    assert found.accepted == ["quiet"] and found.warnings == {}
+    assert found.refused["fetches"] == (
+        "needs offline: the download https://example.org/answer.txt (in solution.sh)"
+    )

@@ -100,9 +100,9 @@ def survey(
                 refused=dict(refused),
                 invalid=dict(env.invalid_tasks),
                 warnings={
-                    task_id: found
+                    task_id: said
                     for task_id, task in sorted(env.tasks.items())
-                    if task_id not in refused and (found := network_warnings(task))
+                    if task_id not in refused and (said := network_warnings(task))
                 },
             )
         finally:
