@@ -281,3 +281,15 @@ def test_more_than_the_host_has_is_refused_naming_the_need(
     assert need in str(caught.value)
     assert need in docker_env.unsupported_tasks[task_id]
     assert task_id not in docker_env.task_ids
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_check_tasks_finds_what_the_host_cannot_give(tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=tasks, runtime="docker")
+    try:
+        found = env.check_tasks()
+    finally:
+        env.close()
+    assert "memory_mb" in found["memory-huge"] and "[environment] cpus" in found["cpus-many"]
+    assert "gpus" in found["needs-gpu"]
+    assert "memory-3g" not in found and "quick-verifier" not in found

@@ -174,7 +174,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
 
     ## Version History
     - v0: initial version; snapshots of version 2 hold the grading's findings (and,
-      optionally, its problems and exposed modules); safe grading runs on the verifier.
+      optionally, its problems and exposed modules); safe grading runs on the verifier;
+      the task's agent timeout bounds the episode's wall clock, its verifier timeout is
+      reported apart (snapshots may hold both).
     """
 
     default_max_turns: ClassVar[int] = 30
@@ -409,6 +411,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             tasks = [self.tasks[t] for t in self._task_ids]
             for task_id, why in unmet_on_docker(self.runtime(), tasks, build=build).items():
                 self._refuse(self.tasks[task_id], why)
+            for task in [self.tasks[t] for t in self._task_ids]:
+                if (short := self.runtime().unmet_resources(task)) is not None:
+                    self._refuse(task, short)
         self.stood_in = {
             t: note for t in self._task_ids if (note := self._standin(self.tasks[t])) is not None
         }
@@ -460,7 +465,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         return {"system_prompt": SYSTEM_PROMPT, "sandbox_limits": bounds}
 
     # ---------------------------------------------------------------- acting
-    def _format_result(self, result: CommandResult) -> str:
+    def _format_result(self, result: CommandResult, limit_s: float) -> str:
         out = result.output
         limit = self.max_output_chars
         if len(out) > limit:
@@ -470,7 +475,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         notes = []
         if result.timed_out:
             notes.append(
-                f"[command timed out after {self.command_timeout:g} s and was interrupted]"
+                f"[command timed out after {limit_s:g} s and was interrupted]"
             )
         if result.shell_restarted:
             notes.append(
@@ -496,10 +501,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             own = self.command_timeout
             if parsed.script == self._oracle_script():
                 own = self.task.max_agent_timeout_sec  # the oracle's: the budget alone
+            limit_s = clock.command_timeout(own) if clock is not None else own
             try:
-                result = self.shell.run(
-                    parsed.script, clock.command_timeout(own) if clock is not None else own
-                )
+                result = self.shell.run(parsed.script, limit_s)
             except SANDBOX_FAILURES as exc:
                 # a container killed from outside, a dead engine: a Fault, raised here
                 self._check_fault(exc)
@@ -508,7 +512,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 self._lose(str(exc))
             else:
                 self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
-                parts.append(self._format_result(result))
+                parts.append(self._format_result(result, limit_s))
         if clock is not None and clock.spent:
             self._agent_timed_out = True
         if self._lost is not None:
