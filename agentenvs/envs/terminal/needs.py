@@ -51,6 +51,7 @@ and apt installs are left to the prediction, which knows what the image has).
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -62,7 +63,7 @@ from typing import Any
 
 from agentenvs.envs.terminal import images
 from agentenvs.envs.terminal.data import TerminalTask, _env_items, expand, parse_from
-from agentenvs.envs.terminal.shellwords import commands
+from agentenvs.envs.terminal.shellwords import Command, commands
 
 #: apt packages the offline stand-ins replace (``offline/shim.py`` PROVIDED_PACKAGES)
 STAND_IN_PACKAGES = frozenset({"curl", "wget", "ca-certificates", "python3-pip", "pipx"})
@@ -122,9 +123,19 @@ def _requirement(word: str) -> str | None:
     return normalize(m.group(1)) if m else None
 
 
+@functools.lru_cache(maxsize=32)
+def _lexed(script: str, env: tuple[tuple[str, str], ...]) -> tuple[Command, ...]:
+    return tuple(commands(script, dict(env)))
+
+
+def _read(script: str, env: Mapping[str, str] | None = None) -> tuple[Command, ...]:
+    """Simple commands of a shell text, as the shell splits them (:mod:`shellwords`); a
+    script is read once for its packages, downloads and installs."""
+    return _lexed(script, tuple(sorted((env or {}).items())))
+
+
 def _commands(script: str, env: Mapping[str, str] | None = None) -> Iterable[list[str]]:
-    """Simple commands of a shell text, as the shell splits them (:mod:`shellwords`)."""
-    for cmd in commands(script, env):
+    for cmd in _read(script, env):
         yield list(cmd.words)
 
 
@@ -284,7 +295,7 @@ def network_uses(script: str, env: Mapping[str, str] | None = None) -> list[Netw
     from an index nothing here serves (:func:`_other_install`), and a download whose URL
     is not known (a variable: noted, with the variable)."""
     found: list[NetworkUse] = []
-    for cmd in commands(script, env):
+    for cmd in _read(script, env):
         words = _strip_prefix(list(cmd.words))
         urls = _fetches(words)
         remote = tuple(u for u in urls if _remote(u))
@@ -608,16 +619,13 @@ class DockerNeeds:
             plan = by_written.get(stage.base)
             if offline:
                 for line, run, env in zip(stage.lines, stage.runs, stage.envs, strict=True):
-                    needs += [
-                        f"the download {u} (Dockerfile line {line})"
-                        for use in network_uses(run, env)
-                        for u in use.urls
-                    ]
-                    needs += [
-                        f"`{use.command}` (Dockerfile line {line}: nothing serves it offline)"
-                        for use in network_uses(run, env)
-                        if not use.urls and not use.unknown
-                    ]
+                    for use in network_uses(run, env):
+                        needs += [f"the download {u} (Dockerfile line {line})" for u in use.urls]
+                        if not use.urls and not use.unknown:
+                            needs.append(
+                                f"`{use.command}` (Dockerfile line {line}: "
+                                "nothing serves it offline)"
+                            )
             if plan is None or plan.how == "stage":
                 continue
             read = None

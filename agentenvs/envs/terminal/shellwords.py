@@ -33,6 +33,8 @@ _RESERVED = frozenset(
 _ENDS = ("&&", "||", ";;", ";&", "|&", ";", "|", "&", "(", ")")
 #: redirection operators, longest first (the io number in front is read separately)
 _REDIRECTS = ("&>>", "<<<", "<<-", "&>", ">>", ">|", "<>", "<&", ">&", "<<", "<", ">")
+#: a run of characters with no meaning to the lexer
+_PLAIN = re.compile(r"[^\\\n \t\r#<>&|;()'\"$`]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
@@ -273,6 +275,11 @@ class _Lexer:
             if c == "#" and self.word is None:
                 end = s.find("\n", self.i)
                 self.i = len(s) if end < 0 else end
+                continue
+            plain = _PLAIN.match(s, self.i)
+            if plain is not None and not (c == "#" and self.word is None):
+                self.i = plain.end()
+                self._add(plain.group(0), literal=False)
                 continue
             redirect = next((op for op in _REDIRECTS if s.startswith(op, self.i)), None)
             if redirect is not None:
