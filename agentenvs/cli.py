@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.cli_args import (
+    TASKS_HELP,
     CommandParser,
     add_analysis_parsers,
     add_check_tasks_parser,
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "it, else the bundled tasks; bundled: always the bundled tasks")
     ev.add_argument("--policy", required=True, help="policy spec, e.g. frozenlake/noisy:error_rate=0.3")
     ev.add_argument("--tasks", type=tasks_spec, default=None,
-                    help="'all', 'first:N' or a comma list of task ids (default: all)")
+                    help=f"{TASKS_HELP} (default: all)")
     ev.add_argument("--n", type=positive_int, default=None,
                     help="samples per task (>= the largest K) (default: 16)")
     ev.add_argument("--budgets", type=int_list, default=None,
@@ -140,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="comma list of demo envs (default all: "
                       + ",".join(s.name for s in DEMO_SUITES) + ")")
     demo.add_argument("--tasks", type=tasks_spec, default=None,
-                      help="'all', 'first:N' or a comma list of task ids (default: each env's own)")
+                      help=f"{TASKS_HELP} (default: each env's own)")
     demo.add_argument("--n", type=positive_int, default=None,
                       help="samples per task (default: each env's own)")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")

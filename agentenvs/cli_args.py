@@ -165,9 +165,20 @@ def rate(text: str) -> float:
     return value
 
 
+#: the help of every ``--tasks`` option
+TASKS_HELP = (
+    "'all', 'first:N' or task ids: any id the env's reset takes (FrozenLake: "
+    "random:size=N,p=P,seed=K and desc:ROW/ROW/... too), separated by commas; a comma "
+    "followed by KEY=VALUE continues the id before it, so random:size=8,p=0.8,seed=3 is one id"
+)
+
+
 def tasks_spec(text: str) -> str:
-    """``all``, ``first:N`` (N >= 1) or a comma list of task ids (checked against the env
-    when it is known)."""
+    """``all``, ``first:N`` (N >= 1) or a list of task ids split by
+    ``agentenvs.core.task_list.split_task_ids`` (checked against the env when it is
+    known: ``agentenvs.eval.runner.resolve_tasks``)."""
+    from agentenvs.core.task_list import split_task_ids
+
     spec = text.strip()
     if spec.startswith("first:"):
         count = spec.partition(":")[2].strip()
@@ -175,7 +186,7 @@ def tasks_spec(text: str) -> str:
             raise argparse.ArgumentTypeError(
                 f"expected first:N with N >= 1 (e.g. first:10), got {text!r}"
             )
-    elif not spec or not any(t.strip() for t in spec.split(",")):
+    elif not split_task_ids(spec):
         raise argparse.ArgumentTypeError("expected 'all', 'first:N' or a comma list of task ids")
     return spec
 
@@ -225,7 +236,7 @@ def _state_analysis_args(sp: argparse.ArgumentParser) -> None:
         help="draw states from rollouts of this policy instead of a run",
     )
     sp.add_argument(
-        "--tasks", type=tasks_spec, default="all", help="with --reference: 'all', 'first:N' or ids"
+        "--tasks", type=tasks_spec, default="all", help=f"with --reference: {TASKS_HELP}"
     )
     sp.add_argument(
         "--episodes", type=positive_int, default=8, help="with --reference: rollouts per task"

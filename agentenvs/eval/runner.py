@@ -871,13 +871,20 @@ def _record_faults(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def resolve_tasks(env_id: str, spec: str, env_kwargs: dict[str, Any] | None = None) -> list[str]:
-    """Task ids from ``all``, ``first:N`` or a comma-separated list, checked against the env."""
+    """Task ids from ``all``, ``first:N`` or a list (``agentenvs.core.task_list``: commas,
+    ``random:size=8,p=0.8,seed=3`` kept whole), each one the env's ``reset`` accepts
+    (beyond its listed tasks: FrozenLake's ``random:`` and ``desc:`` maps)."""
+    from agentenvs.core.task_list import split_task_ids
+
     env = gym.make(env_id, **(env_kwargs or {}))
     try:
         known = list(env.unwrapped.task_ids)
+        spec = spec.strip()
+        chosen = [] if spec == "all" or spec.startswith("first:") else split_task_ids(spec)
+        listed = set(known)
+        why = {t: _task_id_problem(env.unwrapped, t) for t in chosen if t not in listed}
     finally:
         env.close()
-    spec = spec.strip()
     if spec == "all":
         return known
     if spec.startswith("first:"):
@@ -885,12 +892,29 @@ def resolve_tasks(env_id: str, spec: str, env_kwargs: dict[str, Any] | None = No
         if count < 1:
             raise RunConfigError(f"first:N needs N >= 1, got {count}")
         return known[:count]
-    chosen = [t.strip() for t in spec.split(",") if t.strip()]
-    unknown = [t for t in chosen if t not in set(known)]
+    unknown = [t for t, problem in why.items() if problem is not None]
     if unknown:
         shown = ", ".join(known[:8]) + (f", ... ({len(known)} in all)" if len(known) > 8 else "")
+        detail = why[unknown[0]]  # the env's own words, where it says more than "unknown"
         raise RunConfigError(
             f"unknown task id(s) {unknown} for {env_id}{did_you_mean(unknown[0], known)} "
-            f"(its tasks: {shown})"
+            + (f"{detail}" if detail else f"(its tasks: {shown})")
         )
     return chosen
+
+
+def _task_id_problem(env: Any, task_id: str) -> str | None:
+    """Why the env's ``reset`` would refuse ``task_id`` beyond not knowing it, in one line
+    ("" when it says no more); None when it accepts it."""
+    from agentenvs.core.env import short_repr
+
+    check = getattr(env, "_check_task_id", None)
+    if check is None:
+        return ""
+    try:
+        check(task_id)
+    except Exception as exc:  # noqa: BLE001 - the env's refusal, whatever its type
+        text = one_line(exc)
+        generic = f"unknown task_id {short_repr(task_id)} for {type(env).__name__}"
+        return text.removeprefix(generic).strip(" ;")
+    return None
