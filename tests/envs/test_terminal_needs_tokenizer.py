@@ -208,7 +208,8 @@ def test_network_warnings_name_file_line_and_command(tmp_path: Path) -> None:
     write_tb1(
         tmp_path,
         "fetches",
-        f"FROM {BASE}\nWORKDIR /app\nCOPY greeting.txt /app/\n",
+        f"FROM {BASE}\nARG TOOL\nWORKDIR /app\nCOPY greeting.txt $SRC /app/\n"
+        'RUN pip install "$TOOL" 2>/dev/null && curl -fsSL "${MIRROR}/x.tgz" | tar -xz\n',
         "#!/bin/bash\nset -e\nwget -q https://example.org/answer.txt -O /app/out.txt\n",
         'curl -s "$JUDGE/submit" >/dev/null\n' + RUN_TESTS,
     )
@@ -217,6 +218,9 @@ def test_network_warnings_name_file_line_and_command(tmp_path: Path) -> None:
     assert network_warnings(tasks["fetches"]) == [
         "solution.sh:3: `wget -q https://example.org/answer.txt -O /app/out.txt`",
         'run-tests.sh:1: `curl -s "$JUDGE/submit" >/dev/null` (fetches from $JUDGE: not known)',
+        'Dockerfile:5: `curl -fsSL "${MIRROR}/x.tgz"` (fetches from $MIRROR: not known)',
+        'Dockerfile:5: `pip install "$TOOL" 2>/dev/null` (installs $TOOL: not known)',
+        "Dockerfile:4: COPY $SRC ($SRC is not known)",
     ]
 
 

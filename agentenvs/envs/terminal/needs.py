@@ -40,8 +40,8 @@ as the shell drops them, here-document bodies are data (unless ``sh``/``bash`` r
 them), ``sh -c`` scripts and ``$(...)`` are read too. ``$VAR``/``${VAR}`` take their value
 from the Dockerfile's ``ARG``/``ENV`` (Docker's scoping: an ``ARG`` before the first
 ``FROM`` reaches a stage only when the stage declares it again) and from the script's
-own assignments; a package named through an unknown variable is not counted, and a
-download whose URL is unknown is a warning, never a need.
+own assignments; a package named through an unknown variable is not counted and a
+download whose URL is unknown is not a need: both are warnings.
 
 :func:`network_warnings` lists, per task, each command of its solution and tests that
 reaches past this machine whatever the image holds, as ``file:line: `command```
@@ -275,6 +275,24 @@ def _other_install(cmd: list[str]) -> bool:
     if tool in ("conda", "mamba", "micromamba", "yum", "dnf", "composer"):
         return first in ("install", "create", "require", "update")
     return False
+
+
+def unknown_installs(script: str, env: Mapping[str, str] | None = None) -> list[NetworkUse]:
+    """The ``pip``/``uv``/``apt`` installs of ``script`` that name a package through a
+    variable that is not known (what they install is not counted)."""
+    found: list[NetworkUse] = []
+    for cmd in _read(script, env):
+        words = _strip_prefix(list(cmd.words))
+        tool = Path(words[0]).name if words else ""
+        args = [w for w in words[1:] if not w.startswith("-")]
+        installs = (
+            (tool in ("pip", "pip3", "apt-get", "apt") and args[:1] == ["install"])
+            or (tool == "uv" and (args[:1] == ["add"] or args[:2] == ["pip", "install"]))
+            or tool == "uvx"
+        )
+        if installs and any("${" in w or "$(" in w for w in args):
+            found.append(NetworkUse(cmd.line, cmd.text, (), cmd.unknown))
+    return found
 
 
 @dataclass(frozen=True)
@@ -775,14 +793,18 @@ def solution_texts(task: TerminalTask) -> list[tuple[Path, str]]:
     return out
 
 
+def _names(unknown: Iterable[str]) -> str:
+    return ", ".join(v if v.startswith(("$", "`")) else "$" + v for v in unknown)
+
+
 def network_warnings(task: TerminalTask) -> list[str]:
     """Each command of the task's solution and tests that reaches past this machine
-    whatever the image holds (:func:`network_uses`), and each test module that calls a
-    host, as ``file:line: command``; with its network such a task runs, without it these
-    are part of its refusal."""
+    whatever the image holds (:func:`network_uses`), each test module that calls a host,
+    and, there and in the Dockerfile, each download, install or ``COPY`` whose target
+    hangs on a variable that is not known, as ``file:line: command (why)``. The first
+    are part of the task's refusal when it has no network; the unknown ones never are."""
     found: list[str] = []
-    scripts = solution_texts(task) + test_texts(task)
-    for path, text in scripts:
+    for path, text in solution_texts(task) + test_texts(task):
         rel = _relative(path, task)
         if path.suffix == ".py":
             found += [f"{rel}: calls {u}" for u in host_calls(text)]
@@ -790,9 +812,26 @@ def network_warnings(task: TerminalTask) -> list[str]:
         for use in network_uses(text):
             said = f"{rel}:{use.line}: `{use.command}`"
             if use.unknown:
-                names = ", ".join(v if v.startswith(("$", "`")) else "$" + v for v in use.unknown)
-                said += f" (fetches from {names}: not known)"
+                said += f" (fetches from {_names(use.unknown)}: not known)"
             found.append(said)
+        found += [
+            f"{rel}:{use.line}: `{use.command}` (installs {_names(use.unknown)}: not known)"
+            for use in unknown_installs(text)
+        ]
+    rel = _relative(task.dockerfile, task)
+    scan = scan_dockerfile(task.dockerfile, None, {})
+    for stage in scan.stages:
+        for line, run, env in zip(stage.lines, stage.runs, stage.envs, strict=True):
+            found += [
+                f"{rel}:{line}: `{use.command}` (fetches from {_names(use.unknown)}: not known)"
+                for use in network_uses(run, env)
+                if use.unknown
+            ]
+            found += [
+                f"{rel}:{line}: `{use.command}` (installs {_names(use.unknown)}: not known)"
+                for use in unknown_installs(run, env)
+            ]
+    found += [f"{rel}:{line}: {what}" for line, what in scan.unknown]
     return list(dict.fromkeys(found))
 
 
