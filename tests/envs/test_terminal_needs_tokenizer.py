@@ -350,3 +350,23 @@ def test_check_tasks_offline_refuses_a_solution_that_fetches(tmp_path: Path) -> 
     assert found.refused["fetches"] == (
         "needs offline: the download https://example.org/answer.txt (in solution.sh)"
     )
+
+
+def test_a_run_here_document_is_its_script(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.13-slim\n"
+        "RUN --mount=type=cache,target=/root/.cache <<EOF\n"
+        "set -e\n"
+        "pip install rich 2>/dev/null\n"
+        "EOF\n"
+        "RUN python3 - <<'PY'\n"
+        'print("pip install is only text here")\n'
+        "PY\n"
+        "RUN bash <<SH\n"
+        "wget -q https://example.org/b.tgz\n"
+        "SH\n"
+    )
+    (stage,) = scan_dockerfile(tmp_path / "Dockerfile").stages
+    assert stage.lines == [2, 6, 9]
+    assert [pip_installs(run) for run in stage.runs] == [["rich"], [], []]
+    assert [downloads(run) for run in stage.runs] == [[], [], ["https://example.org/b.tgz"]]

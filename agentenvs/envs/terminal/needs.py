@@ -378,16 +378,22 @@ class DockerfileScan:
     unknown: list[tuple[int, str]] = field(default_factory=list)
 
 
+_HEREDOC = re.compile(r"<<-?(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def dockerfile_steps(path: Path) -> list[tuple[int, str, str]]:
     """(line, INSTRUCTION, arguments) per step: continuations joined, comment lines
-    (inside continuations too, as Docker drops them) left out."""
+    (inside continuations too, as Docker drops them) left out; a ``RUN <<EOF`` step's
+    here-document is its script (``RUN cmd <<EOF``: the lines follow, for the shell lexer
+    to give ``cmd`` as its input)."""
     steps: list[tuple[int, str, str]] = []
     pending, first = "", 0
-    for number, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        line = raw.strip()
+    lines = path.read_text(errors="replace").splitlines()
+    k = 0
+    while k < len(lines):
+        number, line = k + 1, lines[k].strip()
+        k += 1
         if not line or line.startswith("#"):
             continue
         if not pending:
@@ -397,7 +403,21 @@ def dockerfile_steps(path: Path) -> list[tuple[int, str, str]]:
             continue
         word, _, rest = (pending + line).strip().partition(" ")
         pending = ""
-        steps.append((first, word.upper(), rest.strip()))
+        rest = rest.strip()
+        heredoc = _HEREDOC.search(rest) if word.upper() == "RUN" else None
+        if heredoc is not None:
+            body: list[str] = []
+            while k < len(lines) and lines[k].strip() != heredoc.group(2):
+                body.append(lines[k])
+                k += 1
+            k += 1  # the delimiter
+            head = rest[: heredoc.start()].strip()
+            _, head_rest = _flags(head)
+            if not head_rest:
+                rest = head + (" " if head else "") + "\n".join(body)
+            else:
+                rest = "\n".join([rest, *body, heredoc.group(2)])
+        steps.append((first, word.upper(), rest))
     if pending.strip():
         word, _, rest = pending.strip().partition(" ")
         steps.append((first, word.upper(), rest.strip()))
