@@ -6,7 +6,9 @@ thinks and while commands run: each command is interrupted at ``command_timeout`
 the budget's end, whichever comes first, and once the budget is spent the episode ends
 and the tests run (as TB1 and Harbor run them after an agent timeout). The task's own
 solution (``oracle_action``) runs under the budget alone, not ``command_timeout``, as the
-official oracle does. A snapshot keeps the time used; a restore goes on from there.
+official oracle does. A snapshot keeps the time used up to the end of the last action
+(``marked_s``: the same however long after it the snapshot is taken, so two snapshots of
+one state are equal); a restore goes on from there.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ class AgentClock:
     def __init__(self, budget_s: float, used_s: float = 0.0) -> None:
         self.budget_s = float(budget_s)
         self._start = time.monotonic() - float(used_s)
+        #: the time used when the last action ended (or when the clock was made)
+        self.marked_s = float(used_s)
+
+    def mark(self) -> None:
+        """Note the time used now (at the end of an action)."""
+        self.marked_s = self.used_s
 
     @property
     def used_s(self) -> float:

@@ -513,8 +513,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             else:
                 self._last_exit, self._last_timed_out = result.exit_status, result.timed_out
                 parts.append(self._format_result(result, limit_s))
-        if clock is not None and clock.spent:
-            self._agent_timed_out = True
+        if clock is not None:
+            clock.mark()
+            self._agent_timed_out = self._agent_timed_out or clock.spent
         if self._lost is not None:
             parts.append(f"[the sandbox was lost ({self._lost}); the episode is over]")
         elif self._agent_timed_out:
@@ -700,7 +701,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "fraction": self._fraction,
             "verifier_timed_out": self._verifier_timed_out,
             "agent_timed_out": self._agent_timed_out,
-            "agent_used_s": self._clock.used_s if self._clock is not None else 0.0,
+            "agent_used_s": self._clock.marked_s if self._clock is not None else 0.0,
         }
         if self._lost is None and self._shell is not None:
             try:
