@@ -104,6 +104,7 @@ class TaskTests:
                 self._check_fault(exc)
                 self._lose(str(exc) or type(exc).__name__)
                 self._findings = []
+                self._verifier_timed_out = False  # the fresh sandbox's run decides
         note = (
             f"[the sandbox could not run the tests ({self._lost}); they ran in a fresh "
             "sandbox of the task's image, without the agent's changes]\n"
