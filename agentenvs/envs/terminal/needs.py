@@ -37,7 +37,8 @@ Scripts are read with a shell lexer (:mod:`~agentenvs.envs.terminal.shellwords`)
 redirections (``2>/dev/null``, ``>/dev/null 2>&1``, ``&>``) and their targets are no
 words, ``\`` newline joins lines, ``&& || ; |`` split commands, comments and quotes go
 as the shell drops them, here-document bodies are data (unless ``sh``/``bash`` reads
-them), ``sh -c`` scripts and ``$(...)`` are read too. ``$VAR``/``${VAR}`` take their value
+them), ``sh -c`` scripts and ``$(...)`` are read too, and a ``RUN <<EOF`` step's
+here-document is its script. ``$VAR``/``${VAR}`` take their value
 from the Dockerfile's ``ARG``/``ENV`` (Docker's scoping: an ``ARG`` before the first
 ``FROM`` reaches a stage only when the stage declares it again) and from the script's
 own assignments; a package named through an unknown variable is not counted and a
@@ -652,7 +653,11 @@ class DockerNeeds:
         debs: set[str] = set()
         dists: set[str] = set()
         scan = scan_dockerfile(task.dockerfile, task.context, {"BASE_IMAGE": runtime.base_image})
-        needs += self._build_reach(scan, offline=offline)
+        why = self._unbuildable(scan)
+        if why is not None:
+            return why
+        if offline:
+            needs += [f"the download {u} (ADD, Dockerfile line {n})" for n, u in scan.downloads]
         for stage in scan.stages:
             plan = by_written.get(stage.base)
             if offline:
@@ -715,31 +720,30 @@ class DockerNeeds:
         )
         return f"needs {where}: " + "; ".join(unique)
 
-    def _build_reach(self, scan: DockerfileScan, *, offline: bool) -> list[str]:
-        """What the Dockerfile's own instructions reach for: files outside the build
-        context (always), and offline, the URLs ``ADD`` fetches; the images ``COPY
-        --from`` reads are had as base images are (present; online, known to their
-        registry)."""
+    def _unbuildable(self, scan: DockerfileScan) -> str | None:
+        """Why the Dockerfile's own ``COPY``/``ADD`` steps fail, network or not (None:
+        they do not): a source outside the build context, or an image that ``COPY
+        --from`` reads that is had neither as a base image is (present; online, known to
+        its registry)."""
         runtime = self.runtime
-        needs = [
-            f"the file {src!r} (Dockerfile line {line}: not in the build context)"
-            for line, src in scan.outside
-        ]
-        if offline:
-            needs += [
-                f"the download {u} (ADD, Dockerfile line {line})" for line, u in scan.downloads
-            ]
+        if scan.outside:
+            return "; ".join(
+                f"the build reads {src!r}, which is not in its context (Dockerfile line {line})"
+                for line, src in scan.outside
+            )
         for line, image in scan.images:
             if runtime._present(image):
                 continue
             if runtime.offline:
-                needs.append(f"the image {image!r} (Dockerfile line {line}: not on this machine)")
-                continue
+                return (
+                    f"the image {image!r} that the build copies from (Dockerfile line {line}) "
+                    "is not on this machine (offline)"
+                )
             plan = images.BasePlan(image, images.via_registry(image, runtime.registry), "pull")
             why = self._registry_has(plan)
             if why is not None:
-                needs.append(why.replace("base image", f"the image (Dockerfile line {line})", 1))
-        return needs
+                return why.replace("base image", f"the image copied from (Dockerfile line {line})")
+        return None
 
     def _test_network(
         self, task: TerminalTask, debs: set[str], reach: set[str] | frozenset[str]
