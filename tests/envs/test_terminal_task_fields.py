@@ -293,3 +293,28 @@ def test_check_tasks_finds_what_the_host_cannot_give(tasks: Path) -> None:
     assert "memory_mb" in found["memory-huge"] and "[environment] cpus" in found["cpus-many"]
     assert "gpus" in found["needs-gpu"]
     assert "memory-3g" not in found and "quick-verifier" not in found
+
+
+@pytest.mark.bwrap
+def test_a_run_record_says_the_verifier_timed_out(tasks: Path) -> None:
+    from agentenvs.envs.terminal.policies import SolutionPolicy
+    from agentenvs.eval.runner import WorkItem, run_episode
+
+    env = TerminalBenchEnv(tasks_path=tasks, command_timeout=ROOMY_S)
+    try:
+        records = {
+            task_id: run_episode(
+                env,
+                SolutionPolicy(),
+                WorkItem(task_id=task_id, sample=0, budget=3, seed=0),
+                info_keys=DEFAULT_INFO_KEYS,
+            )
+            for task_id in ("slow-verifier", "quick-verifier")
+        }
+    finally:
+        env.close()
+    slow, quick = (records[t]["steps"][-1]["info"] for t in ("slow-verifier", "quick-verifier"))
+    assert slow[keys.VERIFIER_TIMED_OUT] is True and slow[keys.SUCCESS] is False
+    assert quick[keys.VERIFIER_TIMED_OUT] is False and quick[keys.SUCCESS] is True
+    # the step before the tests ran has no verdict to report
+    assert keys.VERIFIER_TIMED_OUT not in records["slow-verifier"]["steps"][0]["info"]
