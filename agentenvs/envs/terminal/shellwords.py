@@ -114,11 +114,12 @@ class _Lexer:
             self.out.append(
                 Command(tuple(words), tuple(dict.fromkeys(self.unknown)), self.start_line, text)
             )
-        self.pending_heredocs += [(len(self.out) - 1, d, strip) for d, strip in pending]
+        index = len(self.out) - 1 if words else -1  # a body no command reads is dropped
+        self.pending_heredocs += [(index, d, strip) for d, strip in pending]
         self._new_command()
 
     def _variable(self, name: str, op: str = "", word: str = "") -> str:
-        value = self.env.get(name) if name in self.env else None
+        value = self.env.get(name)
         if op.endswith(("-", "=")) and not value:
             return word if "$" not in word else self._unknown(name)
         if op.endswith("+"):
@@ -174,8 +175,8 @@ class _Lexer:
             body = s[self.i : end]
             self.i = end + 1
             m = re.match(r"^#?([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(:?[-=+?])?(.*)$", body, re.S)
-            if m is None:
-                self._add(self._unknown(body), literal=True)
+            if m is None or body.startswith("#"):  # ``${#X}``: a length
+                self._add(self._unknown(body.lstrip("#")), literal=True)
             else:
                 self._add(self._variable(m.group(1), m.group(2) or "", m.group(3)), literal=True)
         elif nxt == "'":
