@@ -67,7 +67,7 @@ from agentenvs.eval.faults import (
     read_fault_summary,
     retry_faults,
 )
-from agentenvs.eval.passk import MIN_TASKS_FOR_CI, bootstrap_weights, percentile_bounds
+from agentenvs.eval.passk import bootstrap_weights, percentile_bounds
 from agentenvs.eval.printing import (
     KIND_LABELS,
     decimals_for,
@@ -579,6 +579,95 @@ def bootstrap_ratio(
 
 
 METRICS = ("a_better", "b_better", "ties", "mean_score_a", "mean_score_b")
+#: what each figure can be: shares of pairs lie in [0, 1], a difference of two in [-1, 1]
+#: (mean scores are in the env's own units, unbounded here)
+BOUNDS: dict[str, tuple[float, float]] = {
+    "a_better": (0.0, 1.0), "b_better": (0.0, 1.0), "ties": (0.0, 1.0),
+    "a_minus_b": (-1.0, 1.0), "a_share_of_decided": (0.0, 1.0),
+}
+#: how every interval of the summary is made (``studentized_ratio``)
+INTERVAL = "studentized bootstrap over tasks"
+#: the fewest tasks at which the intervals' coverage was measured near nominal
+#: (``benchmarks/step_quality_ci_coverage.py``: >= 0.93 at 10 tasks, 95% nominal, with
+#: 50-80% ties and unequal states per task); below it the table calls them approximate
+MIN_TASKS_FOR_STEP_CI = 10
+
+
+def cluster_totals(
+    clusters: Sequence[str], columns: dict[str, np.ndarray]
+) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
+    """Per-cluster sums of each column, the clusters sorted by name, and the number of
+    items (states) of each: ``(names, totals, sizes)``."""
+    names = sorted(set(clusters))
+    index = {name: i for i, name in enumerate(names)}
+    of_item = np.array([index[c] for c in clusters], dtype=np.int64)
+    totals = {
+        key: np.bincount(of_item, weights=np.asarray(col, dtype=np.float64), minlength=len(names))
+        for key, col in columns.items()
+    }
+    sizes = np.bincount(of_item, minlength=len(names)).astype(np.float64)
+    return names, totals, sizes
+
+
+def linearized_se(numerator: np.ndarray, denominator: np.ndarray, ratio: float) -> float:
+    """Standard error of sum(numerator) / sum(denominator) over clusters (Taylor
+    linearization: each cluster's residual ``numerator - ratio * denominator``, with the
+    small-sample factor G / (G - 1))."""
+    g = numerator.size
+    if g < 2:
+        return float("nan")
+    residual = numerator - ratio * denominator
+    return float(np.sqrt(g / (g - 1) * np.sum(residual**2)) / denominator.sum())
+
+
+def studentized_ratio(
+    numerator: np.ndarray,
+    denominator: np.ndarray,
+    weights: np.ndarray | None,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
+) -> dict[str, float]:
+    """sum(numerator) / sum(denominator) over clusters (tasks) with a symmetric
+    studentized bootstrap interval: ratio ± q · se, where se is ``linearized_se`` and q
+    the ``confidence`` quantile of |ratio* - ratio| / se* over resamples of clusters
+    (``weights``: ``(n_boot, clusters)`` draw counts, ``agentenvs.eval.passk.
+    bootstrap_weights``). A mean over states is the ratio of per-task sums to per-task
+    state counts; A's share of decided pairs that of A-better to A-better + B-better.
+
+    A percentile interval of the same resamples is too narrow with few tasks (0.87-0.90
+    coverage at 10 tasks, 95% nominal) because the spread of a ratio over ten clusters
+    understates its error; dividing each resample by its own standard error corrects
+    for that. Resamples with no denominator or a zero standard error (every drawn task
+    alike) have no t and are left out; where every task has the same ratio the interval
+    has zero width. Bounds are clipped to ``bounds``. Returns ``mean`` and, with weights
+    and two or more clusters, ``se``, ``low``, ``high``.
+    """
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    total = float(denominator.sum())
+    ratio = float(numerator.sum()) / total if total > 0 else float("nan")
+    out = {"mean": ratio}
+    if weights is None or numerator.size < 2 or not np.isfinite(ratio):
+        return out
+    se = linearized_se(numerator, denominator, ratio)
+    w = np.asarray(weights, dtype=np.float64)
+    den = w @ denominator
+    ok = den > 0
+    boot = (w[ok] @ numerator) / den[ok]
+    g = numerator.size
+    # each resample's own standard error: sum over drawn clusters of residual^2
+    residual_sq = (numerator[None, :] - boot[:, None] * denominator[None, :]) ** 2
+    boot_se = np.sqrt(g / (g - 1) * np.einsum("bg,bg->b", w[ok], residual_sq)) / den[ok]
+    usable = boot_se > 0
+    if se > 0 and not usable.any():  # too few resamples to studentize by: no interval
+        return out
+    # se == 0: every task has the same ratio, and so has every resample
+    q = float(np.quantile(np.abs(boot[usable] - ratio) / boot_se[usable], confidence)) if se > 0 else 0.0
+    low, high = ratio - q * se, ratio + q * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    out.update(se=se, low=float(low), high=float(high))
+    return out
 
 
 def summarize_group(
@@ -588,48 +677,56 @@ def summarize_group(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Means over states of one group with a bootstrap over their tasks (clusters); the
-    A-minus-B differences are paired."""
-    # resampling weights index states by position: fix the order the file happened to have
+    """Means over states of one group, and A's share of decided pairs, each with a
+    ``studentized_ratio`` interval over their tasks (clusters); the A-minus-B
+    differences are paired (the same resamples for A and B)."""
+    # fix the order the file happened to have, so resamples do not depend on it
     results = sorted(results, key=lambda r: str(r["state_id"]))
     n = len(results)
     tasks = [str(r["task_id"]) for r in results]
-    n_tasks = len(set(tasks))
+    columns = {name: np.array([float(r[name]) for r in results]) for name in METRICS}
+    names, totals, sizes = cluster_totals(tasks, columns)
+    n_tasks = len(names)
     weights = None
     if n_boot > 0 and n_tasks >= 2:
         rng = np.random.default_rng(stable_seed(seed, "bootstrap", n, n_tasks))
-        weights, _ = cluster_weights(tasks, n_boot, rng)
-
-    def column(name: str, rows: Sequence[dict[str, Any]] = results) -> np.ndarray:
-        return np.array([float(r[name]) for r in rows], dtype=np.float64)
-
+        weights = bootstrap_weights(n_tasks, n_boot, rng)
     out: dict[str, Any] = {
         "n_states": n, "n_tasks": n_tasks, "confidence": confidence,
-        "interval": "bootstrap over tasks" if weights is not None else "none (fewer than 2 tasks)",
+        "interval": INTERVAL if weights is not None else "none (fewer than 2 tasks)",
     }
     for name in METRICS:
-        out[name] = bootstrap_mean(column(name), weights, confidence)
-    out["a_minus_b"] = bootstrap_mean(column("a_better") - column("b_better"), weights, confidence)
-    out["a_share_of_decided"] = bootstrap_ratio(
-        column("a_better"), column("a_better") + column("b_better"), weights, confidence
+        out[name] = studentized_ratio(totals[name], sizes, weights, confidence, BOUNDS.get(name))
+    a_tot, b_tot = totals["a_better"], totals["b_better"]
+    out["a_minus_b"] = studentized_ratio(
+        a_tot - b_tot, sizes, weights, confidence, BOUNDS["a_minus_b"]
+    )
+    out["a_share_of_decided"] = studentized_ratio(
+        a_tot, a_tot + b_tot, weights, confidence, BOUNDS["a_share_of_decided"]
     )
     out["verdict"] = _verdict(out["a_minus_b"])
-    with_cont = [r for r in results if "continue_success_a" in r]
+    with_cont = sorted(
+        (r for r in results if "continue_success_a" in r), key=lambda r: str(r["state_id"])
+    )
     if with_cont:
         cont_tasks = [str(r["task_id"]) for r in with_cont]
+        cont_names, cont, cont_sizes = cluster_totals(cont_tasks, {
+            slot: np.array([float(r[f"continue_success_{slot}"]) for r in with_cont])
+            for slot in ("a", "b")
+        })
         cw = None
-        if n_boot > 0 and len(set(cont_tasks)) >= 2:
+        if n_boot > 0 and len(cont_names) >= 2:
             rng = np.random.default_rng(stable_seed(seed, "bootstrap-continue", len(with_cont)))
-            cw, _ = cluster_weights(cont_tasks, n_boot, rng)
-        ca = column("continue_success_a", with_cont)
-        cb = column("continue_success_b", with_cont)
+            cw = bootstrap_weights(len(cont_names), n_boot, rng)
         out["continuation"] = {
             "n_states": len(with_cont),
-            "n_tasks": len(set(cont_tasks)),
+            "n_tasks": len(cont_names),
             "rollouts_per_state": len(with_cont[0]["continue_wins_a"]),
-            "success_a": bootstrap_mean(ca, cw, confidence),
-            "success_b": bootstrap_mean(cb, cw, confidence),
-            "a_minus_b": bootstrap_mean(ca - cb, cw, confidence),
+            "success_a": studentized_ratio(cont["a"], cont_sizes, cw, confidence, (0.0, 1.0)),
+            "success_b": studentized_ratio(cont["b"], cont_sizes, cw, confidence, (0.0, 1.0)),
+            "a_minus_b": studentized_ratio(
+                cont["a"] - cont["b"], cont_sizes, cw, confidence, (-1.0, 1.0)
+            ),
         }
         out["continuation"]["verdict"] = _verdict(out["continuation"]["a_minus_b"])
     return out
@@ -674,13 +771,28 @@ def summarize(
     return summary
 
 
-#: how each kind of state is named in tables and figures
+#: what each column of the table is, said once under it
+COLUMN_DEFINITIONS = (
+    "P(A better): the share of all paired comparisons (each of A's sampled actions against "
+    "each of B's from the same state, averaged over states) in which A's action scores "
+    "higher; P(B better) the same for B; P(tie) the share scoring within the tie "
+    "tolerance. The three sum to 1.",
+    "A's share of decided pairs: A-better / (A-better + B-better), summed over states, ties "
+    "left out; 0.5 means that where the two actions differ, each policy's is the better "
+    "one equally often.",
+    "The paper's figure (the RL model 'picks the better action' 46.8% of the time on "
+    "DeepCoder-MT, 42.8% on FrozenLake, from ordinary states; 67.3% and 65.7% from error "
+    "states) is read against 50%, as A's share of decided pairs is: compare the paper with "
+    "that column, not with P(A better), which counts ties as not better. The paper does "
+    "not say how it counted ties.",
+)
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     """A small table of the summary: one row per state kind, with the interval of A - B
     that its verdict rests on (``agentenvs.eval.printing``: one number of decimals for
-    the whole table)."""
+    the whole table), what each column is, which is the paper's figure, and, where ties
+    make them differ, A's share of decided pairs beside P(A better)."""
     groups = [(kind, entry["all"]) for kind, entry in summary["kinds"].items()]
     numbers = [
         [m["mean"], m.get("low", 0.0), m.get("high", 0.0)]
@@ -709,14 +821,24 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     conts = []
+    differ = []
     for kind, g in groups:
         share = g["a_share_of_decided"]
+        label = KIND_LABELS.get(kind, kind)
         lines.append(
-            f"| {KIND_LABELS.get(kind, kind)} | {g['n_states']} ({g.get('n_tasks', '?')}) | "
+            f"| {label} | {g['n_states']} ({g.get('n_tasks', '?')}) | "
             f"{cell(share) if isinstance(share, dict) else share} | {cell(g['a_better'])} | "
             f"{cell(g['b_better'])} | {cell(g['ties'])} | {cell(g['mean_score_a'])} | "
             f"{cell(g['mean_score_b'])} | {cell(g['a_minus_b'], True)} | {g['verdict']} |"
         )
+        if isinstance(share, dict) and format_number(share["mean"], decimals) != format_number(
+            g["a_better"]["mean"], decimals
+        ):
+            differ.append(
+                f"{label} states: ties are {format_number(g['ties']['mean'], decimals)} of "
+                f"the pairs, so A's share of decided pairs is {cell(share)} while P(A better) "
+                f"is {cell(g['a_better'])}."
+            )
         if "continuation" in g:
             conts.append((kind, g["continuation"]))
     if conts:
@@ -731,21 +853,30 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 f"({c.get('n_tasks', '?')}) | {cell(c['success_a'])} | "
                 f"{cell(c['success_b'])} | {cell(c['a_minus_b'], True)} | {c['verdict']} |"
             )
+    lines += ["", *COLUMN_DEFINITIONS]
+    if differ:
+        lines += ["", *differ]
     lines += [
         "",
         "A verdict (A better, B better) only where the interval of A − B, as printed, "
         "excludes 0; otherwise no clear difference.",
     ]
-    few = sorted({g.get("n_tasks", 0) for _, g in groups if g.get("n_tasks", 0) < MIN_TASKS_FOR_CI})
+    few = sorted(
+        {g.get("n_tasks", 0) for _, g in groups if g.get("n_tasks", 0) < MIN_TASKS_FOR_STEP_CI}
+    )
     if few:
         lines += [
             "",
             f"Intervals are approximate: with {', '.join(map(str, few))} tasks "
-            f"(< {MIN_TASKS_FOR_CI}) a percentile bootstrap over tasks covers less than its "
-            "nominal level, so two policies that act alike get a verdict more often than one "
-            "time in twenty.",
+            f"(< {MIN_TASKS_FOR_STEP_CI}, the fewest at which their coverage was measured) "
+            "they may cover less than their nominal level, so two policies that act alike "
+            "may get a verdict more often than one time in twenty.",
         ]
-    lines += ["", "Intervals: 95% percentile bootstrap over tasks (all states of a drawn task)."]
+    lines += [
+        "",
+        "Intervals: 95% studentized bootstrap over tasks (all states of a drawn task; "
+        "each figure ± a bootstrap-t quantile times its standard error over tasks).",
+    ]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]
     return "\n".join(lines) + "\n"
