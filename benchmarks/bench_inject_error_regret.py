@@ -7,6 +7,8 @@ oracle's Q of the state is read here, independently of the wrapper, and the inje
 move's regret ``max_a Q(s, a) - Q(s, injected)`` is measured from it. Prints the number
 of injections, the share with regret at or below ``REGRET_TOL`` (no worse than the best
 move), the states where the wrapper found no error to inject, and the redraws it spent.
+For comparison, the same share for the env's bare ``error_action`` drawn at the same
+states: what the wrapper injected before it checked regrets.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def main() -> None:
     base = gym.make("agentenvs/FrozenLake-v0")
     task_ids = list(base.unwrapped.task_ids)
     base.close()
-    injected = zero = unavailable = redraws = 0
+    injected = zero = unavailable = redraws = bare_zero = 0
     regrets: list[float] = []
     seed = -1
     while injected + unavailable < DRAWS:
@@ -40,6 +42,8 @@ def main() -> None:
         for step in range(1, turn + 1):
             if step == turn:
                 q = env.unwrapped.q_values()
+                (bare,) = parse_moves(env.unwrapped.error_action(np.random.default_rng(seed)))
+                bare_zero += q.max() - q[bare] <= REGRET_TOL
             _, _, terminated, truncated, info = env.step(format_action(int(rng.integers(4))))
             if terminated or truncated:
                 break
@@ -55,6 +59,8 @@ def main() -> None:
                 unavailable += 1
         env.close()
     print(f"episodes reaching the injection turn: {injected + unavailable} of {seed + 1}")
+    print(f"bare error_action at those states (unchecked): zero regret {bare_zero} "
+          f"({bare_zero / DRAWS:.1%})")
     print(f"injected errors: {injected}; zero regret (<= {REGRET_TOL:g}): {zero} "
           f"({zero / max(injected, 1):.1%})")
     print(f"states with no error to inject (skipped): {unavailable}; redraws: {redraws}")
