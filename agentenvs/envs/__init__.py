@@ -18,6 +18,12 @@ ENV_IDS: dict[str, str] = {
     "TerminalBench-v0": "agentenvs.envs.terminal.env:TerminalBenchEnv",
 }
 
+#: envs from outside the suite, adapted (``agentenvs.envs.foreign``): registered like the
+#: benchmarks, listed apart from them (``registered_ids`` names the benchmarks)
+FOREIGN_IDS: dict[str, str] = {
+    "GymnasiumText-v0": "agentenvs.envs.foreign.gymnasium_text:GymnasiumTextEnv",
+}
+
 POLICIES: dict[str, str] = {
     "frozenlake/oracle": "agentenvs.envs.frozenlake.policies:OraclePolicy",
     "frozenlake/random": "agentenvs.envs.frozenlake.policies:RandomPolicy",
@@ -48,7 +54,7 @@ POLICY_ENVS: dict[str, str] = {
 
 def register_envs() -> None:
     """Register every env id under the ``agentenvs/`` namespace (idempotent)."""
-    for name, entry_point in ENV_IDS.items():
+    for name, entry_point in {**ENV_IDS, **FOREIGN_IDS}.items():
         env_id = f"{NAMESPACE}/{name}"
         if env_id not in gym.registry:
             # The base env enforces reset-before-step itself and owns the turn budget;
