@@ -879,4 +879,18 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     ]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]
+    injected = summary.get("injected_errors")
+    if injected and injected.get("states"):
+        lines += ["", (
+            f"Injected errors: {injected['states']}, each worse than the best action by more "
+            f"than {injected['regret_tol']:g} (regret least {injected['regret_min']:.3g}, mean "
+            f"{injected['regret_mean']:.3g})"
+            + (
+                f"; {injected['no_error']} drawn states had no action worse than the best and "
+                f"gave none, {injected['ended']} whose error ended the episode were skipped, "
+                f"{injected['redraws']} candidates were drawn again"
+                if "no_error" in injected else ""
+            )
+            + "."
+        )]
     return "\n".join(lines) + "\n"

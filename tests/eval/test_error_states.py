@@ -21,6 +21,7 @@ from agentenvs.eval.error_states import (
 from agentenvs.eval.records import stable_seed
 from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
 from agentenvs.eval.states import candidate_points, collect_states, load_trajectories, replay
+from agentenvs.eval.step_quality import summary_markdown
 from agentenvs.policy.base import Conversation
 
 ENV = "agentenvs/FrozenLake-v0"
@@ -137,6 +138,12 @@ def test_reproduces_the_paper_pattern_on_frozenlake(tmp_path: Path) -> None:
         assert ordinary["n_states"] == error["n_states"] == 150
         assert ordinary["n_tasks"] == error["n_tasks"] == len(TASKS)
         rows.append((seed, ordinary, error))
+        # every injected error is one; the states without any are counted, not faked
+        injected = result.summary["injected_errors"]
+        assert injected["states"] == 150 and injected["regret_min"] > 1e-9
+        assert injected["tried"] == 150 + injected["no_error"] + injected["ended"]
+        assert injected["redraws"] >= injected["no_error"] > 0
+        assert "Injected errors: 150" in summary_markdown(result.summary)
 
         # error states: A picks the better action far more often, the interval excludes 0
         assert error["verdict"] == "A better", seed
