@@ -23,7 +23,7 @@ Regimes (ties are the share of all pairs):
 - ``heavy``: about 77% ties, 1 + Geometric(1/5) states per task (most tasks a few, some 20);
 - ``heavier``: about 85% ties, 1 + Geometric(1/8) states per task.
 
-``python benchmarks/step_quality_ci_coverage.py`` (about three minutes on 2 cores);
+``python benchmarks/step_quality_ci_coverage.py`` (about 80 seconds on 2 cores);
 ``--quick`` (a few seconds) for a look at 10 and 20 tasks.
 """
 

@@ -104,10 +104,10 @@ def test_the_table_defines_each_column_once_and_names_the_papers_figure() -> Non
     # ties are most pairs, so both figures are printed, and they differ
     assert "ordinary states: ties are" in text
     assert "studentized bootstrap over tasks" in text
-    assert "Intervals are approximate" not in text  # 12 tasks: at or above the measured least
-    few = summarize_group(results[: 4 * (MIN_TASKS_FOR_STEP_CI - 1)], n_boot=200)
-    few_text = summary_markdown({"kinds": {"ordinary": {"all": few}}})
-    assert f"Intervals are approximate: with {MIN_TASKS_FOR_STEP_CI - 1} tasks" in few_text
+    assert f"Intervals are approximate: with 12 tasks (< {MIN_TASKS_FOR_STEP_CI})" in text
+    many = [_state(f"t{t}", 0, 0.1, 0.05) for t in range(MIN_TASKS_FOR_STEP_CI)]
+    many_text = summary_markdown({"kinds": {"ordinary": {"all": summarize_group(many)}}})
+    assert "Intervals are approximate" not in many_text
 
 
 def test_the_coverage_script_quick_prints_its_table() -> None:
