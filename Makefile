@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LIGHT_EXTRAS ?= plot
-EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,ors,integrations,bfcl
+EXTRAS ?= test,plot,mysql,docker,hf,ray,parquet,intercode,server,ors,integrations,bfcl,ecosystem
 LIGHT_STAMP := $(VENV)/.installed-light
 STAMP := $(VENV)/.installed-full
 # BFCL's official data and checkers; installed without its dependencies (see docs/bfcl.md)
