@@ -140,6 +140,16 @@ def test_bad_resources_name_the_field(tmp_path: Path, line: str, field: str) -> 
         load_task(task)
 
 
+def test_only_a_kill_at_the_limit_is_a_timeout() -> None:
+    from agentenvs.envs.terminal.verdict import killed_at_limit
+
+    assert killed_at_limit(137, "137", 2.5, 2.0)  # timeout -s KILL, at the limit
+    assert killed_at_limit(None, "", 0.1, 2.0)  # no answer: the session's own limit
+    # a script whose pytest was SIGKILLed by a program of its own, early: a failure
+    assert not killed_at_limit(137, "137", 0.5, 2.0)
+    assert not killed_at_limit(1, "1", 2.5, 2.0)
+
+
 def test_the_run_records_keep_the_verifier_timeout() -> None:
     assert keys.VERIFIER_TIMED_OUT in DEFAULT_INFO_KEYS
 

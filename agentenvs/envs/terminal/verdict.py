@@ -14,6 +14,7 @@ import json
 import math
 import shlex
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,7 @@ class TaskTests:
             script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
             assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
             marker = f"__AE_VERIFIER_{stage.mark}__"
+            started = time.monotonic()
             rc, out = grader.control(
                 f"rm -f {OFFLINE_LOG}; cd {shlex.quote(grader.workdir)} && env -i {assigns} "
                 f"timeout -s KILL {limit:g} bash {script} 2>&1; "
@@ -191,7 +193,7 @@ class TaskTests:
             output, _, tail = text.partition(f"\n{marker}")
             output = output[1:]
             code, _, at_exit = tail.partition("\n")
-            if rc is None or code.strip() in ("", "137"):
+            if killed_at_limit(rc, code.strip(), time.monotonic() - started, limit):
                 self._verifier_timed_out = True
                 output += f"\n[tests timed out after {limit:g} s]"
             # every process the tests left is stopped before the verdict is read
@@ -284,9 +286,10 @@ class TaskTests:
                 self._verifier_timed_out = True
                 output += f"\n[tests timed out after {limit:g} s]"
         else:
+            started = time.monotonic()
             rc, out = shell.control(self._test_command(shell), timeout=limit + 30)
             output = out.decode("utf-8", errors="replace")
-            if rc is None or rc == 137:
+            if killed_at_limit(rc, str(rc), time.monotonic() - started, limit):
                 self._verifier_timed_out = True
                 output += f"\n[tests timed out after {limit:g} s]"
         output = note + output
@@ -406,6 +409,16 @@ class TaskTests:
         if not self._results:
             return 1.0  # resolved officially (see is_resolved)
         return sum(self._results.values()) / len(self._results)
+
+
+def killed_at_limit(rc: int | None, status: str, elapsed_s: float, limit_s: float) -> bool:
+    """Whether the tests were stopped at their time limit: the run gave no answer in time
+    (``rc`` None), the script gave no status, or its status is ``timeout -s KILL``'s
+    (137) once the limit had passed. A script that ends with 137 sooner (a program of its
+    own SIGKILLed) was not timed out."""
+    if rc is None or status == "":
+        return True
+    return status == "137" and elapsed_s >= limit_s
 
 
 def read_rewards(reward_json: str, reward_txt: str) -> tuple[float, dict[str, float], str]:
