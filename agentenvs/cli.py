@@ -29,6 +29,7 @@ from agentenvs.cli_args import (
     TASKS_HELP,
     CommandParser,
     add_analysis_parsers,
+    add_certify_parser,
     add_check_tasks_parser,
     add_fault_args,
     add_plan_parser,
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="samples per task (default: each env's own)")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_analysis_parsers(sub)
+    add_certify_parser(sub)
     return parser
 
 
@@ -703,6 +705,24 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_certify(args: argparse.Namespace) -> int:
+    from agentenvs.testing.certify import certify
+
+    cert = certify(
+        args.env,
+        env_kwargs=args.env_kwargs,
+        seed=args.seed,
+        fuzz_episodes=args.fuzz_episodes,
+        probe_tasks=args.probe_tasks,
+        call_limit_s=args.call_limit,
+    )
+    if args.out is not None:
+        js, md = cert.write(args.out)
+        print(f"certificate: {md} (and {js.name})")
+    print(cert.markdown(), end="")
+    return 0 if cert.holds else 1
+
+
 COMMANDS = {
     "list": cmd_list,
     "eval": cmd_eval,
@@ -717,11 +737,23 @@ COMMANDS = {
     "data": cmd_data,
     "check-tasks": cmd_check_tasks,
     "sandbox": cmd_sandbox,
+    "certify": cmd_certify,
 }
 
 
 #: set (not 0) to see a user error's traceback instead of its one line
 DEBUG_ENV = "AGENTENVS_DEBUG"
+
+
+def _foreign_env(args: argparse.Namespace) -> None:
+    """``--env SOURCE:NAME`` (``gymnasium:Taxi-v4``...) as its adapter's id and kwargs."""
+    env = getattr(args, "env", None)
+    if isinstance(env, str) and ":" in env:
+        from agentenvs.envs.foreign.ids import resolve_foreign
+
+        args.env, kwargs = resolve_foreign(env, getattr(args, "env_kwargs", None))
+        if kwargs or hasattr(args, "env_kwargs"):
+            args.env_kwargs = kwargs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -738,6 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hide_argv()  # a key given inline: out of sys.argv and the process title
 
     try:
+        _foreign_env(args)
         check_args(args)
         return COMMANDS[args.command](args)
     except (AgentEnvsError, ValueError, KeyError, OSError, ImportError) as exc:

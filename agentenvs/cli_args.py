@@ -353,6 +353,34 @@ def add_check_tasks_parser(sub: Any) -> None:
                     help="also write every task's verdict (accepted, stood in, refused, invalid) here")
 
 
+def add_certify_parser(sub: Any) -> None:
+    """``agentenvs certify``: contract, fuzz and reward-gaming probe of one env, written
+    as a certificate (agentenvs.testing.certify)."""
+    cf = sub.add_parser(
+        "certify",
+        help="what holds of an env (contract, fuzz, reward-gaming probe), as a certificate",
+    )
+    cf.add_argument("env", help="env id (agentenvs/FrozenLake-v0, MODULE:ID) or a foreign "
+                    "env as SOURCE:NAME (gymnasium:Taxi-v4, textarena:GAME, reasoning_gym:NAME)")
+    cf.add_argument("--env-kwargs", type=json_object, default={},
+                    help="JSON object of env constructor kwargs")
+    cf.add_argument("--out", type=Path, default=None,
+                    help="write certificate.json and certificate.md here (default: print only)")
+    cf.add_argument("--seed", type=int, default=0, help="seed of every part")
+    cf.add_argument("--fuzz-episodes", type=positive_int, default=20,
+                    help="episodes of hostile actions")
+    cf.add_argument("--probe-tasks", type=positive_int, default=10,
+                    help="tasks each degenerate policy plays")
+    cf.add_argument("--call-limit", type=float, default=60.0,
+                    help="seconds one reset, step or restore may take before it is a hang")
+
+
+def _check_certify(args: argparse.Namespace) -> None:
+    check_env(args.env, args.env_kwargs)
+    if not args.call_limit > 0:
+        raise UsageError(f"--call-limit must be above 0, got {args.call_limit}")
+
+
 def add_analysis_parsers(sub: Any) -> None:
     sq = sub.add_parser(
         "step-quality",
@@ -836,6 +864,7 @@ CHECKS = {
     "serve": _check_serve,
     "serve-model": _check_serve_model,
     "data": _check_data,
+    "certify": _check_certify,
 }
 
 

@@ -38,6 +38,7 @@ POLICIES: dict[str, str] = {
     "deepcoder/buggy-then-fix": "agentenvs.envs.deepcoder.policies:BuggyThenFixPolicy",
     "terminal/solution": "agentenvs.envs.terminal.policies:SolutionPolicy",
     "terminal/noisy": "agentenvs.envs.terminal.policies:NoisySolutionPolicy",
+    "foreign/random": "agentenvs.envs.foreign.policies:RandomPolicy",
 }
 
 
@@ -49,6 +50,10 @@ POLICY_ENVS: dict[str, str] = {
     "bfcl_mt": "BFCLMultiTurn-v0",
     "deepcoder": "DeepCoderMT-v0",
     "terminal": "TerminalBench-v0",
+}
+#: the env class a family of policies reads, where it is no single registered id's
+POLICY_ENV_CLASSES: dict[str, str] = {
+    "foreign": "agentenvs.envs.foreign.replay:ReplayTextEnv",
 }
 
 
@@ -67,7 +72,9 @@ def register_envs() -> None:
                 disable_env_checker=True,
             )
     for name, entry_point in POLICIES.items():
-        register_policy(name, entry_point, env=ENV_IDS[POLICY_ENVS[name.partition("/")[0]]])
+        family = name.partition("/")[0]
+        env = POLICY_ENV_CLASSES.get(family) or ENV_IDS[POLICY_ENVS[family]]
+        register_policy(name, entry_point, env=env)
 
 
 def registered_ids() -> list[str]:

@@ -106,8 +106,11 @@ class GymnasiumTextEnv(ReplayTextEnv):
             )
         self.env_id = str(env_id)
         self.env_kwargs = dict(env_kwargs or {})
-        spec = gym.spec(self.env_id)
-        modes = spec_render_modes(self.env_id)
+        try:
+            spec = gym.spec(self.env_id)
+            modes = spec_render_modes(self.env_id)
+        except (gym.error.Error, ImportError, AttributeError) as exc:
+            raise ValueError(f"env_id {self.env_id!r}: not a Gymnasium env here ({exc})") from None
         make_kwargs = dict(self.env_kwargs)
         self._ansi = "ansi" in modes and "render_mode" not in make_kwargs
         if self._ansi:

@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import SnapshotError
 
@@ -110,6 +112,11 @@ class ReplayTextEnv(TextEnv):
                 self._close_source(source)
         self.source = self._spare = None
         super().close()
+
+    def random_action(self, rng: np.random.Generator) -> str:
+        """A legal action drawn from ``rng`` (the ``foreign/random`` policy's move); by
+        default ``error_action``, which adapters without an oracle draw at random."""
+        return self.error_action(rng)
 
     @property
     def source_name(self) -> str:
