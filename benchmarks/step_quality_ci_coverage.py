@@ -13,8 +13,8 @@ A − B difference over the number of states, A's share of decided pairs over A-
 B-better. The true value of each is that ratio over the population, computed from the
 exact per-state chances of 200,000 simulated tasks. Each simulated analysis gets two
 95% intervals over tasks from the same resamples: ``before``, the percentile bootstrap
-the summary used to print (``bootstrap_ratio``), and ``after``, the studentized one it
-prints now (``agentenvs.eval.step_quality.studentized_ratio``). Prints a Markdown table:
+the summary used to print (``bootstrap_ratio``), and ``after``, the expanded percentile
+one it prints now (``agentenvs.eval.step_quality.ratio_interval``). Prints a Markdown table:
 regime, tasks, figure, true value, coverage and mean width of each.
 
 Regimes (ties are the share of all pairs):
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentenvs.eval.passk import bootstrap_weights
-from agentenvs.eval.step_quality import bootstrap_ratio, studentized_ratio
+from agentenvs.eval.step_quality import bootstrap_ratio, ratio_interval
 
 N_ACTIONS = 16
 TASKS = (10, 20, 50, 100, 200)
@@ -132,7 +132,7 @@ def coverage(
             bounds = BOUNDS.get(name, (0.0, 1.0))
             for method, interval in (
                 ("before", bootstrap_ratio(num, den, weights)),
-                ("after", studentized_ratio(num, den, weights, bounds=bounds)),
+                ("after", ratio_interval(num, den, weights, bounds=bounds)),
             ):
                 if "low" not in interval:
                     continue  # no interval counts as not covering

@@ -8,9 +8,9 @@ the state (``fork_env``), several at once where scoring waits on a sandbox or a 
 P(A's action scores higher), P(B's scores higher) and P(tie) (within ``tie_tol``), which
 sum to 1. These per-state values, and the mean score of each policy, are averaged over
 states. States of one task are not independent (the same map, the same question), so
-every figure is a ratio of per-task sums and its interval a studentized bootstrap over
-*tasks* (clusters: a resample draws tasks with replacement and keeps all their states;
-``studentized_ratio``), and the summary gives the number of tasks beside the number of
+every figure is a ratio of per-task sums and its interval a percentile bootstrap over
+*tasks* (clusters: a resample draws tasks with replacement and keeps all their states),
+at a level widened for the number of tasks (``ratio_interval``), and the summary gives the number of tasks beside the number of
 states; with fewer than two tasks there is no interval. The difference P(A better) -
 P(B better) is bootstrapped paired, and its interval decides the verdict.
 ``a_share_of_decided`` is A's share of the pairs that were not ties, sum(A better) /
@@ -46,10 +46,12 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import gymnasium as gym
@@ -589,8 +591,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "a_better": (0.0, 1.0), "b_better": (0.0, 1.0), "ties": (0.0, 1.0),
     "a_minus_b": (-1.0, 1.0), "a_share_of_decided": (0.0, 1.0),
 }
-#: how every interval of the summary is made (``studentized_ratio``)
-INTERVAL = "studentized bootstrap over tasks"
+#: how every interval of the summary is made (``ratio_interval``)
+INTERVAL = "expanded percentile bootstrap over tasks"
 #: below this many tasks the table calls the intervals approximate: at 95% nominal
 #: ``benchmarks/step_quality_ci_coverage.py`` measured (60-83% ties, unequal states per
 #: task) 0.937-0.967 from 50 tasks up, but down to 0.926 at 10 and 20 tasks where ties
@@ -614,38 +616,77 @@ def cluster_totals(
     return names, totals, sizes
 
 
-def linearized_se(numerator: np.ndarray, denominator: np.ndarray, ratio: float) -> float:
-    """Standard error of sum(numerator) / sum(denominator) over clusters (Taylor
-    linearization: each cluster's residual ``numerator - ratio * denominator``, with the
-    small-sample factor G / (G - 1))."""
-    g = numerator.size
-    if g < 2:
-        return float("nan")
-    residual = numerator - ratio * denominator
-    return float(np.sqrt(g / (g - 1) * np.sum(residual**2)) / denominator.sum())
+def _t_within(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t with ``df`` degrees of freedom (a finite series in
+    theta = atan(t / sqrt(df)), Abramowitz & Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    sin, cos2 = math.sin(theta), math.cos(theta) ** 2
+    if df % 2 == 0:  # sin(theta) (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...), to cos^(df-2)
+        term = total = 1.0
+        for k in range(1, df // 2):
+            term *= cos2 * (2 * k - 1) / (2 * k)
+            total += term
+        return sin * total
+    series = 0.0  # odd: 2/pi (theta + sin cos (1 + 2/3 cos^2 + ...)), to cos^(df-3)
+    if df > 1:
+        term = series = 1.0
+        for k in range(1, (df - 1) // 2):
+            term *= cos2 * (2 * k) / (2 * k + 1)
+            series += term
+    return 2 / math.pi * (theta + sin * math.cos(theta) * series)
 
 
-def studentized_ratio(
+@functools.lru_cache(maxsize=256)
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom, by bisection on
+    its distribution function (to 1e-10)."""
+    if df < 1 or not 0.0 < p < 1.0:
+        raise ValueError(f"need df >= 1 and 0 < p < 1, got df={df}, p={p}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    target = 2 * p - 1
+    low, high = 0.0, 1.0
+    while _t_within(high, df) < target:
+        low, high = high, 2 * high
+    while high - low > 1e-10 * max(1.0, high):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_within(mid, df) < target else (low, mid)
+    return (low + high) / 2
+
+
+def expanded_level(confidence: float, n_clusters: int) -> float:
+    """The percentile level that makes a percentile bootstrap over ``n_clusters`` as wide
+    as a t interval: the two-sided level of the normal quantile sqrt(G / (G - 1)) times
+    t's quantile with G - 1 degrees of freedom (Hesterberg's expanded percentile
+    interval). It is above ``confidence``, and tends to it as clusters grow."""
+    g = n_clusters
+    z = math.sqrt(g / (g - 1)) * t_quantile(0.5 + confidence / 2, g - 1)
+    return 1.0 - 2.0 * (1.0 - NormalDist().cdf(z))
+
+
+def ratio_interval(
     numerator: np.ndarray,
     denominator: np.ndarray,
     weights: np.ndarray | None,
     confidence: float = 0.95,
     bounds: tuple[float, float] | None = None,
 ) -> dict[str, float]:
-    """sum(numerator) / sum(denominator) over clusters (tasks) with a symmetric
-    studentized bootstrap interval: ratio ± q · se, where se is ``linearized_se`` and q
-    the ``confidence`` quantile of |ratio* - ratio| / se* over resamples of clusters
+    """sum(numerator) / sum(denominator) over clusters (tasks) with an expanded
+    percentile bootstrap interval: the percentiles of the resampled ratios
     (``weights``: ``(n_boot, clusters)`` draw counts, ``agentenvs.eval.passk.
-    bootstrap_weights``). A mean over states is the ratio of per-task sums to per-task
-    state counts; A's share of decided pairs that of A-better to A-better + B-better.
+    bootstrap_weights``) at ``expanded_level`` rather than at ``confidence``. A mean
+    over states is the ratio of per-task sums to per-task state counts; A's share of
+    decided pairs that of A-better to A-better + B-better.
 
-    A percentile interval of the same resamples is too narrow with few tasks (0.87-0.90
-    coverage at 10 tasks, 95% nominal) because the spread of a ratio over ten clusters
-    understates its error; dividing each resample by its own standard error corrects
-    for that. Resamples with no denominator or a zero standard error (every drawn task
-    alike) have no t and are left out; where every task has the same ratio the interval
-    has zero width. Bounds are clipped to ``bounds``. Returns ``mean`` and, with weights
-    and two or more clusters, ``se``, ``low``, ``high``.
+    The plain percentile interval is too narrow with few tasks (0.87-0.90 coverage at
+    10 tasks, 95% nominal: ``benchmarks/step_quality_ci_coverage.py``): the spread of
+    resamples of ten clusters understates the error, as a z interval with a
+    standard deviation over n does. Widening the level as a t interval widens it
+    corrects for that and keeps the percentile's asymmetry, and, unlike a studentized
+    bootstrap, it never outruns the resamples (with eight tasks one of them near 0, a
+    bootstrap-t interval of a difference spanned -0.16 to +0.71 around +0.27).
+    Resamples with no denominator are left out. Returns ``mean`` and, with weights and
+    two or more clusters, ``low`` and ``high`` clipped to ``bounds``.
     """
     numerator = np.asarray(numerator, dtype=np.float64)
     denominator = np.asarray(denominator, dtype=np.float64)
@@ -654,24 +695,17 @@ def studentized_ratio(
     out = {"mean": ratio}
     if weights is None or numerator.size < 2 or not np.isfinite(ratio):
         return out
-    se = linearized_se(numerator, denominator, ratio)
     w = np.asarray(weights, dtype=np.float64)
     den = w @ denominator
     ok = den > 0
-    boot = (w[ok] @ numerator) / den[ok]
-    g = numerator.size
-    # each resample's own standard error: sum over drawn clusters of residual^2
-    residual_sq = (numerator[None, :] - boot[:, None] * denominator[None, :]) ** 2
-    boot_se = np.sqrt(g / (g - 1) * np.einsum("bg,bg->b", w[ok], residual_sq)) / den[ok]
-    usable = boot_se > 0
-    if se > 0 and not usable.any():  # too few resamples to studentize by: no interval
+    if not ok.any():
         return out
-    # se == 0: every task has the same ratio, and so has every resample
-    q = float(np.quantile(np.abs(boot[usable] - ratio) / boot_se[usable], confidence)) if se > 0 else 0.0
-    low, high = ratio - q * se, ratio + q * se
+    boot = (w[ok] @ numerator) / den[ok]
+    tail = (1.0 - expanded_level(confidence, numerator.size)) / 2
+    low, high = (float(v) for v in np.quantile(boot, [tail, 1.0 - tail]))
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
-    out.update(se=se, low=float(low), high=float(high))
+    out.update(low=low, high=high)
     return out
 
 
@@ -683,7 +717,7 @@ def summarize_group(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Means over states of one group, and A's share of decided pairs, each with a
-    ``studentized_ratio`` interval over their tasks (clusters); the A-minus-B
+    ``ratio_interval`` over their tasks (clusters); the A-minus-B
     differences are paired (the same resamples for A and B)."""
     # fix the order the file happened to have, so resamples do not depend on it
     results = sorted(results, key=lambda r: str(r["state_id"]))
@@ -701,12 +735,12 @@ def summarize_group(
         "interval": INTERVAL if weights is not None else "none (fewer than 2 tasks)",
     }
     for name in METRICS:
-        out[name] = studentized_ratio(totals[name], sizes, weights, confidence, BOUNDS.get(name))
+        out[name] = ratio_interval(totals[name], sizes, weights, confidence, BOUNDS.get(name))
     a_tot, b_tot = totals["a_better"], totals["b_better"]
-    out["a_minus_b"] = studentized_ratio(
+    out["a_minus_b"] = ratio_interval(
         a_tot - b_tot, sizes, weights, confidence, BOUNDS["a_minus_b"]
     )
-    out["a_share_of_decided"] = studentized_ratio(
+    out["a_share_of_decided"] = ratio_interval(
         a_tot, a_tot + b_tot, weights, confidence, BOUNDS["a_share_of_decided"]
     )
     out["verdict"] = _verdict(out["a_minus_b"])
@@ -727,9 +761,9 @@ def summarize_group(
             "n_states": len(with_cont),
             "n_tasks": len(cont_names),
             "rollouts_per_state": len(with_cont[0]["continue_wins_a"]),
-            "success_a": studentized_ratio(cont["a"], cont_sizes, cw, confidence, (0.0, 1.0)),
-            "success_b": studentized_ratio(cont["b"], cont_sizes, cw, confidence, (0.0, 1.0)),
-            "a_minus_b": studentized_ratio(
+            "success_a": ratio_interval(cont["a"], cont_sizes, cw, confidence, (0.0, 1.0)),
+            "success_b": ratio_interval(cont["b"], cont_sizes, cw, confidence, (0.0, 1.0)),
+            "a_minus_b": ratio_interval(
                 cont["a"] - cont["b"], cont_sizes, cw, confidence, (-1.0, 1.0)
             ),
         }
@@ -880,8 +914,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         ]
     lines += [
         "",
-        "Intervals: 95% studentized bootstrap over tasks (all states of a drawn task; "
-        "each figure ± a bootstrap-t quantile times its standard error over tasks).",
+        "Intervals: 95% expanded percentile bootstrap over tasks (a resample keeps all "
+        "the states of a drawn task; its percentiles are taken at a level widened for "
+        "the number of tasks, as a t interval is).",
     ]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]

@@ -307,7 +307,7 @@ def test_intervals_resample_tasks_not_states() -> None:
     as_if_iid = summarize_group([{**r, "task_id": r["state_id"]} for r in results],
                                 n_boot=2000, seed=1)
     assert clustered["n_tasks"] == 8 and clustered["n_states"] == 200
-    assert clustered["interval"] == "studentized bootstrap over tasks"
+    assert clustered["interval"] == "expanded percentile bootstrap over tasks"
     width = lambda g: g["a_minus_b"]["high"] - g["a_minus_b"]["low"]  # noqa: E731
     assert width(clustered) > 3 * width(as_if_iid)
     share = clustered["a_share_of_decided"]

@@ -7,6 +7,7 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -17,55 +18,68 @@ from agentenvs.eval.step_quality import (
     MIN_TASKS_FOR_STEP_CI,
     bootstrap_ratio,
     cluster_totals,
-    linearized_se,
-    studentized_ratio,
+    expanded_level,
+    ratio_interval,
     summarize_group,
     summary_markdown,
+    t_quantile,
 )
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "step_quality_ci_coverage.py"
 
-# three tasks: per-task sums of a numerator and a denominator
+# three tasks: per-task sums of a numerator and a denominator (ratio 6/8 = 0.75)
 NUM = np.array([1.0, 2.0, 3.0])
 DEN = np.array([2.0, 2.0, 4.0])
-# ratio 6/8 = 0.75; residuals -0.5, 0.5, 0; se = sqrt(3/2 * 0.5) / 8
-SE = float(np.sqrt(0.75) / 8)
-# resamples of the three tasks (draw counts), with |ratio* - 0.75| / se* worked by hand:
+# resamples of the three tasks (draw counts) and their ratios
 WEIGHTS = np.array([
-    [1, 1, 1],  # the sample itself: t = 0
-    [2, 1, 0],  # ratio 4/6, residuals -1/3, 2/3, 1/3: se* = sqrt(3/2 * 6/9) / 6 = 1/6, t = 0.5
-    [0, 1, 2],  # ratio 8/10, residuals 0.4, -0.2: se* = sqrt(3/2 * 0.24) / 10 = 0.06, t = 5/6
-    [3, 0, 0],  # one task thrice: se* = 0, no t
-    [0, 0, 3],
+    [1, 1, 1],  # 6/8 = 0.75
+    [2, 1, 0],  # 4/6
+    [0, 1, 2],  # 8/10 = 0.8
+    [3, 0, 0],  # 3/6 = 0.5
+    [0, 0, 3],  # 9/12 = 0.75
 ])
 
 
-def test_linearized_standard_error_by_hand() -> None:
-    assert linearized_se(NUM, DEN, 0.75) == pytest.approx(SE)
-    assert np.isnan(linearized_se(NUM[:1], DEN[:1], 0.5))
+def test_t_quantiles_against_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 3, 4, 9, 19, 49, 199):
+        for p in (0.75, 0.9, 0.975, 0.995):
+            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-8), (p, df)
+            assert t_quantile(1 - p, df) == pytest.approx(-t_quantile(p, df))
+    assert t_quantile(0.975, 9) == pytest.approx(2.262, abs=1e-3)  # the printed tables
+    with pytest.raises(ValueError):
+        t_quantile(0.975, 0)
 
 
-def test_studentized_ratio_by_hand() -> None:
-    half = studentized_ratio(NUM, DEN, WEIGHTS, confidence=0.5)  # median of t 0, 0.5, 5/6
+def test_expanded_percentile_interval_by_hand() -> None:
+    # three tasks at 50%: t's 0.75 quantile with 2 df is 0.5 / sqrt(0.375), and
+    # sqrt(3/2) times it is exactly 1, so the level is that of z = 1: 2 Phi(1) - 1
+    level = 2 * NormalDist().cdf(1.0) - 1
+    assert expanded_level(0.5, 3) == pytest.approx(level)
+    half = ratio_interval(NUM, DEN, WEIGHTS, confidence=0.5)
     assert half["mean"] == pytest.approx(0.75)
-    assert half["se"] == pytest.approx(SE)
-    assert half["low"] == pytest.approx(0.75 - 0.5 * SE)
-    assert half["high"] == pytest.approx(0.75 + 0.5 * SE)
-    full = studentized_ratio(NUM, DEN, WEIGHTS, confidence=1.0)  # the largest t, 5/6
-    assert full["high"] - full["low"] == pytest.approx(2 * 5 / 6 * SE)
-    clipped = studentized_ratio(NUM, DEN, WEIGHTS, confidence=1.0, bounds=(0.0, 0.8))
-    assert clipped["low"] == pytest.approx(full["low"]) and clipped["high"] == 0.8
-    # the percentile interval of the same resamples (ratios 0.75, 2/3, 0.8, 0.5, 0.75)
+    # linear percentiles of the sorted ratios 0.5, 2/3, 0.75, 0.75, 0.8 at (1 -+ level) / 2
+    low_at, high_at = 4 * (1 - level) / 2, 4 * (1 + level) / 2  # 0.635 and 3.365
+    assert half["low"] == pytest.approx(0.5 + low_at * (2 / 3 - 0.5))
+    assert half["high"] == pytest.approx(0.75 + (high_at - 3) * (0.8 - 0.75))
+    # 95% over three tasks widens to nearly all of the resamples: from 0.5 to 0.8
+    wide = ratio_interval(NUM, DEN, WEIGHTS)
+    assert wide["low"] == pytest.approx(0.5, abs=1e-5) and wide["high"] == pytest.approx(0.8, abs=1e-5)
+    clipped = ratio_interval(NUM, DEN, WEIGHTS, bounds=(0.0, 0.7))
+    assert clipped["high"] == 0.7
+    # the plain percentile interval of the same resamples is narrower
     percentile = bootstrap_ratio(NUM, DEN, WEIGHTS, confidence=0.5)
-    assert percentile["mean"] == pytest.approx(0.75)
     assert percentile["low"] == pytest.approx(2 / 3) and percentile["high"] == pytest.approx(0.75)
+    # the level falls towards the nominal one as tasks grow
+    levels = [expanded_level(0.95, g) for g in (3, 10, 50, 1000)]
+    assert levels == sorted(levels, reverse=True) and 0.95 < levels[-1] < 0.951
 
 
-def test_every_task_alike_has_a_zero_width_interval_and_one_task_none() -> None:
-    same = studentized_ratio(np.array([1.0, 2.0]), np.array([2.0, 4.0]), WEIGHTS[:, :2])
+def test_one_task_has_no_interval_and_tasks_alike_a_zero_width_one() -> None:
+    same = ratio_interval(np.array([1.0, 2.0]), np.array([2.0, 4.0]), WEIGHTS[:, :2])
     assert same["low"] == same["high"] == pytest.approx(0.5)
-    assert set(studentized_ratio(NUM, DEN, None)) == {"mean"}
-    assert set(studentized_ratio(NUM[:1], DEN[:1], WEIGHTS[:, :1])) == {"mean"}
+    assert set(ratio_interval(NUM, DEN, None)) == {"mean"}
+    assert set(ratio_interval(NUM[:1], DEN[:1], WEIGHTS[:, :1])) == {"mean"}
 
 
 def _state(task: str, i: int, a: float, b: float) -> dict[str, Any]:
@@ -103,7 +117,7 @@ def test_the_table_defines_each_column_once_and_names_the_papers_figure() -> Non
     assert text.count("46.8%") == 1 and "compare the paper with that column" in text
     # ties are most pairs, so both figures are printed, and they differ
     assert "ordinary states: ties are" in text
-    assert "studentized bootstrap over tasks" in text
+    assert "expanded percentile bootstrap over tasks" in text
     assert f"Intervals are approximate: with 12 tasks (< {MIN_TASKS_FOR_STEP_CI})" in text
     many = [_state(f"t{t}", 0, 0.1, 0.05) for t in range(MIN_TASKS_FOR_STEP_CI)]
     many_text = summary_markdown({"kinds": {"ordinary": {"all": summarize_group(many)}}})
@@ -138,8 +152,8 @@ def test_share_of_decided_pairs_covers_with_most_pairs_tied(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """10 tasks of unequal size, about 77% ties: the percentile interval the summary used
-    to print held the true share in under 92% of 1,000 simulated analyses (0.899); the
-    studentized one holds it in at least 93% (0.947; one analysis moves it by 0.001)."""
+    to print held the true share in under 92% of 1,000 simulated analyses; the expanded
+    percentile one holds it in at least 93% (one analysis moves it by 0.001)."""
     bench = _coverage_module(monkeypatch)
     cells = bench.coverage(bench.REGIMES["heavy"], 10, 1000, n_boot=1000, seed=0)
     share = cells["a_share_of_decided"]
