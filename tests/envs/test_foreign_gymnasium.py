@@ -155,3 +155,66 @@ def test_a_source_that_does_not_replay_is_refused_by_name_and_left_as_it_was() -
         env.close()
     finally:
         gym.registry.pop("test-foreign/Unseeded-v0", None)
+
+
+# ------------------------------------------------------------- Monte-Carlo action quality
+LAKE = {"env_id": "FrozenLake-v1", "env_kwargs": {"is_slippery": False, "map_name": "4x4"}}
+
+
+def test_a_monte_carlo_score_is_exact_at_the_ends_and_the_same_when_asked_again() -> None:
+    env = GymnasiumTextEnv(**LAKE, value_policy="foreign/random", value_rollouts=32, max_turns=30)
+    env.reset(seed=0, options={"task_id": "0"})
+    env.step("Right")  # (0, 1): below it is a hole
+    key, turn = env.state_key(), env.turn
+    assert env.score_action("Down") == 0.0  # into the hole: the episode ends, lost
+    lo, hi = env.last_score_interval
+    assert lo == 0.0 and 0.0 < hi < 1.0
+    first = env.score_action("Right")
+    assert env.score_action("Right") == first  # seeded by the state and the action
+    assert env.state_key() == key and env.turn == turn  # nothing advanced
+    lo, hi = env.last_score_interval
+    assert lo <= first <= hi
+    for move in ("Right", "Down", "Down", "Down"):  # (0, 2) down to (3, 2), left of the goal
+        env.step(move)
+    assert env.score_action("Right") == 1.0
+    env.close()
+
+
+def test_without_a_value_policy_the_score_is_the_base_ones() -> None:
+    env = GymnasiumTextEnv(**LAKE)
+    env.reset(seed=0, options={"task_id": "0"})
+    assert env.score_action("Right") == 0.0 and env.last_score_interval is None
+    env.close()
+
+
+def test_pass_at_k_t_and_step_quality_run_on_an_adapted_env(tmp_path) -> None:  # noqa: ANN001
+    from agentenvs.eval.report import load_run
+    from agentenvs.eval.runner import EvalConfig, run_pass_at_k_t
+    from agentenvs.eval.step_quality import StepQualityConfig, run_step_quality
+
+    kwargs = {**LAKE, "value_policy": "foreign/random", "value_rollouts": 8}
+    config = EvalConfig(
+        env_id="agentenvs/GymnasiumText-v0",
+        policy="foreign/random",
+        task_ids=["0", "1"],
+        n=4,
+        budgets=[6, 12],
+        env_kwargs=kwargs,
+    )
+    run_pass_at_k_t(config, tmp_path / "run", workers=0, progress=False)
+    records = load_run(tmp_path / "run")
+    assert records.n_records == 2 * 4 * 2
+    sq = StepQualityConfig(
+        env_id="agentenvs/GymnasiumText-v0",
+        policy_a="foreign/random",
+        policy_b="foreign/random",
+        env_kwargs=kwargs,
+        run_dir=str(tmp_path / "run"),
+        n_states=6,
+        n_actions=2,
+    )
+    result = run_step_quality(
+        sq, tmp_path / "sq", workers=0, progress=False, plots=False, n_boot=50
+    )
+    assert result is not None
+    assert (tmp_path / "sq").is_dir() and any((tmp_path / "sq").iterdir())

@@ -78,8 +78,22 @@ class ReplayTextEnv(TextEnv):
     #: a restore replays on a spare source and changes the env only once it matched
     restore_rollback: ClassVar[bool] = False
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self, *, value_policy: str | None = None, value_rollouts: int = 16, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        if value_policy is not None and not isinstance(value_policy, str):
+            raise ValueError(f"value_policy must be a policy spec, got {value_policy!r}")
+        if (
+            isinstance(value_rollouts, bool)
+            or not isinstance(value_rollouts, int)
+            or value_rollouts < 1
+        ):
+            raise ValueError(f"value_rollouts must be a positive int, got {value_rollouts!r}")
+        self.value_policy = value_policy
+        self.value_rollouts = value_rollouts
+        #: the last ``score_action``'s 95% interval (Wilson) when it was an estimate
+        self.last_score_interval: tuple[float, float] | None = None
         self.source: Any = None
         self._spare: Any = None
         self._seed = 0
@@ -198,6 +212,52 @@ class ReplayTextEnv(TextEnv):
             key,
         )
 
+    # ------------------------------------------------------------ action quality
+    def score_action(self, action: str) -> float:
+        """The action's quality from the current state, without advancing.
+
+        Without ``value_policy``: the base's (the ``score`` after the action). With it
+        (a scripted policy spec, e.g. ``foreign/random``): a Monte-Carlo estimate of the
+        chance of success when the action is taken and ``value_policy`` plays on to the
+        end of the episode's budget, over ``value_rollouts`` rollouts, each from a replay
+        of the state after the action. The rollouts' randomness is seeded by the state
+        and the action, so the same question gets the same answer. An estimate, not an
+        oracle: its 95% interval (Wilson) is kept in ``last_score_interval``.
+        """
+        self.last_score_interval = None
+        if self.value_policy is None:
+            return super().score_action(action)
+        from agentenvs.policy.base import Conversation
+        from agentenvs.policy.registry import make_policy
+
+        policy = make_policy(self.value_policy)
+        snap = self.snapshot()
+        seed = int(_digest("value", self.state_key(), self._turn, action)[:8], 16)
+        rng = np.random.default_rng(seed)
+        try:
+            obs, _, terminated, truncated, info = self.step(action)
+            if terminated or truncated:
+                wins, n = int(bool(info.get("success"))), 1
+            else:
+                after = self.snapshot()
+                wins, n = 0, self.value_rollouts
+                for i in range(n):
+                    if i:
+                        self.restore(after)
+                    conversation = Conversation.start(obs, info, env=self)
+                    done = False
+                    while not done:
+                        move = policy.act(conversation, rng)
+                        conversation.messages.append({"role": "assistant", "content": move})
+                        o, _, terminated, truncated, end = self.step(move)
+                        conversation.messages.append({"role": "user", "content": o})
+                        done = terminated or truncated
+                    wins += bool(end.get("success"))
+        finally:
+            self.restore(snap)
+        self.last_score_interval = wilson_interval(wins, n)
+        return wins / n
+
     def _not_replayable(self, where: str) -> SnapshotError:
         return SnapshotError(
             f"{self.source_name} is not replayable: {where} differs from the recorded one "
@@ -207,3 +267,14 @@ class ReplayTextEnv(TextEnv):
 
     def _state_key(self) -> str:
         return self._key
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (95% by default)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
