@@ -173,6 +173,10 @@ class GymnasiumTextEnv(ReplayTextEnv):
         observation, reward, terminated, truncated, _ = source.step(move)
         reward = float(reward)
         ended = bool(terminated or truncated)
+        # what a replay must reproduce: the source's raw result (its text follows from it)
+        digest = _digest("step", observation, reward, bool(terminated), bool(truncated))
+        if self._replaying:  # only the digest is read: no rendering
+            return SourceStep("", reward, ended, digest=digest), _digest(observation, ended)
         lines = [self._text(source, observation), f"Reward: {reward:g}"]
         if truncated and not terminated:
             lines.append("The episode is over: the env's own time limit ended it.")
@@ -185,6 +189,7 @@ class GymnasiumTextEnv(ReplayTextEnv):
             terminated=ended,
             success=solved if ended else None,
             score=(1.0 if solved else 0.0) if ended else None,
+            digest=digest,
         )
         return done, _digest(observation, ended)
 

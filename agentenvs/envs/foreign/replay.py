@@ -96,6 +96,9 @@ class ReplayTextEnv(TextEnv):
         self.last_score_interval: tuple[float, float] | None = None
         self.source: Any = None
         self._spare: Any = None
+        #: True while a restore replays on the spare source: a subclass whose steps give
+        #: a ``digest`` of the source's raw result may skip building the text then
+        self._replaying = False
         self._seed = 0
         self._actions: list[str] = []
         self._digests: list[str] = []
@@ -196,13 +199,17 @@ class ReplayTextEnv(TextEnv):
         observation, key = self._source_reset(spare, str(self._task_id), seed)
         if _digest("reset", observation) != digests[0]:
             raise self._not_replayable("the first observation after the seeded reset")
-        for i, action in enumerate(actions):
-            done, key = self._source_step(spare, action)
-            got = done.digest or _digest(
-                done.observation, float(done.reward), bool(done.terminated)
-            )
-            if not done.action_valid or got != digests[i + 1]:
-                raise self._not_replayable(f"the result of action {i + 1} of {len(actions)}")
+        self._replaying = True
+        try:
+            for i, action in enumerate(actions):
+                done, key = self._source_step(spare, action)
+                got = done.digest or _digest(
+                    done.observation, float(done.reward), bool(done.terminated)
+                )
+                if not done.action_valid or got != digests[i + 1]:
+                    raise self._not_replayable(f"the result of action {i + 1} of {len(actions)}")
+        finally:
+            self._replaying = False
         # the replay matched: the spare becomes the live source
         self.source, self._spare = spare, self.source
         self._seed, self._actions, self._digests, self._key = (
