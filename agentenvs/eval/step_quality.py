@@ -595,8 +595,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
 INTERVAL = "expanded percentile bootstrap over tasks"
 #: below this many tasks the table calls the intervals approximate: at 95% nominal
 #: ``benchmarks/step_quality_ci_coverage.py`` measured (60-83% ties, unequal states per
-#: task) 0.937-0.967 from 50 tasks up, but down to 0.926 at 10 and 20 tasks where ties
-#: are 77-83% of the pairs (the percentile interval it replaced: down to 0.867)
+#: task) 0.931-0.964 from 50 tasks up, but down to 0.913 at 10 tasks with 83% ties (the
+#: plain percentile interval: down to 0.867 at 10 tasks, 0.920 at 50)
 MIN_TASKS_FOR_STEP_CI = 50
 
 
@@ -907,10 +907,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines += [
             "",
             f"Intervals are approximate: with {', '.join(map(str, few))} tasks "
-            f"(< {MIN_TASKS_FOR_STEP_CI}) they may cover a little less than their nominal "
-            "level (95% intervals held the truth 93% of the time in simulations with 10-20 "
-            "tasks and most pairs tied), so two policies that act alike may get a verdict "
-            "a little more often than one time in twenty.",
+            f"(< {MIN_TASKS_FOR_STEP_CI}) they may cover less than their nominal level "
+            "(in simulations with 10-20 tasks, 95% intervals held the truth 91-95% of the "
+            "time, least where most pairs are ties), so two policies that act alike may get "
+            "a verdict more often than one time in twenty.",
         ]
     lines += [
         "",
