@@ -22,6 +22,11 @@ ENV_IDS: dict[str, str] = {
 #: benchmarks, listed apart from them (``registered_ids`` names the benchmarks)
 FOREIGN_IDS: dict[str, str] = {
     "GymnasiumText-v0": "agentenvs.envs.foreign.gymnasium_text:GymnasiumTextEnv",
+    "TextArena-v0": "agentenvs.envs.foreign.textarena_env:TextArenaEnv",
+    "ReasoningGym-v0": "agentenvs.envs.foreign.reasoning_gym_env:ReasoningGymEnv",
+    "OpenEnv-v0": "agentenvs.envs.foreign.openenv_env:OpenEnvTextEnv",
+    "Verifiers-v0": "agentenvs.envs.foreign.verifiers_env:VerifiersTextEnv",
+    "GEM-v0": "agentenvs.envs.foreign.gem_env:GEMTextEnv",
 }
 
 POLICIES: dict[str, str] = {
