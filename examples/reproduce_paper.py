@@ -76,7 +76,7 @@ EVAL_BUDGETS = (8, 10, 12, 16, 24)
 TRAIN_BUDGET = 16
 MIX_BUDGETS = tuple(range(8, 25))
 TRAIN_MAP_SEEDS = 5000  # training maps: seeds [0, 5000) shifted by the seed base
-EVAL_MAP_START = 100_000  # held-out maps: seeds from here on, shifted by the seed base
+EVAL_MAP_START = 10_000_000  # held-out maps: seeds from here on, 1000 more per seed base
 MOVES = ("Left", "Down", "Right", "Up")
 N_ACTIONS = 16  # moves sampled per policy from each state, as the paper does
 RECIPES: dict[str, dict[str, Any]] = {
@@ -185,7 +185,7 @@ class Size:
 
 QUICK = Size(seeds=2, maps=8, episodes=8, bc_episodes=300, bc_epochs=15, iterations=6, groups=6, group_size=4,
              states_per_map=6, continuations=2, n_boot=300)  # fmt: skip
-DEFAULT = Size(seeds=3, maps=40, episodes=16, bc_episodes=2000, bc_epochs=30, iterations=60, groups=16,
+DEFAULT = Size(seeds=3, maps=50, episodes=16, bc_episodes=2000, bc_epochs=30, iterations=60, groups=16,
                group_size=8, states_per_map=10, continuations=4, n_boot=2000)  # fmt: skip
 
 
