@@ -218,3 +218,17 @@ def test_pass_at_k_t_and_step_quality_run_on_an_adapted_env(tmp_path) -> None:  
     )
     assert result is not None
     assert (tmp_path / "sq").is_dir() and any((tmp_path / "sq").iterdir())
+
+
+def test_check_replayable_passes_a_seeded_source_and_names_one_that_is_not() -> None:
+    env = GymnasiumTextEnv(env_id="Taxi-v4")
+    env.check_replayable(seed=3)
+    env.close()
+    gym.register("test-foreign/Unseeded-v1", entry_point=_Unseeded)
+    try:
+        bad = GymnasiumTextEnv(env_id="test-foreign/Unseeded-v1")
+        with pytest.raises(SnapshotError, match="Unseeded-v1 is not replayable"):
+            bad.check_replayable()
+        bad.close()
+    finally:
+        gym.registry.pop("test-foreign/Unseeded-v1", None)

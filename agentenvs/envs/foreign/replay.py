@@ -219,6 +219,31 @@ class ReplayTextEnv(TextEnv):
             key,
         )
 
+    def check_replayable(
+        self, task_id: str | None = None, *, seed: int = 0, steps: int = 8
+    ) -> None:
+        """Raise ``SnapshotError`` (saying where) unless a short episode replays exactly:
+        ``steps`` random legal actions from a seeded reset, then a restore of the record
+        on a fresh env of the same arguments (in another process the same holds: nothing
+        of the record is process-bound). The analyses that branch call this first, so a
+        source that cannot be replayed is refused before any work, with the reason."""
+        probe = self._sibling()
+        other = self._sibling()
+        try:
+            options = {"task_id": task_id} if task_id is not None else None
+            probe.reset(seed=seed, options=options)
+            rng = np.random.default_rng(seed)
+            for _ in range(steps):
+                if probe.done:
+                    break
+                probe.step(probe.random_action(rng))
+            other.restore(probe.snapshot())
+            if other.state_key() != probe.state_key():
+                raise self._not_replayable("the state after the replay")
+        finally:
+            probe.close()
+            other.close()
+
     # ------------------------------------------------------------ action quality
     def score_action(self, action: str) -> float:
         """The action's quality from the current state, without advancing.
