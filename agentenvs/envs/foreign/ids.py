@@ -21,6 +21,9 @@ FOREIGN_PREFIXES: dict[str, tuple[str, str]] = {
     "gymnasium": ("agentenvs/GymnasiumText-v0", "env_id"),
     "textarena": ("agentenvs/TextArena-v0", "game"),
     "reasoning_gym": ("agentenvs/ReasoningGym-v0", "dataset"),
+    "openenv": ("agentenvs/OpenEnv-v0", "env_class"),
+    "verifiers": ("agentenvs/Verifiers-v0", "env_class"),
+    "gem": ("agentenvs/GEM-v0", "env_id"),
 }
 
 
