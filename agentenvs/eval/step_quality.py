@@ -10,8 +10,9 @@ sum to 1. These per-state values, and the mean score of each policy, are average
 states. States of one task are not independent (the same map, the same question), so
 every figure is a ratio of per-task sums and its interval a percentile bootstrap over
 *tasks* (clusters: a resample draws tasks with replacement and keeps all their states),
-at a level widened for the number of tasks (``ratio_interval``), and the summary gives the number of tasks beside the number of
-states; with fewer than two tasks there is no interval. The difference P(A better) -
+at a level widened for the number of tasks (``ratio_interval``), and the summary gives
+the number of tasks beside the number of states; with fewer than two tasks there is no
+interval. The difference P(A better) -
 P(B better) is bootstrapped paired, and its interval decides the verdict.
 ``a_share_of_decided`` is A's share of the pairs that were not ties, sum(A better) /
 sum(A better + B better), with its interval: the figure to compare with the paper's
