@@ -59,7 +59,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentenvs  # noqa: F401 - registers env ids and policies in worker processes
-from agentenvs.core.errors import AgentEnvsError, Fault
+from agentenvs.core.errors import AgentEnvsError, Fault, SnapshotError
 from agentenvs.core.fork import fork_env, run_concurrently
 from agentenvs.core.snapshot import Snapshot, restore_snapshot
 from agentenvs.eval.faults import (
@@ -455,6 +455,7 @@ def run_step_quality(
     out_dir = Path(out_dir)
     started = time.perf_counter()
     import_modules(config.imports)
+    check_branching(config.env_id, config.env_kwargs, config.task_ids[0] if config.task_ids else None)
     _prepare(config, out_dir)
     states_path = out_dir / STATES_NAME
     if not states_path.exists():
@@ -512,6 +513,34 @@ def run_step_quality(
         out_dir=out_dir, n_states=len(state_records), ran=ran,
         seconds=time.perf_counter() - started, summary=summary, files=files,
     )
+
+
+def check_branching(env_id: str, env_kwargs: dict[str, Any], task_id: str | None = None) -> None:
+    """Refuse, before any work, an env whose states cannot be branched from: an adapted
+    foreign env whose source does not replay (``ReplayTextEnv.check_replayable``), with
+    the reason. Envs with their own snapshots pass unchecked here (the contract checks
+    them)."""
+    from agentenvs.envs.foreign.replay import ReplayTextEnv
+    from agentenvs.envs.lookup import entry_point
+
+    try:
+        cls = entry_point(env_id)
+    except Exception:  # noqa: BLE001 - an id gym.make reports better, later
+        return
+    if not (isinstance(cls, type) and issubclass(cls, ReplayTextEnv)):
+        return  # built only for adapters: no other env is made here
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        check = getattr(env.unwrapped, "check_replayable", None)
+        if callable(check):
+            try:
+                check(task_id)
+            except SnapshotError as exc:
+                raise AnalysisConfigError(
+                    f"{env_id} cannot be analysed from the same state: {exc}"
+                ) from None
+    finally:
+        env.close()
 
 
 def _collect_riding_out_faults(

@@ -232,3 +232,25 @@ def test_check_replayable_passes_a_seeded_source_and_names_one_that_is_not() -> 
         bad.close()
     finally:
         gym.registry.pop("test-foreign/Unseeded-v1", None)
+
+
+def test_step_quality_refuses_a_source_that_does_not_replay_before_any_work(tmp_path) -> None:  # noqa: ANN001
+    from agentenvs.eval.step_quality import AnalysisConfigError, StepQualityConfig, run_step_quality
+
+    gym.register("test-foreign/Unseeded-v2", entry_point=_Unseeded)
+    try:
+        sq = StepQualityConfig(
+            env_id="agentenvs/GymnasiumText-v0",
+            policy_a="foreign/random",
+            policy_b="foreign/random",
+            env_kwargs={"env_id": "test-foreign/Unseeded-v2"},
+            reference="foreign/random",
+            task_ids=["0"],
+            episodes=1,
+            n_states=2,
+        )
+        with pytest.raises(AnalysisConfigError, match="Unseeded-v2 is not replayable"):
+            run_step_quality(sq, tmp_path / "sq", workers=0, progress=False, plots=False)
+        assert not (tmp_path / "sq").exists()
+    finally:
+        gym.registry.pop("test-foreign/Unseeded-v2", None)
