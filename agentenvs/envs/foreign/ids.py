@@ -3,8 +3,12 @@
 ``gymnasium:Taxi-v4`` is ``agentenvs/GymnasiumText-v0`` with ``env_id="Taxi-v4"``;
 ``textarena:Wordle-v0`` is ``agentenvs/TextArena-v0`` with ``game="Wordle-v0"``;
 ``reasoning_gym:leg_counting`` is ``agentenvs/ReasoningGym-v0`` with
-``dataset="leg_counting"``. Every command that takes ``--env`` takes these, and the
-adapter's other kwargs come from ``--env-kwargs`` as for any env (given ones win).
+``dataset="leg_counting"``; ``openenv:my_pkg.envs:MyEnvironment`` is
+``agentenvs/OpenEnv-v0`` with ``env_class=...``, ``verifiers:my_taskset`` is
+``agentenvs/Verifiers-v0`` with ``taskset=...``, ``gem:game:Sudoku-v0-easy`` is
+``agentenvs/GEM-v0`` with ``env_id=...``. Every command that takes ``--env`` takes
+these, and the adapter's other kwargs come from ``--env-kwargs`` as for any env (given
+ones win).
 
 These prefixes are read before the ``MODULE:ID`` form (a plugin module imported, then its
 registered id): ``gymnasium:Taxi-v4`` in that form would name Gymnasium's own env, whose
@@ -22,7 +26,7 @@ FOREIGN_PREFIXES: dict[str, tuple[str, str]] = {
     "textarena": ("agentenvs/TextArena-v0", "game"),
     "reasoning_gym": ("agentenvs/ReasoningGym-v0", "dataset"),
     "openenv": ("agentenvs/OpenEnv-v0", "env_class"),
-    "verifiers": ("agentenvs/Verifiers-v0", "env_class"),
+    "verifiers": ("agentenvs/Verifiers-v0", "taskset"),
     "gem": ("agentenvs/GEM-v0", "env_id"),
 }
 
