@@ -7,6 +7,7 @@ has, a GPU) is refused up front, naming the need."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -230,6 +231,35 @@ def test_the_agent_budget_ends_the_episode(env: TerminalBenchEnv) -> None:
     assert "time budget of 2 s is used up" in obs
     assert info["tests_total"] == 0 and info[keys.VERIFIER_TIMED_OUT] is False
     assert reward == 0.0  # the tests ran: out.txt was never written
+
+
+def test_a_clock_of_commands_does_not_count_the_policys_thinking(tasks: Path) -> None:
+    # the short-budget task gives the agent 2 s; the policy "thinks" 2.5 s between two
+    # quick commands: under "wall" the budget is spent, under "commands" it is not
+    for counting, spent in (("wall", True), ("commands", False)):
+        env = TerminalBenchEnv(tasks_path=tasks, command_timeout=ROOMY_S, agent_clock=counting)
+        try:
+            env.reset(options={"task_id": "short-budget"})
+            env.step("true")
+            time.sleep(2.5)
+            obs, _, term, _, info = env.step("echo hello")
+            assert info["agent_timed_out"] is spent, (counting, obs)
+            assert term is spent and ("hello" in obs) is not spent, (counting, obs)
+        finally:
+            env.close()
+
+
+def test_a_clock_off_has_no_time_budget(tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=tasks, command_timeout=ROOMY_S, agent_clock="off")
+    try:
+        env.reset(options={"task_id": "short-budget"})
+        obs, _, term, _, info = env.step("sleep 2.5; echo woke")
+        assert "woke" in obs and not term and info["agent_timed_out"] is False, obs
+        assert info["agent_timeout_s"] is None
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="agent_clock must be one of"):
+        TerminalBenchEnv(tasks_path=tasks, agent_clock="cpu")
 
 
 def test_the_agent_budget_survives_a_snapshot(env: TerminalBenchEnv) -> None:

@@ -20,22 +20,42 @@ import time
 MIN_COMMAND_S = 0.05
 
 
-class AgentClock:
-    """Time used of a task's agent budget, in seconds of wall clock."""
+#: what an episode's clock counts: the whole wall clock (the harnesses' way, the
+#: policy's thinking included), the time its commands ran (a trainer's slow model costs
+#: the agent nothing), or nothing (no time budget)
+COUNTINGS = ("wall", "commands", "off")
 
-    def __init__(self, budget_s: float, used_s: float = 0.0) -> None:
+
+class AgentClock:
+    """Time used of a task's agent budget, in seconds: of wall clock (``"wall"``) or of
+    commands running (``"commands"``: only between ``begin`` and ``mark``)."""
+
+    def __init__(self, budget_s: float, used_s: float = 0.0, *, counting: str = "wall") -> None:
+        if counting not in ("wall", "commands"):
+            raise ValueError(f"counting must be 'wall' or 'commands', got {counting!r}")
         self.budget_s = float(budget_s)
+        self.counting = counting
         self._start = time.monotonic() - float(used_s)
+        self._began: float | None = None
         #: the time used when the last action ended (or when the clock was made)
         self.marked_s = float(used_s)
+
+    def begin(self) -> None:
+        """A command starts (what ``"commands"`` counts, up to the next ``mark``)."""
+        if self.counting == "commands":
+            self._began = time.monotonic()
 
     def mark(self) -> None:
         """Note the time used now (at the end of an action)."""
         self.marked_s = self.used_s
+        self._began = None
 
     @property
     def used_s(self) -> float:
-        return time.monotonic() - self._start
+        if self.counting == "wall":
+            return time.monotonic() - self._start
+        running = time.monotonic() - self._began if self._began is not None else 0.0
+        return self.marked_s + running
 
     @property
     def left_s(self) -> float:

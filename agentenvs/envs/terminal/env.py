@@ -14,7 +14,7 @@ from agentenvs.core.env import TextEnv, Transition
 from agentenvs.core.errors import Fault, SandboxError, TaskError, require_installed
 from agentenvs.envs.terminal import grading as grading_rules
 from agentenvs.envs.terminal.actions import FORMAT, parse_action
-from agentenvs.envs.terminal.agent_clock import AgentClock
+from agentenvs.envs.terminal.agent_clock import COUNTINGS, AgentClock
 from agentenvs.envs.terminal.data import TerminalTask, load_tasks_report
 from agentenvs.envs.terminal.faults import SANDBOX_FAILURES
 from agentenvs.envs.terminal.shell import CommandResult, ShellSession
@@ -166,6 +166,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
       whose tests check processes the agent left running, run only under it).
     - ``command_timeout`` (60 s), ``max_output_chars`` (10000), ``limits``.
+    - ``agent_clock``: what the task's agent budget counts: ``"wall"`` (the default, as
+      TB1 and Harbor hold an agent: the whole episode's wall clock, the policy's thinking
+      included), ``"commands"`` (only the time commands ran: a slow model or a loaded
+      trainer costs the agent nothing, so outcomes do not depend on inference speed) or
+      ``"off"`` (no time budget; commands keep ``command_timeout``).
     - ``step_rewards`` (False): grade every step (see Information). Off by default: each
       step then pays a snapshot, a restore into the copy and a test run: on the local
       runtime about 0.6 s a step for a bundled task's pytest suite against 0.02 s without
@@ -209,6 +214,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         grading: str = "safe",
         build_wheelhouse: str | Path | None = None,
         step_rewards: bool = False,
+        agent_clock: str = "wall",
     ) -> None:
         super().__init__(
             max_turns=max_turns,
@@ -223,6 +229,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if grading not in grading_rules.GRADINGS:
             raise ValueError(f"grading must be one of {grading_rules.GRADINGS}, got {grading!r}")
         self.grading = grading
+        if agent_clock not in COUNTINGS:
+            raise ValueError(f"agent_clock must be one of {COUNTINGS}, got {agent_clock!r}")
+        self.agent_clock = agent_clock
         if not isinstance(step_rewards, bool):
             raise ValueError(f"step_rewards must be a bool, got {step_rewards!r}")
         self.step_rewards = step_rewards
@@ -456,9 +465,15 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             # nothing of the agent's ran yet: the task's image or setup is the reason
             why = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
             raise self._refuse(task, f"its starting state cannot be set up: {why}") from exc
-        self._clock = AgentClock(task.max_agent_timeout_sec)
+        self._clock = self._new_clock(task)
         # the suite's convention: system prompt, a blank line, then the task
         return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
+
+    def _new_clock(self, task: TerminalTask, used_s: float = 0.0) -> AgentClock | None:
+        """The episode's clock of the task's agent budget (None: ``agent_clock="off"``)."""
+        if self.agent_clock == "off":
+            return None
+        return AgentClock(task.max_agent_timeout_sec, used_s, counting=self.agent_clock)
 
     def _reset_info(self) -> dict[str, Any]:  # a task container's pids slack is 32
         bounds = limits_info(self.runtime_name, self.limits, docker_pids_slack=32)
@@ -502,6 +517,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             if parsed.script == self._oracle_script():
                 own = self.task.max_agent_timeout_sec  # the oracle's: the budget alone
             limit_s = clock.command_timeout(own) if clock is not None else own
+            if clock is not None:
+                clock.begin()
             try:
                 result = self.shell.run(parsed.script, limit_s)
             except SANDBOX_FAILURES as exc:
@@ -617,6 +634,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 max_output_chars=self.max_output_chars,
                 limits=self.limits,
                 grading=self.grading,
+                agent_clock=self.agent_clock,
                 **self.docker_options,
             )
         return self._copy_env
@@ -776,7 +794,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         self._fraction = float(state.get("fraction", 0.0))
         self._verifier_timed_out = bool(state.get("verifier_timed_out", False))
         self._agent_timed_out = bool(state.get("agent_timed_out", False))
-        self._clock = AgentClock(task.max_agent_timeout_sec, state.get("agent_used_s", 0.0))
+        self._clock = self._new_clock(task, state.get("agent_used_s", 0.0))
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -790,7 +808,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if self._last_exit is not None:  # absent, not None: vector envs batch ints only
             info["exit_status"] = self._last_exit
         if self._task_id is not None:
-            info["agent_timeout_s"] = self.task.max_agent_timeout_sec
+            off = self.agent_clock == "off"
+            info["agent_timeout_s"] = None if off else self.task.max_agent_timeout_sec
             info["agent_timed_out"] = self._agent_timed_out
         if self._tested:
             info["test_results"] = dict(self._results)
