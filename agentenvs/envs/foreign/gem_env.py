@@ -6,10 +6,11 @@ math, code and QA, each a ``gem.Env`` made by ``gem.make(env_id)`` whose ``reset
 returns the instructions and whose ``step(text)`` returns ``(observation, reward,
 terminated, truncated, info)``. Answers go inside ``\\boxed{...}``.
 
-GEM's envs draw from Python's global ``random`` (and numpy's legacy global generator),
-which their reset seeds. Every call into a source runs with both generators' states
-swapped for the source's own (under a lock), so the live source and the spare a replay
-runs on never draw from each other's stream, and nothing else in the process moves them.
+GEM's envs draw from Python's global ``random``, which their reset seeds (with numpy's
+legacy global generator). Every call into a source runs with ``random``'s state swapped
+for the source's own (under a lock; numpy's too around make and reset), so the live
+source and the spare a replay runs on never draw from each other's stream, and a GEM
+env moves neither generator for the rest of the process.
 
 gem-llm pins ``reasoning-gym==0.1.23`` (and ``nltk==3.9.1``) while the ``ecosystem``
 extra pins ``reasoning-gym==0.1.25``, so it is not in that extra; its game envs import
@@ -49,20 +50,26 @@ def _import_gem() -> Any:
 
 
 @contextlib.contextmanager
-def _generators(state: list[Any]) -> Iterator[None]:
-    """Python's ``random`` and numpy's global generator hold ``state`` (a pair) while the
-    block runs, and keep what it drew there; what the env prints is dropped."""
+def _generators(state: list[Any], numpy: bool = True) -> Iterator[None]:
+    """Python's ``random`` (and with ``numpy``, numpy's global generator) hold ``state``
+    (a pair) while the block runs, and keep what it drew there; what the env prints is
+    dropped. Steps leave numpy's out: GEM seeds it in reset, but none of its envs draws
+    from it (gem-llm 0.1.0), and its state costs 0.14 ms a swap (a step that did draw
+    from it would not replay, and be refused as such)."""
     with _LOCK:
-        outside = (random.getstate(), np.random.get_state())
+        outside = (random.getstate(), np.random.get_state() if numpy else None)
         random.setstate(state[0])
-        np.random.set_state(state[1])
+        if numpy:
+            np.random.set_state(state[1])
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 yield
         finally:
-            state[0], state[1] = random.getstate(), np.random.get_state()
+            state[0] = random.getstate()
             random.setstate(outside[0])
-            np.random.set_state(outside[1])
+            if numpy:
+                state[1] = np.random.get_state()
+                np.random.set_state(outside[1])
 
 
 def _fresh_state(seed: int) -> list[Any]:
@@ -86,7 +93,7 @@ class _Source:
         return str(observation), dict(info or {})
 
     def step(self, action: str) -> tuple[Any, ...]:
-        with _generators(self.state):
+        with _generators(self.state, numpy=False):
             return tuple(self.env.step(action))
 
     def sample(self, seed: int) -> str | None:
