@@ -213,13 +213,16 @@ def score_from_state(
     actions: Sequence[str],
     *,
     concurrency: int | None = None,
+    intervals: dict[str, tuple[float, float]] | None = None,
 ) -> list[float]:
     """``score_action`` of each action from the snapshot's state; equal texts scored once.
 
     No scoring sees another's effects: the env is restored to the snapshot, then each
     distinct action is scored in its own fork of it (``fork_env``), up to
     ``concurrency`` at once (default: ``DEFAULT_SCORE_CONCURRENCY`` for envs whose
-    calls wait, else 1), each fork closed after. The values are those of restoring
+    calls wait, else 1), each fork closed after. Where a score is an estimate (a foreign
+    env's Monte-Carlo value: ``last_score_interval`` set), its interval is put in
+    ``intervals`` (action text -> (low, high)) when a dict is given. The values are those of restoring
     before each scoring. An env with ``score_actions`` (DeepCoder-MT runs new programs
     concurrently itself) scores the batch from the restored env. An env whose
     ``score_action`` advanced the turn is a bug reported here.
@@ -241,6 +244,9 @@ def score_from_state(
                 kid: Any = child.unwrapped
                 turn = kid.turn
                 value = float(kid.score_action(action))
+                interval = getattr(kid, "last_score_interval", None)
+                if intervals is not None and interval is not None:
+                    intervals[action] = (float(interval[0]), float(interval[1]))
                 if kid.turn != turn:
                     raise AgentEnvsError(
                         f"{type(kid).__name__}.score_action advanced the env (turn {turn} -> "
@@ -280,7 +286,11 @@ def evaluate_state(
         conversation = state.restore_into(env)
         seed = stable_seed(config.seed, state.state_id, "sample", slot)
         actions[slot] = [str(a) for a in policy.sample([conversation], config.n_actions, seed=seed)[0]]
-    scores = {slot: score_from_state(env, snapshot, acts) for slot, acts in actions.items()}
+    estimates: dict[str, tuple[float, float]] = {}
+    scores = {
+        slot: score_from_state(env, snapshot, acts, intervals=estimates)
+        for slot, acts in actions.items()
+    }
     a_better, b_better, ties = compare_scores(scores["a"], scores["b"], config.tie_tol)
     result: dict[str, Any] = {
         "state_id": state.state_id,
@@ -300,6 +310,10 @@ def evaluate_state(
         "scores_a": scores["a"],
         "scores_b": scores["b"],
     }
+    if estimates:  # the scores are estimates: their mean 95% half-width goes with them
+        result["score_half_width"] = float(
+            np.mean([(hi - lo) / 2 for lo, hi in estimates.values()])
+        )
     if config.continuations > 0 and _continues(state.kind, config.continue_kinds):
         for slot, policy in policies.items():
             wins = continuation_successes(env, policy, state, config.continuations, config.seed, slot)
@@ -837,6 +851,13 @@ def summarize(
             for env_id in envs
         }
         summary["kinds"][kind] = entry
+    widths = [r["score_half_width"] for r in results if "score_half_width" in r]
+    if widths:
+        summary["score_estimate"] = {
+            "states": len(widths),
+            "mean_half_width": float(np.mean(widths)),
+            "max_half_width": float(np.max(widths)),
+        }
     return summary
 
 
@@ -948,6 +969,16 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "the states of a drawn task; its percentiles are taken at a level widened for "
         "the number of tasks, as a t interval is).",
     ]
+    estimate = summary.get("score_estimate")
+    if estimate:
+        lines += ["", (
+            f"Action scores are Monte-Carlo estimates, not an oracle's (the env has none): "
+            f"each the success rate of rollouts of the env's value policy after the action, "
+            f"with a 95% half-width of {estimate['mean_half_width']:.3f} on average "
+            f"(at most {estimate['max_half_width']:.3f}) over {estimate['states']} states. "
+            "Two actions whose scores differ by less than that may be equally good: the "
+            "tables count them by their estimates."
+        )]
     if "faults" in summary:
         lines += ["", f"Faults: {fault_line(summary['faults'])}."]
     injected = summary.get("injected_errors")
