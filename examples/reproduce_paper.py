@@ -240,7 +240,9 @@ def distill_base(size: Size, seed_base: int, log: Callable[[str], None]) -> Any:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-    log(f"base: distilled from {len(ys)} moves of {teacher.name} (error_rate 0.1), final loss {loss.item():.3f}")
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+    log(f"base: distilled from {len(ys)} moves of {teacher.name} (error_rate 0.1), loss on them {loss.item():.3f}")
     return net
 
 
