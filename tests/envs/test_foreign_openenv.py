@@ -93,10 +93,11 @@ CLASS_PATH = f"{__name__}:GuessNumberEnvironment"
 class _Server:
     """OpenEnv's app for the env, served by uvicorn on a loopback port in a thread."""
 
-    def __init__(self) -> None:
-        app = create_app(
-            GuessNumberEnvironment, GuessAction, GuessObservation, max_concurrent_envs=64
-        )
+    def __init__(self, app: Any = None) -> None:
+        if app is None:
+            app = create_app(
+                GuessNumberEnvironment, GuessAction, GuessObservation, max_concurrent_envs=64
+            )
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -217,6 +218,41 @@ def test_an_unreachable_or_dead_server_is_a_fault_not_an_outcome() -> None:
         env.step("6")
     assert caught.value.attribution == "infrastructure" and caught.value.retryable
     env.close()
+
+
+class _BreaksOn13(GuessNumberEnvironment):
+    def step(self, action: GuessAction, timeout_s: float | None = None, **kwargs: Any):  # noqa: ANN201
+        if action.guess == 13:
+            raise ZeroDivisionError("13 breaks the env")
+        return super().step(action)
+
+
+def test_a_server_error_is_a_fault_and_says_whose_it_may_be() -> None:
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    # the env raised on the server while stepping: the answer cannot tell whose fault
+    own = _Server(create_app(_BreaksOn13, GuessAction, GuessObservation, max_concurrent_envs=4))
+    try:
+        env = OpenEnvTextEnv(base_url=own.url)
+        env.reset(seed=0)
+        assert env.step("12")[4]["action_valid"] is True
+        with pytest.raises(Fault, match="13 breaks the env") as caught:
+            env.step("13")
+        assert caught.value.attribution == "unknown" and not caught.value.retryable
+        env.close()
+    finally:
+        own.stop()
+    # a server that answers 500
+    broken = FastAPI()
+    broken.get("/schema")(lambda: JSONResponse({"detail": "down"}, status_code=503))
+    own = _Server(broken)
+    try:
+        with pytest.raises(Fault, match="answered 503") as caught:
+            OpenEnvTextEnv(base_url=own.url)
+        assert caught.value.attribution == "infrastructure"
+    finally:
+        own.stop()
 
 
 def test_certify_runs(kwargs: dict[str, Any], tmp_path: Path) -> None:

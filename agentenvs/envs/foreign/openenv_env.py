@@ -36,7 +36,7 @@ server refuses a session (capacity, a factory error) or answers ``/schema`` with
 raises :class:`~agentenvs.core.errors.Fault` (kind ``env-server``), never an outcome of
 the agent's; an env whose step raised on the server (``EXECUTION_ERROR``) is a Fault
 attributed ``unknown``: the server's answer does not say whether the action or the env
-was at fault.
+was at fault. In process, what the env raises is raised as it is (its own traceback).
 """
 
 from __future__ import annotations
