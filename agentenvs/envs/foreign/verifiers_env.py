@@ -134,24 +134,16 @@ class _Interaction:
         if limit is not None and self.turns >= limit:
             self.trace.stop("max_turns")
             return vf.Segment(messages=[], terminated=True)
-        if message is None:
-            if self.turns == 0 and self.task.data.prompt is not None:
-                prompt = self.task.data.prompt
-                if isinstance(prompt, str):
-                    self._append(vf.UserMessage(content=prompt))
-                else:
-                    for m in prompt:
-                        self._append(m)
-            text = _messages_text(
-                [n.message for n in self.trace.nodes] if self.turns == 0 else None
-            )
+        if message is None and self.turns == 0:
+            message = self.task.data.prompt  # a prompted task speaks first
+        if isinstance(message, str):
+            self._append(vf.UserMessage(content=message))
         else:
-            if isinstance(message, str):
-                self._append(vf.UserMessage(content=message))
-            else:
-                for m in message:
-                    self._append(m)
-            text = _messages_text(message)
+            for m in message or ():
+                self._append(m)
+        # the first turn shows all the agent was given (system prompt, prompt, message)
+        shown = [n.message for n in self.trace.nodes] if self.turns == 0 else message
+        text = _messages_text(shown) or "(no message: your next reply)"
         reply = await self.seat.source.ask(text)
         self.turns += 1
         answer = vf.AssistantMessage(content=reply)
