@@ -331,14 +331,20 @@ class TextArenaEnv(ReplayTextEnv):
         self._example = _error_action(self.source.env, self._family, np.random.default_rng(0))
 
     def _count_players(self, game: _Game) -> int:
-        """1 or 2: the states of TextArena's games assert their player count."""
+        """1 or 2: a game that takes one player keeps a ``SinglePlayerState``; the others
+        refuse a count they do not play (an assertion or a ``ValueError``) or keep their
+        own (QuantumTicTacToe's state always has two)."""
         for n in (1, 2):
             try:
                 with game.running():
                     game.env.reset(num_players=n, seed=0)
-                return n
-            except AssertionError:
+            except (AssertionError, ValueError):
                 continue
+            state = game.env.state
+            if n == 1 and not isinstance(state, self._ta.SinglePlayerState):
+                continue
+            if state.num_players == n:
+                return n
         raise ValueError(f"{self.game} is played by neither one nor two players")
 
     @property
