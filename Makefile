@@ -12,6 +12,9 @@ LIGHT_STAMP := $(VENV)/.installed-light
 STAMP := $(VENV)/.installed-full
 # BFCL's official data and checkers; installed without its dependencies (see docs/bfcl.md)
 BFCL_EVAL ?= bfcl-eval==2026.3.23
+# GEM's package, without its dependencies: it pins a reasoning-gym older than the
+# ecosystem extra's; what its envs import is in that extra (agentenvs.envs.foreign.gem_env)
+GEM_LLM ?= gem-llm==0.1.0
 OUT ?= out/demo
 PYTEST_ARGS ?=
 
@@ -32,6 +35,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(if $(BFCL_EVAL),$(BIN)/python -m pip install -q --no-deps '$(BFCL_EVAL)')
+	$(if $(and $(GEM_LLM),$(findstring ecosystem,$(EXTRAS))),$(BIN)/python -m pip install -q --no-deps '$(GEM_LLM)')
 	$(BIN)/agentenvs sandbox provision >/dev/null
 	@touch $@
 	$(if $(FULL_HAS_LIGHT),@touch $(LIGHT_STAMP))
