@@ -205,6 +205,28 @@ def test_bad_arguments_are_refused() -> None:
         TextArenaEnv(game="GuessTheNumber-v0", player=1)
 
 
+def _first_bracket(game: Any, rng: np.random.Generator) -> str:
+    return "[0]"
+
+
+@pytest.mark.parametrize(
+    ("game", "players"),
+    [
+        ("GuessTheNumber-v0", 1),
+        ("Nim-v0", 2),  # its state refuses one player (an assertion)
+        ("GermanWhist-v0", 2),  # its reset refuses one player (a ValueError)
+        ("QuantumTicTacToe-v0", 2),  # its state has two players whatever it is told
+        ("PublicGoodsGame-v0", 2),  # a many-player state, which takes one too
+    ],
+)
+def test_the_player_count_is_read_from_the_game(game: str, players: int) -> None:
+    env = TextArenaEnv(game=game, opponent=_first_bracket)
+    assert env.num_players == players
+    env.reset(seed=0)
+    assert env.source.env.state.num_players == players
+    env.close()
+
+
 class _Unseeded(ta.Env):
     """A TextArena game whose reset ignores the seed: its number comes from the OS."""
 
