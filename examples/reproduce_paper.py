@@ -12,8 +12,8 @@ recipes, each from the base with several seeds:
   (``info["step_reward"]``, ``agentenvs.integrations.process``), ``T = TRAIN_BUDGET``.
 
 The maps (5x5, moves go the intended way with probability 0.8) and the budgets are
-chosen so that the budget binds: the exact oracle's best success rises from about 0.3 at
-T = 8 to about 0.87 at T = 24 (the run prints it). Every policy is then measured with the
+chosen so that the budget binds: the exact oracle's best success rises from about 0.29 at
+T = 8 to about 0.85 at T = 24 (the run prints it). Every policy is then measured with the
 paper's measurements, through the ``Policy`` protocol only (text in, text out):
 
 1. Pass@(K,T) on held-out maps (``pass_at_k`` of n samples per map and budget);
@@ -823,7 +823,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small run for CI (under 2 minutes)")
     parser.add_argument("--out", type=Path, default=Path("out/reproduce_paper"))
-    parser.add_argument("--seeds", type=int, default=None, help="RL seeds per recipe")
+    parser.add_argument("--seeds", type=int, default=None, help="RL seeds per recipe (at least 2: the intervals resample them)")
     parser.add_argument("--maps", type=int, default=None, help="held-out maps")
     parser.add_argument("--episodes", type=int, default=None, help="episodes per map and budget")
     parser.add_argument("--iterations", type=int, default=None, help="RL iterations (TRL steps with --model)")
