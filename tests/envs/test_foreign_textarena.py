@@ -99,6 +99,19 @@ def test_a_game_draws_from_its_own_random_whatever_else_draws_meanwhile() -> Non
         e.close()
 
 
+def test_a_game_holding_a_function_of_the_shared_random_is_seeded_too() -> None:
+    # Secretary draws its values with the ``random.random`` it kept in its constructor
+    first = []
+    for _ in range(2):
+        env = TextArenaEnv(game="Secretary-v0")
+        random.random()
+        obs, _ = env.reset(seed=0, options={"task_id": "4"})
+        first.append(obs)
+        env.close()
+    assert first[0] == first[1] and "The current value is" in first[0]
+    check_env_contract(ENV_ID, env_kwargs={"game": "Secretary-v0", "n_tasks": 10}, steps=15)
+
+
 def test_text_without_a_move_is_refused_before_the_game_and_costs_only_the_turn() -> None:
     env = TextArenaEnv(game="GuessTheNumber-v0")
     env.reset(seed=0)

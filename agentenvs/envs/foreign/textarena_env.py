@@ -7,14 +7,14 @@ player's action text. :class:`TextArenaEnv` plays one of them: a single-player g
 alone, a two-player game (TicTacToe, ConnectFour) against a fixed opponent policy whose
 moves the env makes itself between the agent's turns.
 
-The games draw from Python's global ``random`` (their reset seeds it with ``random.seed``
-and they call ``random.randint``, ``random.choice``, ...). Every call into a game runs with
-those module functions bound to a ``random.Random`` of the game's own, so two games, or
-the live game and the spare a replay runs on, never draw from each other's stream, a
-game's ``random.seed`` does not reseed the process, and nothing else that uses ``random``
-moves a game (calls are serialised by a lock; code on another thread that calls the
-module's functions meanwhile would draw from the game's generator). What a game prints
-while it runs is dropped.
+The games draw from Python's shared ``random`` generator (their reset seeds it with
+``random.seed``). Every call into a game runs with that generator's state swapped for the
+game's own, so two games, or the live game and the spare a replay runs on, never draw
+from each other's stream, a game's ``random.seed`` leaves the process's stream as it was,
+and nothing else that uses ``random`` moves a game (calls are serialised by a lock; code
+on another thread that draws from ``random`` meanwhile would still do so). The swap costs
+about 25 us a call (``benchmarks/bench_foreign_ecosystem.py``). What a game prints while
+it runs is dropped.
 """
 
 from __future__ import annotations
@@ -118,6 +118,8 @@ def _error_action(env: Any, family: str, rng: np.random.Generator) -> str:
             np.arange(1, raw.num_numbers + 1), size=raw.code_length, replace=raw.duplicate_numbers
         )
         return "[" + " ".join(str(int(d)) for d in digits) + "]"
+    if family == "Secretary":
+        return "[accept]" if rng.random() < 0.2 else "[continue]"
     if family in LEGAL_MOVES:
         legal = LEGAL_MOVES[family](raw)
         if legal:
@@ -164,40 +166,32 @@ def _canonical(value: Any, depth: int = 0) -> str:
     return f"<{type(value).__name__}>"
 
 
-#: the functions of Python's ``random`` module that draw from its shared generator
-_SHARED_RANDOM = tuple(
-    name
-    for name in dir(random)
-    if isinstance(getattr(getattr(random, name), "__self__", None), random.Random)
-)
-
-
 class _Game:
-    """A TextArena game and the randomness that is its own: a ``random.Random`` the
-    ``random`` module's functions draw from while it runs, and its opponent's generator."""
+    """A TextArena game and the randomness that is its own: the state of Python's shared
+    ``random`` generator while it runs, and its opponent's generator."""
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        self.rng = random.Random(0)
-        self._functions = {name: getattr(self.rng, name) for name in _SHARED_RANDOM}
+        self.random_state = random.Random(0).getstate()
         self.opponent_rng = np.random.default_rng(0)
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """``random.seed``, ``random.randint``, ... are this game's generator's while the
-        block runs (a tenth of the cost of swapping the shared generator's state in and
-        out), and what the game prints is dropped (some print their progress: it would
+        """Python's shared ``random`` generator is in this game's state while the block
+        runs, and what the game prints is dropped (some print their progress: it would
         corrupt a server that speaks on stdout)."""
+        # The state, not the module's functions, is swapped: a game may hold a function
+        # of the shared generator taken before (Secretary keeps ``random.random`` from
+        # its constructor), which only the state reaches.
         with _RANDOM_LOCK:
-            outside = {name: getattr(random, name) for name in _SHARED_RANDOM}
-            for name, function in self._functions.items():
-                setattr(random, name, function)
+            outside = random.getstate()
+            random.setstate(self.random_state)
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     yield
             finally:
-                for name, function in outside.items():
-                    setattr(random, name, function)
+                self.random_state = random.getstate()
+                random.setstate(outside)
 
     def close(self) -> None:
         self.env = None
