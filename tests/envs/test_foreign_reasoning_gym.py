@@ -128,6 +128,59 @@ def test_several_generators_in_one_env_and_unknown_ids_refused() -> None:
         ReasoningGymEnv(dataset="gcd", config={"lcm": {}})
 
 
+_SNAPSHOT_CHILD = """
+import sys, warnings
+from agentenvs.core.errors import SnapshotError
+from agentenvs.envs.foreign.reasoning_gym_env import ReasoningGymEnv
+from agentenvs.core.snapshot import Snapshot
+warnings.simplefilter("ignore")
+env = ReasoningGymEnv(dataset="ransom_note", size=5)
+if sys.argv[1] == "take":
+    env.reset(seed=0, options={"task_id": "ransom_note/2"})
+    env.step("<answer>False</answer>")
+    sys.stdout.write(env.snapshot().to_bytes().hex())
+else:
+    try:
+        env.restore(Snapshot.from_bytes(bytes.fromhex(sys.stdin.read())))
+        print("restored", env.turn)
+    except SnapshotError as exc:
+        print("refused:", exc)
+"""
+
+
+def _child(arg: str, hash_seed: str, data: str = "") -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    done = subprocess.run(
+        [sys.executable, "-c", _SNAPSHOT_CHILD, arg],
+        input=data,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_a_snapshot_of_a_hash_seed_dependent_generator_is_refused_under_another() -> None:
+    # ransom_note's entries depend on the hash seed: under another one, task 2 is another
+    # question, and a restore there would pair the grade with it
+    data = _child("take", "1")
+    assert _child("restore", "1", data).strip() == "restored 1"
+    refused = _child("restore", "2", data)
+    assert refused.startswith("refused:") and "generates another entry 2" in refused
+
+
+def test_generators_that_do_not_reproduce_warn() -> None:
+    with pytest.warns(UserWarning, match="set PYTHONHASHSEED"):
+        ReasoningGymEnv(dataset="ransom_note", size=2)
+    with pytest.warns(UserWarning, match="other entries from one run to the next"):
+        ReasoningGymEnv(dataset="list_functions", size=2)
+
+
 class WrongThenRight(ScriptedPolicy):
     """A plausible wrong answer first, then the dataset's own answer."""
 

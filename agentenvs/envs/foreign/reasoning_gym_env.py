@@ -9,13 +9,23 @@ every answer is graded by the dataset's own ``score_answer``, a wrong one gets f
 and the episode goes on until an answer is right or the budget ends.
 
 The episode's state is the adapter's own (the best grade so far), so a snapshot is that
-number and a restore needs no replay of the answers.
+number and a restore needs no replay of the answers; it also holds a digest of the
+entry, and a restore that generates another entry for the task id is refused.
+
+Not every generator is a function of its seed alone (reasoning-gym 0.1.25, entries 0-2
+with seed 0 compared in processes of different hash seeds): those of
+:data:`HASH_SEED_DEPENDENT` give other entries under another ``PYTHONHASHSEED`` (set it,
+for the worker processes of a run too, to use them), and ``list_functions``
+(:data:`NOT_REPRODUCIBLE`) others from one run to the next. Making an env of one of them
+warns.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -23,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core.env import TextEnv, Transition, short_repr
+from agentenvs.core.errors import SnapshotError
 
 EXTRA_HINT = "pip install 'agentenvs[ecosystem]'"
 
@@ -30,6 +41,12 @@ _ANSWER = re.compile(r"<answer>\s?(.*?)\s?</answer>", re.S)
 _NUMBER = re.compile(r"-?\d+")
 #: entries kept per env (generating one costs from microseconds to milliseconds)
 _CACHE_SIZE = 256
+#: generators whose entries depend on the process's hash seed (iteration over sets)
+HASH_SEED_DEPENDENT = frozenset(
+    {"isomorphic_strings", "knight_swap", "polynomial_multiplication", "ransom_note", "word_ladder"}
+)
+#: generators whose entries differ from one run to the next whatever the seeds
+NOT_REPRODUCIBLE = frozenset({"list_functions"})
 
 
 def _import_reasoning_gym() -> Any:
@@ -125,6 +142,19 @@ class ReasoningGymEnv(TextEnv):
         unknown = [n for n in names if n not in DATASETS]
         if unknown:
             raise ValueError(f"unknown reasoning-gym generator(s) {unknown}")
+        for name in names:
+            if name in NOT_REPRODUCIBLE:
+                warnings.warn(
+                    f"reasoning-gym's {name} gives other entries from one run to the next: "
+                    "its tasks cannot be reproduced, its snapshots are refused elsewhere",
+                    stacklevel=2,
+                )
+            elif name in HASH_SEED_DEPENDENT:
+                warnings.warn(
+                    f"reasoning-gym's {name} gives other entries under another hash seed: "
+                    "set PYTHONHASHSEED (for every process of a run) to reproduce its tasks",
+                    stacklevel=2,
+                )
         self.datasets: dict[str, Any] = {
             name: rg.create_dataset(name, seed=seed, size=size, **dict(config.get(name, {})))
             for name in names
@@ -217,15 +247,27 @@ class ReasoningGymEnv(TextEnv):
             return 0.0
         return min(max(grade, 0.0), 1.0) if math.isfinite(grade) else 0.0
 
+    def _entry_digest(self, name: str, index: int) -> str:
+        entry = self.entry(name, index)
+        text = repr((entry.get("question"), entry.get("answer")))
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
     def _get_state(self) -> dict[str, Any]:
-        return {"best": self._best}
+        return {"best": self._best, "entry": self._entry_digest(self._name, self._index)}
 
     def _check_state(self, state: Any, base: Mapping[str, Any]) -> None:
-        if not isinstance(state, dict) or set(state) != {"best"}:
-            raise ValueError("a ReasoningGym state is a dict with the best grade")
+        if not isinstance(state, dict) or set(state) != {"best", "entry"}:
+            raise ValueError("a ReasoningGym state is a dict with the best grade and the entry")
         best = state["best"]
         if isinstance(best, bool) or not isinstance(best, float | int) or not 0.0 <= best <= 1.0:
             raise ValueError(f"best must be a number in [0, 1], got {short_repr(best)}")
+        name, index = self._parse(base["task_id"])  # type: ignore[misc]  # checked before
+        if state["entry"] != self._entry_digest(name, index):
+            raise SnapshotError(
+                f"reasoning-gym's {name} generates another entry {index} here than where the "
+                "snapshot was taken (its entries depend on the hash seed or are not "
+                "reproducible), so it cannot be restored"
+            )
 
     def _set_state(self, state: dict[str, Any]) -> None:
         name, index = self._parse(self._task_id)  # type: ignore[misc]  # checked by restore
