@@ -13,8 +13,8 @@ game's own, so two games, or the live game and the spare a replay runs on, never
 from each other's stream, a game's ``random.seed`` leaves the process's stream as it was,
 and nothing else that uses ``random`` moves a game (calls are serialised by a lock; code
 on another thread that draws from ``random`` meanwhile would still do so). The swap costs
-about 25 us a call (``benchmarks/bench_foreign_ecosystem.py``). What a game prints while
-it runs is dropped.
+about 30 us a call, half the adapter's cost on a small game
+(``benchmarks/bench_foreign_ecosystem.py``). What a game prints while it runs is dropped.
 """
 
 from __future__ import annotations
