@@ -58,7 +58,7 @@ POLICY_ENVS: dict[str, str] = {
 }
 #: the env class a family of policies reads, where it is no single registered id's
 POLICY_ENV_CLASSES: dict[str, str] = {
-    "foreign": "agentenvs.envs.foreign.replay:ReplayTextEnv",
+    "foreign": "agentenvs.envs.foreign.replay:ForeignTextEnv",
 }
 
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentenvs.envs.foreign.replay import ReplayTextEnv
+from agentenvs.envs.foreign.replay import ForeignTextEnv
 from agentenvs.policy.base import Conversation, ScriptedPolicy, live_env
 
 
 class RandomPolicy(ScriptedPolicy):
-    """A random legal move of the live env (``ReplayTextEnv.random_action``)."""
+    """A random legal move of the live env (``ForeignTextEnv.random_action``)."""
 
     name = "foreign/random"
     conditions_on_budget = False
 
     def act(self, conversation: Conversation, rng: np.random.Generator) -> str:
-        return live_env(conversation, ReplayTextEnv).random_action(rng)
+        return live_env(conversation, ForeignTextEnv).random_action(rng)

@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core.env import TextEnv, Transition, short_repr
+from agentenvs.core.env import Transition, short_repr
 from agentenvs.core.errors import SnapshotError
+from agentenvs.envs.foreign.replay import ForeignTextEnv
 
 EXTRA_HINT = "pip install 'agentenvs[ecosystem]'"
 
@@ -64,7 +65,7 @@ def extract_answer(text: str) -> str | None:
     return found[-1].strip() if found else None
 
 
-class ReasoningGymEnv(TextEnv):
+class ReasoningGymEnv(ForeignTextEnv):
     """Questions of reasoning-gym's generators, answered until right.
 
     Description:

@@ -70,7 +70,17 @@ def _digest(*parts: Any) -> str:
     return h.hexdigest()
 
 
-class ReplayTextEnv(TextEnv):
+class ForeignTextEnv(TextEnv):
+    """Base of every adapter of another package's env: what the ``foreign/random``
+    policy plays (``random_action``)."""
+
+    def random_action(self, rng: np.random.Generator) -> str:
+        """A legal action drawn from ``rng`` (the ``foreign/random`` policy's move); by
+        default ``error_action``, which adapters without an oracle draw at random."""
+        return self.error_action(rng)
+
+
+class ReplayTextEnv(ForeignTextEnv):
     """Base of the adapters: a source env, its episode record, restore by replay."""
 
     #: the record's layout: (seed, actions, digests)
@@ -129,11 +139,6 @@ class ReplayTextEnv(TextEnv):
                 self._close_source(source)
         self.source = self._spare = None
         super().close()
-
-    def random_action(self, rng: np.random.Generator) -> str:
-        """A legal action drawn from ``rng`` (the ``foreign/random`` policy's move); by
-        default ``error_action``, which adapters without an oracle draw at random."""
-        return self.error_action(rng)
 
     @property
     def source_name(self) -> str:
