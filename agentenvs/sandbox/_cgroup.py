@@ -23,9 +23,10 @@ sandbox, never of the host, and a fork fails with ``EAGAIN``. The OOM kills are 
 by the kernel in the cgroup (``oom_kill``), which is the evidence that a sandbox process
 killed by ``SIGKILL`` died of its own memory, not from outside (``faults``).
 
-A cgroup is named ``agentenvs-<pid>-<start>-<n>`` after its owner; the first sandbox of
-a process removes those of dead owners (their processes died with them: bwrap's
-``--die-with-parent``).
+A cgroup is named ``agentenvs-<pid>-<start>-<ns>-<n>`` after its owner (its pid
+namespace included: ``_leftovers``); the first sandbox of a process removes those of dead
+owners of its own pid namespace (their processes died with them: bwrap's
+``--die-with-parent``), never one of another namespace, whose owner it cannot see.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def pids_max(max_processes: int) -> int:
     return max_processes + PIDS_SLACK + PIDS_PER_CORE * (os.cpu_count() or 1)
 
 
-_NAME = re.compile(r"^agentenvs-(?P<pid>\d+)-(?P<start>\d+)-(\d+|host)$")
+_NAME = re.compile(r"^agentenvs-(?P<pid>\d+)-(?P<start>\d+)-(?P<ns>\d+)-(\d+|host)$")
 _counter = itertools.count()
 _swept: set[str] = set()
 _lock = threading.Lock()
@@ -242,8 +243,7 @@ def _find() -> _Hierarchy:
 
 
 def _owner() -> str:
-    pid = os.getpid()
-    return f"{pid}-{_leftovers.start_time(pid) or 0}"
+    return _leftovers.owner_tag()
 
 
 # ----------------------------------------------------------------------------- a cgroup
@@ -404,8 +404,8 @@ def _sweep(base: str) -> None:
         m = _NAME.match(name)
         if m is None:
             continue
-        if _leftovers.owner_alive(int(m["pid"]), int(m["start"])):
-            continue
+        if _leftovers.owner_alive(int(m["pid"]), int(m["start"]), int(m["ns"])):
+            continue  # alive, or of another pid namespace (never judged from here)
         _remove([os.path.join(base, name)], wait_s=0.5)
 
 

@@ -19,13 +19,13 @@ nothing, and the sandbox's uid cannot reach its output). So it needs no disk wat
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentenvs.core.errors import SandboxError, ServiceUnavailable
+from agentenvs.core.procs import host_identity
 from agentenvs.sandbox._docker_disk import log_config
 from agentenvs.sandbox._docker_engine import (
     HOST_LABEL,
@@ -165,7 +165,7 @@ class _Container:
         opts = container_options(limits, image, uid=self.uid, cpus=cpus)
         api = client.api
         host_config = api.create_host_config(**opts.pop("host_config"))
-        labels = {POOL_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
+        labels = {POOL_LABEL: str(os.getpid()), HOST_LABEL: host_identity()}
         docker = _docker_module()
         try:
             self.id: str = api.create_container(host_config=host_config, labels=labels, **opts)[

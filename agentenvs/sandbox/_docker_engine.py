@@ -15,7 +15,7 @@ import socket
 from typing import Any
 
 from agentenvs.core.errors import ServiceUnavailable, require
-from agentenvs.core.procs import pid_alive
+from agentenvs.core.procs import host_identity, pid_alive
 
 DEFAULT_IMAGE = os.environ.get("AGENTENVS_DOCKER_IMAGE", "agentenvs/python:latest")
 #: containers of this project carry this label, valued with the owning process id
@@ -98,7 +98,8 @@ def sweep_orphans(client: Any | None = None) -> int:
                 owner = int(labels.get(POOL_LABEL, ""))
             except ValueError:
                 continue
-            if labels.get(HOST_LABEL) != socket.gethostname() or pid_alive(owner):
+            # another host's or another pid namespace's: its pid means nothing here
+            if labels.get(HOST_LABEL) != host_identity() or pid_alive(owner):
                 continue
             try:
                 client.api.remove_container(info["Id"], force=True)

@@ -1,9 +1,14 @@
 """Temp dirs that name their owner, and the sweep that removes those of dead owners.
 
 A process killed with SIGKILL runs no clean-up, so what it made on the host stays. Every
-temp dir this project makes on the host is named ``<prefix><pid>-<start>-<random>``:
-the owner's pid and its start time (clock ticks since boot, from ``/proc``), which
-together tell a live owner from a dead one even after its pid was reused. ``sweep``
+temp dir this project makes on the host is named ``<prefix><pid>-<start>-<ns>-<random>``:
+the owner's pid, its start time (clock ticks since boot, from ``/proc``) and its pid
+namespace (the inode of ``/proc/self/ns/pid``), which together tell a live owner from a
+dead one even after its pid was reused. A pid means something only in its own pid
+namespace: a process in another one (a container, a CI root entered with ``unshare``)
+sharing the same temp dir or cgroup tree would find its neighbour's pids absent and take
+them for dead. So only names of this process's own pid namespace are ever judged; every
+other name (another namespace's, or one without a namespace) is left alone. ``sweep``
 removes only dirs of that exact shape, whose owner is gone, that are real directories
 (never a symlink), owned by this uid or by the sandbox's uid; it runs when a process
 first makes a dir of that prefix, so the next start cleans up after a killed one.
@@ -28,7 +33,9 @@ import sys
 import tempfile
 import threading
 
-_NAME = re.compile(r"^(?P<pid>\d+)-(?P<start>\d+)-[A-Za-z0-9_]+$")
+from agentenvs.core.procs import pid_namespace
+
+_NAME = re.compile(r"^(?P<pid>\d+)-(?P<start>\d+)-(?P<ns>\d+)-[A-Za-z0-9_]+$")
 _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 #: the prefixes of every temp dir the project makes on the host
@@ -50,7 +57,18 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def owner_alive(pid: int, start: int) -> bool:
+def owner_tag(pid: int | None = None) -> str:
+    """``<pid>-<start>-<ns>``: what names an owner in a temp dir's or cgroup's name."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{start_time(pid) or 0}-{pid_namespace()}"
+
+
+def owner_alive(pid: int, start: int, ns: int | None = None) -> bool:
+    """Whether the owner ``pid``/``start`` of pid namespace ``ns`` may be alive: True
+    for an owner of another namespace (this process cannot see it, so never judges it
+    dead), else whether that process is still there."""
+    if ns is not None and ns != pid_namespace():
+        return True
     return start_time(pid) == start
 
 
@@ -69,8 +87,7 @@ def owned_mkdtemp(prefix: str, dir: str | None = None) -> str:
     this one is removed by the reaper once this process has ended, however it ended."""
     parent = dir or tempfile.gettempdir()
     sweep_once(prefix, parent)
-    me = os.getpid()
-    path = tempfile.mkdtemp(prefix=f"{prefix}{me}-{start_time(me) or 0}-", dir=parent)
+    path = tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}-", dir=parent)
     reap_at_exit(path)
     return path
 
@@ -159,7 +176,8 @@ def _removable_uids() -> set[int]:
 
 
 def sweep(prefix: str, parent: str | None = None) -> list[str]:
-    """Remove ``parent``'s ``<prefix><pid>-<start>-*`` dirs whose owner is dead; their paths."""
+    """Remove ``parent``'s ``<prefix><pid>-<start>-<ns>-*`` dirs whose owner, of this
+    process's pid namespace, is dead; their paths."""
     parent = parent or tempfile.gettempdir()
     removed = []
     try:
@@ -171,7 +189,7 @@ def sweep(prefix: str, parent: str | None = None) -> list[str]:
         if not name.startswith(prefix):
             continue
         m = _NAME.match(name[len(prefix) :])
-        if m is None or owner_alive(int(m["pid"]), int(m["start"])):
+        if m is None or owner_alive(int(m["pid"]), int(m["start"]), int(m["ns"])):
             continue
         path = os.path.join(parent, name)
         try:

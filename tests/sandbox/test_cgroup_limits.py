@@ -12,6 +12,7 @@ the limit: the memory bomb's own test shows it.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -314,6 +315,52 @@ def test_the_cgroups_of_a_killed_owner_are_swept() -> None:
         assert not any(os.path.exists(d) for d in dirs)
     finally:
         box.close()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a second pid namespace needs root and unshare(1)",
+)
+def test_a_sandbox_of_another_pid_namespace_is_never_swept_as_a_dead_owners() -> None:
+    """Processes in different pid namespaces share the cgroup tree (a container, a CI root
+    entered with unshare). A sandbox made in a child namespace is named after a pid that
+    means nothing here (its owner is pid 1 there); the sweep of a sandbox made here must
+    not take it for a dead owner's and kill it (this process sees its processes)."""
+    _need_cgroup()
+    code = (
+        "import sys\n"
+        "from agentenvs.sandbox.local import LocalSandbox\n"
+        "b = LocalSandbox()\n"
+        "p = b.spawn(['cat'])\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "p.write(b'still here\\n')\n"
+        "got = b''\n"
+        "while b'\\n' not in got and not p.eof:\n"
+        "    got += p.read(5.0)\n"
+        "print(got.decode().strip() or 'gone', p.fault(), flush=True)\n"
+        "b.close()\n"
+    )
+    child = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()[-2000:]
+        _cgroup._swept.clear()
+        box = LocalSandbox()  # its first sandbox here: the sweep of dead owners runs
+        box.close()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert out.strip() == "still here None", err[-2000:]
 
 
 def test_the_scope_is_reported_and_the_fallback_says_why() -> None:

@@ -16,12 +16,11 @@ import hashlib
 import os
 import re
 import secrets
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentenvs.core.procs import pid_alive
+from agentenvs.core.procs import host_identity, pid_alive
 
 EPISODE_PREFIX = "ae_ep_"
 #: a template being built (``mysql_templates``), before its tables move to the template
@@ -29,7 +28,9 @@ BUILD_PREFIX = "ae_bld_"
 #: episodes of another host are swept once they are this old (their pid means nothing here)
 FOREIGN_ORPHAN_AGE_S = 24 * 3600
 
-_HOST_TAG = hashlib.blake2b(socket.gethostname().encode(), digest_size=2).hexdigest()
+#: this host and pid namespace (``core.procs.host_identity``): names of another
+#: namespace's processes are foreign, swept by age only
+_HOST_TAG = hashlib.blake2b(host_identity().encode(), digest_size=2).hexdigest()
 _NAME = re.compile(r"^(ae_ep_|ae_bld_)([0-9a-z]+)_([0-9a-f]{4})_([0-9a-z]+)_[0-9a-z]+$")
 
 
