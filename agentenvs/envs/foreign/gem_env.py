@@ -29,8 +29,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core.env import short_repr
-from agentenvs.envs.foreign.replay import SEED_BOUND, ReplayTextEnv, SourceStep, _digest
+from agentenvs.envs.foreign.replay import (
+    SEED_BOUND,
+    ReplayTextEnv,
+    SourceStep,
+    _digest,
+    known_seed_task,
+    seed_task_ids,
+)
 
 INSTALL_HINT = "pip install --no-deps gem-llm (with the 'ecosystem' extra's reasoning-gym)"
 #: the reward GEM's games give for a solved episode (``LanguageGameReward.success_reward``)
@@ -158,14 +164,7 @@ class GEMTextEnv(ReplayTextEnv):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if (
-            isinstance(n_tasks, bool)
-            or not isinstance(n_tasks, int)
-            or not 1 <= n_tasks <= SEED_BOUND
-        ):
-            raise ValueError(
-                f"n_tasks must be an int in [1, {SEED_BOUND}], got {short_repr(n_tasks)}"
-            )
+        task_list = seed_task_ids(n_tasks)
         gem = _import_gem()
         from gem.envs.registration import ENV_REGISTRY
 
@@ -173,7 +172,7 @@ class GEMTextEnv(ReplayTextEnv):
         if self.env_id not in ENV_REGISTRY:
             raise ValueError(f"env_id {self.env_id!r} is not a GEM env ({gem.__name__}.make)")
         self.env_kwargs = dict(env_kwargs or {})
-        self._task_list = [str(i) for i in range(n_tasks)]
+        self._task_list = task_list
         self.source = self._make_source()
 
     @property
@@ -185,10 +184,7 @@ class GEMTextEnv(ReplayTextEnv):
         return self._task_list
 
     def _known_task(self, task_id: Any) -> Sequence[str]:
-        ok = isinstance(task_id, str) and task_id.isdigit() and task_id.isascii()
-        return (
-            (task_id,) if ok and int(task_id) < SEED_BOUND and str(int(task_id)) == task_id else ()
-        )
+        return known_seed_task(task_id)
 
     # ------------------------------------------------------------ the source
     def _make_source(self) -> Any:

@@ -10,7 +10,13 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core.env import short_repr
-from agentenvs.envs.foreign.replay import SEED_BOUND, ReplayTextEnv, SourceStep, _digest
+from agentenvs.envs.foreign.replay import (
+    ReplayTextEnv,
+    SourceStep,
+    _digest,
+    known_seed_task,
+    seed_task_ids,
+)
 
 #: the move names of Gymnasium's toy-text envs, by the id's name (before the version)
 ACTION_NAMES: dict[str, tuple[str, ...]] = {
@@ -96,14 +102,7 @@ class GymnasiumTextEnv(ReplayTextEnv):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if (
-            isinstance(n_tasks, bool)
-            or not isinstance(n_tasks, int)
-            or not 1 <= n_tasks <= SEED_BOUND
-        ):
-            raise ValueError(
-                f"n_tasks must be an int in [1, {SEED_BOUND}], got {short_repr(n_tasks)}"
-            )
+        task_list = seed_task_ids(n_tasks)
         self.env_id = str(env_id)
         self.env_kwargs = dict(env_kwargs or {})
         try:
@@ -132,7 +131,7 @@ class GymnasiumTextEnv(ReplayTextEnv):
         )
         self._rule = SUCCESS_RULES.get(name, "positive")
         self._n_tasks = n_tasks
-        self._task_list = [str(i) for i in range(n_tasks)]
+        self._task_list = task_list
 
     @property
     def source_name(self) -> str:
@@ -143,10 +142,7 @@ class GymnasiumTextEnv(ReplayTextEnv):
         return self._task_list
 
     def _known_task(self, task_id: Any) -> Sequence[str]:
-        ok = isinstance(task_id, str) and task_id.isdigit() and task_id.isascii()
-        return (
-            (task_id,) if ok and int(task_id) < SEED_BOUND and str(int(task_id)) == task_id else ()
-        )
+        return known_seed_task(task_id)
 
     # ------------------------------------------------------------ the source
     def _make_source(self) -> Any:

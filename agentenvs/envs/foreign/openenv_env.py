@@ -52,7 +52,13 @@ import numpy as np
 
 from agentenvs.core.env import short_repr
 from agentenvs.core.errors import INFRASTRUCTURE, UNKNOWN, Fault
-from agentenvs.envs.foreign.replay import SEED_BOUND, ReplayTextEnv, SourceStep, _digest
+from agentenvs.envs.foreign.replay import (
+    ReplayTextEnv,
+    SourceStep,
+    _digest,
+    known_seed_task,
+    seed_task_ids,
+)
 
 EXTRA_HINT = "pip install 'agentenvs[ecosystem]'"
 #: observation fields that are not the observation's content
@@ -244,14 +250,7 @@ class OpenEnvTextEnv(ReplayTextEnv):
         interfaces = _import_openenv()
         if (env_class is None) == (base_url is None):
             raise ValueError("give exactly one of env_class (in process) and base_url (remote)")
-        if (
-            isinstance(n_tasks, bool)
-            or not isinstance(n_tasks, int)
-            or not 1 <= n_tasks <= SEED_BOUND
-        ):
-            raise ValueError(
-                f"n_tasks must be an int in [1, {SEED_BOUND}], got {short_repr(n_tasks)}"
-            )
+        task_list = seed_task_ids(n_tasks)
         if not isinstance(success_reward, int | float) or not success_reward > 0:
             raise ValueError(f"success_reward must be a number > 0, got {success_reward!r}")
         self.success_reward = float(success_reward)
@@ -285,7 +284,7 @@ class OpenEnvTextEnv(ReplayTextEnv):
         elif action_field not in props:
             raise ValueError(f"action_field {action_field!r} is not a field of the action")
         self.action_field = action_field
-        self._task_list = [str(i) for i in range(n_tasks)]
+        self._task_list = task_list
         self.source = self._make_source()
 
     def _remote_schema(self) -> dict[str, Any]:
@@ -316,10 +315,7 @@ class OpenEnvTextEnv(ReplayTextEnv):
         return self._task_list
 
     def _known_task(self, task_id: Any) -> Sequence[str]:
-        ok = isinstance(task_id, str) and task_id.isdigit() and task_id.isascii()
-        return (
-            (task_id,) if ok and int(task_id) < SEED_BOUND and str(int(task_id)) == task_id else ()
-        )
+        return known_seed_task(task_id)
 
     # ------------------------------------------------------------ the source
     def _make_source(self) -> Any:

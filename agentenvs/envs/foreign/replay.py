@@ -315,3 +315,20 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     centre = (p + z * z / (2 * n)) / denom
     half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def seed_task_ids(n_tasks: int) -> list[str]:
+    """The ids ``"0"`` .. ``str(n_tasks - 1)`` of an adapter whose task ``i`` is its source
+    reset with ``seed=i``; ``n_tasks`` checked."""
+    if isinstance(n_tasks, bool) or not isinstance(n_tasks, int) or not 1 <= n_tasks <= SEED_BOUND:
+        raise ValueError(f"n_tasks must be an int in [1, {SEED_BOUND}], got {n_tasks!r:.80}")
+    return [str(i) for i in range(n_tasks)]
+
+
+def known_seed_task(task_id: object) -> tuple[str, ...]:
+    """``(task_id,)`` when it names a seed task (a canonical decimal below ``SEED_BOUND``:
+    any such id is accepted, listed or not), else ``()``."""
+    ok = isinstance(task_id, str) and task_id.isascii() and task_id.isdigit()
+    if ok and int(task_id) < SEED_BOUND and str(int(task_id)) == task_id:
+        return (task_id,)
+    return ()
