@@ -56,7 +56,7 @@ import time
 
 
 def ask(line):
-    for _ in range(120):
+    for _ in range(40):
         try:
             with socket.create_connection(("kv", 6390), timeout=10) as s:
                 s.sendall(line.encode() + b"\\n")
