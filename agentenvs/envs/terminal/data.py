@@ -44,6 +44,7 @@ from agentenvs.envs.terminal.dockerfile import (  # noqa: F401 (read from data b
     parse_from,
 )
 from agentenvs.envs.terminal.parser import PARSERS
+from agentenvs.envs.terminal.steps import TaskStep, read_separate_verifier, read_steps
 
 DEFAULT_AGENT_TIMEOUT = 360.0
 DEFAULT_TEST_TIMEOUT = 60.0
@@ -140,6 +141,21 @@ class ComposeService:
 
 
 @dataclass(frozen=True)
+class Healthcheck:
+    """Harbor's ``[environment.healthcheck]`` (Docker's HEALTHCHECK options, in seconds):
+    ``command`` is run by the shell until it exits 0; ``retries`` consecutive failures
+    after ``start_period_sec`` (during which checks come every ``start_interval_sec`` and
+    do not count) make the environment unhealthy."""
+
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = 30.0
+    start_period_sec: float = 0.0
+    start_interval_sec: float = 5.0
+    retries: int = 3
+
+
+@dataclass(frozen=True)
 class TerminalTask:
     """One task, whatever its layout (``layout`` is ``"tb1"`` or ``"harbor"``)."""
 
@@ -196,6 +212,35 @@ class TerminalTask:
     cpus: float | None = None
     gpus: int = 0
     storage_mb: int | None = None
+    #: Harbor ``[[steps]]`` (``agentenvs.envs.terminal.steps``): one trial of several
+    #: instructions; ``instruction`` is then the first step's
+    steps: tuple[TaskStep, ...] = ()
+    multi_step_reward_strategy: str = "mean"
+    #: the current step's ``tests/``, laid over ``tests_dir`` at ``/tests`` (set on the
+    #: view of a task at one of its steps, never when a task loads)
+    step_tests_dir: Path | None = None
+    #: Harbor ``[verifier] environment_mode = "separate"``: the tests' own image (a
+    #: build context holding a Dockerfile, or a prebuilt image) and the paths carried
+    #: over from the agent's environment (``/logs/artifacts`` and the task's artifacts)
+    verifier_context: Path | None = None
+    verifier_image: str | None = None
+    artifacts: tuple[str, ...] = ()
+
+    @property
+    def separate_verifier(self) -> bool:
+        return self.verifier_context is not None or self.verifier_image is not None
+    #: Harbor ``[environment] env`` (the container's, so every command and the tests see
+    #: it) and ``[verifier] env`` (the tests only), ``${VAR}``/``${VAR:-default}``
+    #: resolved from the host's environment when the task is read (:func:`resolve_env`)
+    environment_env: tuple[tuple[str, str], ...] = ()
+    verifier_env: tuple[tuple[str, str], ...] = ()
+    #: Harbor ``[agent] user`` / ``[verifier] user`` (None: the image's USER)
+    agent_user: str | None = None
+    verifier_user: str | None = None
+    #: Harbor ``[environment] build_timeout_sec``: the image build (and pulls) stop there
+    build_timeout_sec: float = 600.0
+    #: Harbor ``[environment.healthcheck]``: run until it passes before the first action
+    healthcheck: Healthcheck | None = None
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -519,6 +564,95 @@ def _resources(source: Path, environment: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: a whole value that is a template: ``${VAR}`` or ``${VAR:-default}``
+_TEMPLATE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}$", re.DOTALL)
+
+
+def resolve_env(
+    source: Path, name: str, table: Any, host: Mapping[str, str] | None = None
+) -> tuple[tuple[str, str], ...]:
+    """A task.toml ``env`` table, resolved as Harbor resolves it: a value that is wholly
+    ``${VAR}`` takes the host's ``VAR`` (``${VAR:-default}``: ``default`` when ``VAR`` is
+    not set; set and empty is set), any other value is taken literally. A template whose
+    variable is unset, with no default, is a :class:`TaskError` naming the file and field."""
+    import os
+
+    if not isinstance(table, dict):
+        raise TaskError(str(source), name, "expected a table of strings")
+    found = os.environ if host is None else host
+    out = []
+    for key, value in table.items():
+        if not isinstance(value, str):
+            raise TaskError(str(source), f"{name}.{key}", f"expected a string, got {value!r}")
+        m = _TEMPLATE.match(value)
+        if m is None:
+            out.append((str(key), value))
+        elif m.group(1) in found:
+            out.append((str(key), found[m.group(1)]))
+        elif m.group(2) is not None:
+            out.append((str(key), m.group(2)))
+        else:
+            raise TaskError(
+                str(source),
+                f"{name}.{key}",
+                f"${{{m.group(1)}}} is not set in the host's environment (and has no default)",
+            )
+    return tuple(out)
+
+
+def _user(source: Path, name: str, table: Mapping[str, Any]) -> str | None:
+    """``[agent]``/``[verifier] user``: a name or a uid, as ``docker exec --user`` takes it."""
+    value = table.get("user")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise TaskError(str(source), f"{name}.user", f"expected a user name or uid, got {value!r}")
+    return str(value)
+
+
+def _seconds(source: Path, table: Mapping[str, Any], key: str, default: float) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise TaskError(str(source), key, f"expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _healthcheck(source: Path, environment: Mapping[str, Any]) -> Healthcheck | None:
+    table = environment.get("healthcheck")
+    if table is None:
+        return None
+    name = "environment.healthcheck"
+    if not isinstance(table, dict):
+        raise TaskError(str(source), name, "expected a table")
+    command = table.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise TaskError(str(source), f"{name}.command", "missing or empty")
+    unknown = set(table) - {
+        "command",
+        "interval_sec",
+        "timeout_sec",
+        "start_period_sec",
+        "start_interval_sec",
+        "retries",
+    }
+    if unknown:
+        raise TaskError(str(source), name, f"unknown keys {sorted(unknown)}")
+    retries = table.get("retries", 3)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 1:
+        raise TaskError(str(source), f"{name}.retries", f"expected an int >= 1, got {retries!r}")
+    timeout = _seconds(source, table, "timeout_sec", 30.0)
+    if timeout <= 0:
+        raise TaskError(str(source), f"{name}.timeout_sec", "expected a positive number")
+    return Healthcheck(
+        command=command,
+        interval_sec=_seconds(source, table, "interval_sec", 5.0),
+        timeout_sec=timeout,
+        start_period_sec=_seconds(source, table, "start_period_sec", 0.0),
+        start_interval_sec=_seconds(source, table, "start_interval_sec", 5.0),
+        retries=retries,
+    )
+
+
 def load_harbor(task_dir: Path) -> TerminalTask:
     """A task in the Harbor / Terminal-Bench 2 layout (``task.toml``)."""
     source = task_dir / "task.toml"
@@ -547,10 +681,10 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     problems = []
     if environment.get("mcp_servers"):
         problems.append("task.toml: MCP servers ([[environment.mcp_servers]]) are not provided")
-    if "environment" in verifier or verifier.get("environment_mode") == "separate":
-        problems.append("task.toml: a separate verifier container is not provided")
-    if data.get("steps"):
-        problems.append("task.toml: multi-step tasks ([[steps]]) are not supported")
+    steps, strategy = read_steps(source, data)
+    separate = read_separate_verifier(source, data, docker_image)
+    if steps and separate is not None:
+        problems.append("task.toml: a separate verifier of a multi-step task is not provided")
     resources = _resources(source, environment)
     if resources["gpus"]:
         # as Harbor's Docker environment: no runtime here gives a container a GPU
@@ -559,9 +693,12 @@ def load_harbor(task_dir: Path) -> TerminalTask:
             "runtime of this project gives a container GPUs"
         )
     instruction_path = task_dir / "instruction.md"
-    if not instruction_path.is_file():
+    if steps:
+        instruction = steps[0].instruction
+    elif not instruction_path.is_file():
         raise TaskError(str(instruction_path), "<file>", "missing instruction")
-    instruction = instruction_path.read_text().strip()
+    else:
+        instruction = instruction_path.read_text().strip()
     if not instruction:
         raise TaskError(str(instruction_path), "<file>", "empty instruction")
     dockerfile = task_dir / "environment" / "Dockerfile"
@@ -579,7 +716,11 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         }
     else:
         raise TaskError(str(dockerfile), "<file>", "missing Dockerfile (and no docker_image)")
-    tests = _check_tests(task_dir, "tests/test.sh")
+    if steps or separate is not None:
+        # each step's tests (or the separate verifier's image) carry their own test.sh
+        tests = task_dir / "tests"
+    else:
+        tests = _check_tests(task_dir, "tests/test.sh")
     services, compose = _compose(task_dir / "environment" / "docker-compose.yaml")
     if compose:
         problems.append(compose)
@@ -614,12 +755,21 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         platform=image["platform"],
         docker_image=docker_image,
         solution_env=tuple((str(k), str(v)) for k, v in solution_env.items()),
+        environment_env=resolve_env(source, "environment.env", environment.get("env", {})),
+        verifier_env=resolve_env(source, "verifier.env", verifier.get("env", {})),
+        agent_user=_user(source, "agent", agent),
+        verifier_user=_user(source, "verifier", verifier),
+        build_timeout_sec=_number(source, environment, "build_timeout_sec", 600.0),
+        healthcheck=_healthcheck(source, environment),
         workdir=str(environment.get("workdir") or image["workdir"]),
         workdir_override=str(environment["workdir"]) if environment.get("workdir") else None,
         agent_network=agent_mode != "no-network",
         verifier_network=verifier_mode != "no-network",
         problems=tuple(problems),
         services=services,
+        steps=steps,
+        multi_step_reward_strategy=strategy,
+        **(separate or {}),
         **resources,
     )
 
