@@ -1,15 +1,29 @@
-"""Dockerfiles read as Docker reads them: steps, ``ARG``/``ENV`` substitution, ``FROM``.
+"""Dockerfiles read as Docker reads them, without building.
 
-``analyse_dockerfile`` says what the runtimes need from a task's Dockerfile (base image,
+:func:`parse` gives the steps of a Dockerfile: parser directives (``# escape=``,
+``# syntax=``) honoured, continuation lines joined (the escape character, then only blanks,
+ends a line that goes on; comment and empty lines inside a continuation are dropped, as
+Docker drops them), ``--flag=value`` options split from the arguments, and the
+here-documents of ``RUN``/``COPY``/``ADD`` (``RUN <<EOF``, ``<<-EOF``, quoted delimiters,
+several on one step) read with their bodies. :func:`arguments` reads an instruction's
+arguments in the exec form (a JSON array) or as words. :func:`expand` is Docker's
+substitution (``$X``, ``${X}``, ``${X:-word}``, ``${X:+word}``) for ``ARG``/``ENV``/``FROM``
+and :func:`parse_from` reads ``FROM [--platform=P] image [AS name]``. The commands of a
+``RUN`` step are read by the shell lexer (:mod:`~agentenvs.envs.terminal.shellwords`), in
+``needs.py``.
+
+:func:`analyse_dockerfile` says what the runtimes need from a task's Dockerfile (base image,
 environment) and whether the local runtime can reproduce its steps.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,25 +57,175 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(one, value.replace("\\$", "\x00")).replace("\x00", "$")
 
 
-def _dockerfile_steps(path: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) per step, continuations joined, comments dropped."""
-    steps: list[tuple[str, str]] = []
-    pending = ""
-    for raw in path.read_text(errors="replace").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue  # Docker drops comment lines inside continuations too
-        if line.endswith("\\"):
-            pending += line[:-1].strip() + " "
+@dataclass(frozen=True)
+class Heredoc:
+    """A here-document of a step: its delimiter, whether leading tabs are stripped
+    (``<<-``), and its body."""
+
+    delimiter: str
+    body: str
+    strip_tabs: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One instruction: the line it starts on (1-based), the instruction in capitals, its
+    ``--flag=value`` options, its arguments after them (continuations joined, here-document
+    bodies not included) and its here-documents."""
+
+    line: int
+    instruction: str
+    flags: tuple[tuple[str, str], ...] = ()
+    rest: str = ""
+    heredocs: tuple[Heredoc, ...] = field(default=())
+
+    @property
+    def flag_map(self) -> dict[str, str]:
+        return dict(self.flags)
+
+    @property
+    def arguments_text(self) -> str:
+        """The arguments as written, flags included (``RUN --mount=... cmd``)."""
+        flags = " ".join(f"--{k}={v}" if v else f"--{k}" for k, v in self.flags)
+        return f"{flags} {self.rest}".strip()
+
+    def script(self) -> str:
+        """A ``RUN`` step's shell text: its command line, and for each here-document the
+        body (the body alone when the line has no command: ``RUN <<EOF`` runs the body;
+        else the body and its delimiter follow, as a shell reads ``cmd <<EOF``)."""
+        if not self.heredocs:
+            return self.rest
+        if _heredoc_only(self.rest):
+            return "\n".join(h.body for h in self.heredocs)
+        parts = [self.rest]
+        for h in self.heredocs:
+            parts += [h.body, h.delimiter] if h.body else [h.delimiter]
+        return "\n".join(parts)
+
+
+#: the instructions whose arguments may open here-documents
+HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
+_HEREDOC = re.compile(r"<<(-?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+_DIRECTIVE = re.compile(r"^#\s*([A-Za-z]+)\s*=\s*(\S+)\s*$")
+
+
+def _heredoc_only(rest: str) -> bool:
+    """Whether the step's line is only here-document openers (``RUN <<EOF``)."""
+    return not _HEREDOC.sub("", rest).strip()
+
+
+def _openers(rest: str) -> list[re.Match[str]]:
+    """The here-document openers of a line, outside its quotes."""
+    spans = [m.span() for m in _QUOTED.finditer(rest)]
+    return [m for m in _HEREDOC.finditer(rest) if not any(a <= m.start() < b for a, b in spans)]
+
+
+def split_flags(rest: str) -> tuple[tuple[tuple[str, str], ...], str]:
+    """``--name=value`` options in front of an instruction's arguments, and the rest."""
+    flags: list[tuple[str, str]] = []
+    rest = rest.lstrip()
+    while rest.startswith("--"):
+        word, _, rest = rest.partition(" ")
+        key, _, value = word[2:].partition("=")
+        flags.append((key, value))
+        rest = rest.lstrip()
+    return tuple(flags), rest
+
+
+def parse(text: str) -> list[Step]:
+    """The steps of a Dockerfile's text, as Docker's parser reads them."""
+    lines = text.splitlines()
+    escape = "\\"
+    k = 0
+    # parser directives: comment lines at the very top, before anything else
+    while k < len(lines) and (m := _DIRECTIVE.match(lines[k].strip())):
+        if m.group(1).lower() == "escape" and m.group(2) in ("`", "\\"):
+            escape = m.group(2)
+        k += 1
+    continued = re.compile(re.escape(escape) + r"[ \t]*$")
+    steps: list[Step] = []
+    pending: list[str] = []
+    first = 0
+    while k < len(lines):
+        number, raw = k + 1, lines[k]
+        k += 1
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue  # Docker drops comment and empty lines, inside continuations too
+        if not pending:
+            first = number
+        m = continued.search(raw)
+        if m is not None:
+            pending.append(raw[: m.start()].strip())
             continue
-        line = (pending + line).strip()
-        pending = ""
+        pending.append(stripped)
+        line = " ".join(p for p in pending if p)
+        pending = []
         word, _, rest = line.partition(" ")
-        steps.append((word.upper(), rest.strip()))
-    if pending.strip():
-        word, _, rest = pending.strip().partition(" ")
-        steps.append((word.upper(), rest.strip()))
+        instruction = word.upper()
+        flags, rest = split_flags(rest)
+        heredocs: list[Heredoc] = []
+        if instruction in HEREDOC_INSTRUCTIONS:
+            for opener in _openers(rest):
+                strip, delimiter = opener.group(1) == "-", opener.group(3)
+                body: list[str] = []
+                while k < len(lines):
+                    raw_body = lines[k]
+                    k += 1
+                    if (raw_body.lstrip("\t") if strip else raw_body).strip() == delimiter:
+                        break
+                    body.append(raw_body.lstrip("\t") if strip else raw_body)
+                heredocs.append(Heredoc(delimiter, "\n".join(body), strip))
+        steps.append(Step(first, instruction, flags, rest.strip(), tuple(heredocs)))
+    if pending:
+        word, _, rest = " ".join(p for p in pending if p).partition(" ")
+        flags, rest = split_flags(rest)
+        steps.append(Step(first, word.upper(), flags, rest.strip()))
     return steps
+
+
+def read_steps(path: Path) -> list[Step]:
+    """The steps of the Dockerfile at ``path`` (none when it cannot be read)."""
+    try:
+        return parse(path.read_text(errors="replace"))
+    except OSError:
+        return []
+
+
+def dockerfile_steps(path: Path) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) per step; a ``RUN`` step with here-documents gives
+    its script (:meth:`Step.script`), flags in front."""
+    out = []
+    for step in read_steps(path):
+        if step.instruction == "RUN" and step.heredocs:
+            flags = Step(step.line, step.instruction, step.flags).arguments_text
+            rest = f"{flags} {step.script()}".strip() if flags else step.script()
+        else:
+            rest = step.arguments_text
+        out.append((step.line, step.instruction, rest))
+    return out
+
+
+def _dockerfile_steps(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) per step (:func:`dockerfile_steps` without the lines)."""
+    return [(word, rest) for _, word, rest in dockerfile_steps(path)]
+
+
+def arguments(rest: str) -> list[str]:
+    """An instruction's arguments: the exec form (a JSON array of strings), or words as
+    Docker splits them (quotes removed)."""
+    if rest.startswith("["):
+        try:
+            argv = json.loads(rest)
+        except ValueError:
+            argv = None
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            return argv
+    try:
+        return shlex.split(rest, posix=True)
+    except ValueError:
+        return rest.split()
 
 
 def _env_items(args: str) -> list[tuple[str, str]]:

@@ -53,7 +53,6 @@ and apt installs are left to the prediction, which knows what the image has).
 from __future__ import annotations
 
 import functools
-import json
 import posixpath
 import re
 import shlex
@@ -63,7 +62,14 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.envs.terminal import images
-from agentenvs.envs.terminal.data import TerminalTask, _env_items, expand, parse_from
+from agentenvs.envs.terminal.data import TerminalTask
+from agentenvs.envs.terminal.dockerfile import (
+    _env_items,
+    arguments,
+    expand,
+    parse_from,
+    read_steps,
+)
 from agentenvs.envs.terminal.shellwords import Command, commands
 
 #: apt packages the offline stand-ins replace (``offline/shim.py`` PROVIDED_PACKAGES)
@@ -377,78 +383,14 @@ class DockerfileScan:
     images: list[tuple[int, str]] = field(default_factory=list)
     outside: list[tuple[int, str]] = field(default_factory=list)
     unknown: list[tuple[int, str]] = field(default_factory=list)
+    #: (line, what) of the steps only BuildKit builds: here-documents, and the options
+    #: of ``RUN``/``COPY``/``ADD`` other than ``--from``/``--chown``
+    buildkit: list[tuple[int, str]] = field(default_factory=list)
 
 
-_HEREDOC = re.compile(r"<<-?(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def dockerfile_steps(path: Path) -> list[tuple[int, str, str]]:
-    """(line, INSTRUCTION, arguments) per step: continuations joined, comment lines
-    (inside continuations too, as Docker drops them) left out; a ``RUN <<EOF`` step's
-    here-document is its script (``RUN cmd <<EOF``: the lines follow, for the shell lexer
-    to give ``cmd`` as its input)."""
-    steps: list[tuple[int, str, str]] = []
-    pending, first = "", 0
-    lines = path.read_text(errors="replace").splitlines()
-    k = 0
-    while k < len(lines):
-        number, line = k + 1, lines[k].strip()
-        k += 1
-        if not line or line.startswith("#"):
-            continue
-        if not pending:
-            first = number
-        if line.endswith("\\"):
-            pending += line[:-1].strip() + " "
-            continue
-        word, _, rest = (pending + line).strip().partition(" ")
-        pending = ""
-        rest = rest.strip()
-        heredoc = _HEREDOC.search(rest) if word.upper() == "RUN" else None
-        if heredoc is not None:
-            body: list[str] = []
-            while k < len(lines) and lines[k].strip() != heredoc.group(2):
-                body.append(lines[k])
-                k += 1
-            k += 1  # the delimiter
-            head = rest[: heredoc.start()].strip()
-            _, head_rest = _flags(head)
-            if not head_rest:
-                rest = head + (" " if head else "") + "\n".join(body)
-            else:
-                rest = "\n".join([rest, *body, heredoc.group(2)])
-        steps.append((first, word.upper(), rest))
-    if pending.strip():
-        word, _, rest = pending.strip().partition(" ")
-        steps.append((first, word.upper(), rest.strip()))
-    return steps
-
-
-def _flags(rest: str) -> tuple[dict[str, str], str]:
-    """``--name=value`` flags in front of an instruction's arguments, and the rest."""
-    flags: dict[str, str] = {}
-    while rest.startswith("--"):
-        word, _, rest = rest.partition(" ")
-        key, _, value = word[2:].partition("=")
-        flags[key] = value
-        rest = rest.lstrip()
-    return flags, rest
-
-
-def _arguments(rest: str) -> list[str]:
-    """An instruction's arguments: the JSON form, or words as Docker splits them."""
-    if rest.startswith("["):
-        try:
-            argv = json.loads(rest)
-        except ValueError:
-            argv = None
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            return argv
-    try:
-        return shlex.split(rest, posix=True)
-    except ValueError:
-        return rest.split()
+#: the options the engine's classic builder reads (it refuses every other one)
+CLASSIC_FLAGS = {"COPY": frozenset({"from", "chown"}), "ADD": frozenset({"chown"})}
 
 
 def scan_dockerfile(
@@ -463,9 +405,16 @@ def scan_dockerfile(
     globals_: dict[str, str] = dict(given)  # ARGs before the first FROM: for FROM lines
     scope: dict[str, str] = {}
     names: dict[str, dict[str, str]] = {}
-    for line, word, rest in dockerfile_steps(path):
+    for step in read_steps(path):
+        line, word, rest = step.line, step.instruction, step.rest
+        flags = step.flag_map
+        allowed = CLASSIC_FLAGS.get(word, frozenset())
+        if word in ("RUN", "COPY", "ADD") and (step.heredocs or set(flags) - allowed):
+            what = [f"--{k}" for k in flags if k not in allowed]
+            what += [f"a here-document (<<{h.delimiter})" for h in step.heredocs]
+            scan.buildkit.append((line, f"{word} {', '.join(what)}"))
         if word == "ARG":
-            for item in _arguments(rest):
+            for item in arguments(rest):
                 key, eq, value = item.partition("=")
                 target = globals_ if not scan.stages else scope
                 if key in given:
@@ -475,7 +424,7 @@ def scan_dockerfile(
                 elif scan.stages and key in globals_:
                     scope[key] = globals_[key]
         elif word == "FROM":
-            base, _, name = parse_from(rest, globals_)
+            base, _, name = parse_from(step.arguments_text, globals_)
             scope = dict(names.get(base.lower(), {}))
             scan.stages.append(Stage(base, name))
             if name:
@@ -486,17 +435,17 @@ def scan_dockerfile(
             for key, value in _env_items(rest):
                 scope[key] = expand(value, scope)
         elif word == "RUN":
-            flags, script = _flags(rest)
             mount = re.search(r"(?:^|,)from=([^,]+)", flags.get("mount", ""))
             if mount and mount.group(1).lower() not in names and not mount.group(1).isdigit():
                 scan.images.append((line, mount.group(1)))
-            argv = _arguments(script) if script.startswith("[") else None
+            script = step.script()
+            argv = arguments(script) if script.startswith("[") else None
             stage = scan.stages[-1]
             stage.runs.append(shlex.join(argv) if argv is not None else script)
             stage.lines.append(line)
             stage.envs.append(dict(scope))
         elif word in ("COPY", "ADD"):
-            _scan_copy(scan, line, word, rest, scope, names, context)
+            _scan_copy(scan, line, word, flags, rest, scope, names, context)
     return scan
 
 
@@ -504,19 +453,19 @@ def _scan_copy(
     scan: DockerfileScan,
     line: int,
     word: str,
+    flags: Mapping[str, str],
     rest: str,
     scope: Mapping[str, str],
     stages: Mapping[str, Any],
     context: Path | None,
 ) -> None:
-    flags, rest = _flags(rest)
     source = flags.get("from")
     if source is not None:
         source = expand(source, scope)
         if source.lower() not in stages and not source.isdigit():
             scan.images.append((line, source))
         return
-    args = _arguments(rest)
+    args = arguments(rest)
     for src in args[:-1]:
         if src.startswith("<<"):
             continue  # a here-document
@@ -721,11 +670,18 @@ class DockerNeeds:
         return f"needs {where}: " + "; ".join(unique)
 
     def _unbuildable(self, scan: DockerfileScan) -> str | None:
-        """Why the Dockerfile's own ``COPY``/``ADD`` steps fail, network or not (None:
-        they do not): a source outside the build context, or an image that ``COPY
-        --from`` reads that is had neither as a base image is (present; online, known to
-        its registry)."""
+        """Why the Dockerfile's own steps fail, network or not (None: they do not): a step
+        only BuildKit builds (a here-document, ``RUN --mount``, ``COPY --chmod``...: the
+        images are built by the engine's classic builder), a source outside the build
+        context, or an image that ``COPY --from`` reads that is had neither as a base
+        image is (present; online, known to its registry)."""
         runtime = self.runtime
+        if scan.buildkit:
+            steps = "; ".join(f"Dockerfile line {line}: {what}" for line, what in scan.buildkit)
+            return (
+                f"the build needs BuildKit ({steps}), and task images are built here by "
+                "the engine's classic builder"
+            )
         if scan.outside:
             return "; ".join(
                 f"the build reads {src!r}, which is not in its context (Dockerfile line {line})"
