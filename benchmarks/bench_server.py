@@ -378,14 +378,18 @@ def _cpu_seconds(pid: int) -> float:
 
 # ------------------------------------------------------------------ servers
 def start_server(
-    package_root: Path, sessions: int, extra: tuple[str, ...] = ()
+    package_root: Path, sessions: int, extra: tuple[str, ...] = (), loop: str | None = None
 ) -> tuple[subprocess.Popen, str]:
-    """A server of the package at ``package_root``; its ``ws://host:port``, followed by
+    """A server of the package at ``package_root`` (on event loop ``loop``: ``asyncio`` or
+    ``uvloop``; None: the server's own choice); its ``ws://host:port``, followed by
     ``#TOKEN`` when ``extra`` gives one (``--token``)."""
     env = {
         **os.environ,
         "PYTHONPATH": f"{package_root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+    env.pop("AGENTENVS_SERVER_LOOP", None)
+    if loop is not None:
+        env["AGENTENVS_SERVER_LOOP"] = loop
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentenvs.cli", "serve", "--env", "agentenvs/FrozenLake-v0",
          "--port", "0", "--max-sessions", str(sessions + 8), "--env-kwargs", json.dumps(KWARGS),
@@ -403,6 +407,13 @@ def start_server(
     if "--token" in extra:
         url += "#" + extra[extra.index("--token") + 1]
     return proc, url
+
+
+def _loop_name() -> str:
+    """The loop the default server runs on (``agentenvs.server.app.event_loop``)."""
+    from agentenvs.server.app import event_loop
+
+    return event_loop()
 
 
 def export_revision(rev: str, into: Path) -> Path:
@@ -439,26 +450,33 @@ def main() -> None:
     args = parser.parse_args()
     token = secrets.token_urlsafe(32)
     with tempfile.TemporaryDirectory() as tmp:
-        # the default server (its token and Host checks) beside one with --no-auth
-        servers: dict[str, tuple[Path, tuple[str, ...]]] = {
-            "current": (ROOT, ("--token", token)),
-            "current --no-auth": (ROOT, ("--no-auth",)),
+        # the default server (its token and Host checks, uvloop where installed) beside
+        # the same on asyncio's own loop, and one with --no-auth
+        servers: dict[str, tuple[Path, tuple[str, ...], str | None]] = {
+            "current": (ROOT, ("--token", token), None),
+            "current --no-auth": (ROOT, ("--no-auth",), None),
+            "current on asyncio": (ROOT, ("--token", token), "asyncio"),
         }
         if args.baseline:
-            servers[f"baseline {args.baseline}"] = (export_revision(args.baseline, Path(tmp)), ())
+            servers[f"baseline {args.baseline}"] = (
+                export_revision(args.baseline, Path(tmp)), (), None
+            )
         running = {
-            name: start_server(root, args.sessions, extra)
-            for name, (root, extra) in servers.items()
+            name: start_server(root, args.sessions, extra, loop)
+            for name, (root, extra, loop) in servers.items()
         }
         try:
             best: dict[str, dict[str, Any]] = {}
             rounds: list[list[dict[str, Any]]] = []  # each round: every server once
-            for _ in range(args.rounds):
+            for r in range(args.rounds):
                 rounds.append([])
-                for name, (proc, url) in running.items():
+                # the servers take turns, in alternating order, so none always goes first
+                order = list(running.items()) if r % 2 == 0 else list(running.items())[::-1]
+                for name, (proc, url) in order:
                     got = load(
                         url, args.sessions, args.clients, args.steps, proc.pid, args.stream_client
                     )
+                    got["name"] = name
                     rounds[-1].append(got)
                     if name not in best or got["steps_per_s"] > best[name]["steps_per_s"]:
                         best[name] = got
@@ -477,6 +495,7 @@ def main() -> None:
                     f"1 session {one_session(url, 1000):5.0f} µs/step  "
                     f"replies equal to in-process: {r['same']}"
                 )
+            rounds = [sorted(got, key=lambda g: list(running).index(g["name"])) for got in rounds]
             for i, name in enumerate(running):
                 ours = [got[i] for got in rounds]
 
@@ -491,9 +510,12 @@ def main() -> None:
                     f"every reply equal in every round: {all(got['same'] for got in ours)}"
                 )
             names = list(best)
-            pairs = [("current", "current --no-auth", "token + Host checks / --no-auth")]
+            pairs = [
+                ("current", "current on asyncio", f"{_loop_name()} / asyncio loop"),
+                ("current", "current --no-auth", "token + Host checks / --no-auth"),
+            ]
             if args.baseline:
-                pairs.append(("current", names[2], "current / baseline"))
+                pairs.append(("current", names[3], "current / baseline"))
             for a_name, b_name, label in pairs:
                 i, j = names.index(a_name), names.index(b_name)
                 ratio = best[a_name]["steps_per_s"] / best[b_name]["steps_per_s"]

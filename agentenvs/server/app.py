@@ -87,6 +87,7 @@ import functools
 import inspect
 import json
 import math
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -890,6 +891,31 @@ def check_bind(config: ServerConfig, host: str) -> ServerConfig:
     return config
 
 
+#: the environment variable that picks the server's event loop: ``uvloop`` or ``asyncio``
+LOOP_VARIABLE = "AGENTENVS_SERVER_LOOP"
+LOOPS = ("uvloop", "asyncio")
+
+
+def event_loop() -> str:
+    """The event loop the server runs on: uvloop where it is installed (the ``server``
+    extra brings it; about 1.5x the steps a second of asyncio's), else asyncio's own;
+    ``AGENTENVS_SERVER_LOOP`` names one (``asyncio`` to compare, ``uvloop`` to insist)."""
+    import importlib.util
+
+    asked = os.environ.get(LOOP_VARIABLE, "").strip().lower()
+    if asked and asked not in LOOPS:
+        raise ValueError(f"{LOOP_VARIABLE} must be one of {LOOPS}, got {asked!r}")
+    if asked == "asyncio":
+        return "asyncio"
+    if importlib.util.find_spec("uvloop") is not None:
+        return "uvloop"
+    if asked == "uvloop":
+        raise ValueError(
+            f"{LOOP_VARIABLE}=uvloop, but uvloop is not installed: pip install 'agentenvs[server]'"
+        )
+    return "asyncio"
+
+
 def run_app(
     app: Any,
     config: ServerConfig,
@@ -913,6 +939,7 @@ def run_app(
     from agentenvs.server.transport import listening_socket, timed_http_protocol
 
     check_bind(config, host)  # the caller made its app for this host
+    loop = event_loop()
     sock = listening_socket(host, port, config.stall_timeout)
     bound = sock.getsockname()[1]
     http: Any = "auto"
@@ -936,11 +963,14 @@ def run_app(
             log_level=log_level,
             http=http,
             limit_concurrency=config.connection_limit,
+            loop=loop,
             **uvicorn_options,
         )
     )
     shown = f"[{host}]" if ":" in host else host
-    announce(f"agentenvs serve: {config.env_id} on http://{shown}:{bound}{path} ({what})")
+    announce(
+        f"agentenvs serve: {config.env_id} on http://{shown}:{bound}{path} ({what}; {loop} loop)"
+    )
     done = on_bound(bound) if on_bound is not None else None
     if callable(done):
         cleanups.append(done)

@@ -41,6 +41,8 @@ class Server:
     proc: subprocess.Popen[str]
     url: str
     token: str | None = TEST_TOKEN
+    #: the line the server announced itself with
+    announced: str = ""
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(authorized(self.url + path), timeout=30) as resp:
@@ -117,7 +119,7 @@ def start_server() -> Iterator[Callable[..., Server]]:
             proc.kill()
             rest = proc.stdout.read()
             raise AssertionError(f"the server did not start: {line}{rest}")
-        server = Server(proc, f"http://127.0.0.1:{match.group(1)}", token)
+        server = Server(proc, f"http://127.0.0.1:{match.group(1)}", token, line)
         started.append(server)
         deadline = time.monotonic() + 60
         while True:
