@@ -685,6 +685,8 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     separate = read_separate_verifier(source, data, docker_image)
     if steps and separate is not None:
         problems.append("task.toml: a separate verifier of a multi-step task is not provided")
+    elif separate is not None:
+        problems.append("task.toml: a separate verifier environment is not provided yet")
     resources = _resources(source, environment)
     if resources["gpus"]:
         # as Harbor's Docker environment: no runtime here gives a container a GPU

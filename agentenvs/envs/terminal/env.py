@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -313,6 +314,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         #: the task's agent time budget, started once the starting state is ready
         self._clock: AgentClock | None = None
         self._agent_timed_out = False
+        #: a multi-step task (Harbor ``[[steps]]``): the step being played, each step
+        #: run's verdict, and whether the trial is over (its reward is then the trial's)
+        self._step_index = 0
+        self._step_results: list[dict[str, Any]] = []
+        self._steps_over = False
 
     # ---------------------------------------------------------------- tasks
     @property
@@ -326,7 +332,20 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     def task(self) -> TerminalTask:
         if self._task_id is None:
             raise RuntimeError("no task yet: call reset() first")
-        return self.tasks[self._task_id]
+        task = self.tasks[self._task_id]
+        if not task.steps:
+            return task
+        # a multi-step task is seen at its current step: that step's instruction, tests,
+        # solution and timeouts (Harbor's fall back to the task's)
+        step = task.steps[min(self._step_index, len(task.steps) - 1)]
+        return dataclasses.replace(
+            task,
+            instruction=step.instruction,
+            step_tests_dir=step.tests_dir,
+            solution_path=step.solution_path or task.solution_path,
+            max_agent_timeout_sec=step.agent_timeout_sec or task.max_agent_timeout_sec,
+            max_test_timeout_sec=step.test_timeout_sec or task.max_test_timeout_sec,
+        )
 
     def action_format(self) -> str:
         return FORMAT
@@ -458,6 +477,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         try:
             shell = self._new_session(task)
             self.runtime().starting_state(task, shell)
+            if task.steps:
+                problem = self._prepare_step()
+                if problem is not None:
+                    raise SandboxError(problem)
         except SANDBOX_FAILURES as exc:
             fault = self.runtime().diagnose(exc)
             if fault is not None:
@@ -465,7 +488,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             # nothing of the agent's ran yet: the task's image or setup is the reason
             why = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
             raise self._refuse(task, f"its starting state cannot be set up: {why}") from exc
-        self._clock = self._new_clock(task)
+        self._clock = self._new_clock(self.task)
         # the suite's convention: system prompt, a blank line, then the task
         return f"{SYSTEM_PROMPT}\n\n{self._prompt(task)}"
 
@@ -543,6 +566,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         elif not parsed.complete:
             return Transition(observation="\n".join(parts) or "(no output)")
         parts.append(self._run_tests())
+        if self.tasks[self._task_id].steps and not self._steps_over:
+            parts.append(self._next_step())
+            if not self._steps_over:
+                return Transition(observation="\n".join(parts))
         return Transition(
             observation="\n".join(parts),
             reward=1.0 if self._success_now() else 0.0,
@@ -554,12 +581,71 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     def _oracle_script(self) -> str | None:
         """The script of the task's own solution (None: it has none), made once a task."""
         cache = self._oracle_scripts
-        if self.task.id not in cache:
+        key = f"{self.task.id}\0{self._step_index}"
+        if key not in cache:
             try:
-                cache[self.task.id] = parse_action(self.oracle_action()).script
+                cache[key] = parse_action(self.oracle_action()).script
             except TaskError:
-                cache[self.task.id] = None
-        return cache[self.task.id]
+                cache[key] = None
+        return cache[key]
+
+    # ---------------------------------------------------------------- steps
+    def _prepare_step(self) -> str | None:
+        """As Harbor before a step's agent: the step's ``workdir/`` copied into the work
+        dir and its ``setup.sh`` run there; why that failed (None: it did not)."""
+        from agentenvs.envs.terminal.images import tar_of
+
+        step = self.tasks[self._task_id].steps[self._step_index]
+        if step.workdir is None:
+            return None
+        where = shlex.quote(self.shell.workdir)
+        rc, out = self.shell.control(
+            f"mkdir -p {where} && tar -x -C {where} --no-same-owner",
+            stdin=tar_of([(step.workdir, "/")]),
+        )
+        if rc == 0 and (step.workdir / "setup.sh").is_file():
+            rc, out = self.shell.control(f"cd {where} && bash setup.sh 2>&1", timeout=600)
+        if rc != 0:
+            text = out.decode("utf-8", errors="replace").strip()[-300:]
+            return f"step {step.name!r}: its setup failed (status {rc}): {text}"
+        return None
+
+    def _next_step(self) -> str:
+        """After a step's tests: the next step begins in the same state with its own
+        instruction and budget, or the trial ends (the last step, Harbor's early stop, a
+        lost sandbox); what the agent is told."""
+        task = self.tasks[self._task_id]
+        why = self._record_step()
+        if why is None and self._lost is None and self._step_index + 1 < len(task.steps):
+            self._step_index += 1
+            self._tested, self._results, self._test_output = False, {}, ""
+            self._harbor_reward, self._rewards, self._unmet = None, {}, []
+            self._findings, self._problems, self._exposed = [], [], []
+            self._verifier_timed_out = self._agent_timed_out = False
+            try:
+                why = self._prepare_step()
+            except SANDBOX_FAILURES as exc:
+                self._check_fault(exc)
+                why = f"step {task.steps[self._step_index].name!r}: {exc}"
+            if why is None:
+                self._clock = self._new_clock(self.task)
+                return (
+                    f"Step {self._step_index + 1} of {len(task.steps)}:\n"
+                    f"{self._prompt(self.task)}"
+                )
+            step = task.steps[self._step_index]
+            self._step_results.append(
+                {"name": step.name, "rewards": None, "success": False, "score": 0.0,
+                 "verifier_timed_out": False}
+            )
+        self._steps_over = True
+        rewards = self._trial_rewards()
+        shown = ", ".join(f"{k}={v:g}" for k, v in rewards.items()) if rewards else "none"
+        return (
+            (f"The trial stops: {why}.\n" if why else "")
+            + f"Trial rewards ({task.multi_step_reward_strategy} of the steps): {shown}. "
+            + ("Task resolved." if self._success_now() else "Task not resolved.")
+        )
 
     def _check_fault(self, exc: BaseException) -> None:
         """Raise the Fault that ``exc`` is when it is not the agent's doing (asked of the
@@ -613,6 +699,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         if truncated and not self._tested:
             # as Terminal-Bench on an agent timeout: the tests still run
             summary = self._run_tests()
+            if self.tasks[self._task_id].steps:
+                self._record_step()
+                self._steps_over = True  # no turn is left for a later step
             self._success, self._score = self._success_now(), self._score_now()
             reward = 1.0 if self._success else 0.0
             observation = self._finish_observation(
@@ -721,6 +810,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "agent_timed_out": self._agent_timed_out,
             "agent_used_s": self._clock.marked_s if self._clock is not None else 0.0,
         }
+        if self._task_id is not None and self.tasks[self._task_id].steps:
+            state["steps"] = {
+                "index": self._step_index,
+                "results": [dict(r) for r in self._step_results],
+                "over": self._steps_over,
+            }
         if self._lost is None and self._shell is not None:
             try:
                 # a wrecked system (no base64, no sh) answers this at once, not at a timeout
@@ -746,6 +841,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         check_state(state)
 
     def _set_state(self, state: Any) -> None:
+        steps = state.get("steps", {"index": 0, "results": [], "over": False})
+        if steps["index"] >= max(len(self.tasks[self._task_id].steps), 1):
+            raise ValueError("the snapshot's step is not one of this task's")
+        self._step_index = steps["index"]
+        self._step_results = [dict(r) for r in steps["results"]]
+        self._steps_over = steps["over"]
         task = self.task
         lost = state.get("lost")
         if lost is None:
@@ -825,6 +926,11 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 info["rewards"] = dict(self._rewards)
         if self._unmet:
             info["offline_unmet"] = list(self._unmet)
+        if self._task_id is not None and self.tasks[self._task_id].steps:
+            info["step_index"] = self._step_index
+            info["steps_total"] = len(self.tasks[self._task_id].steps)
+            info["step_name"] = self.tasks[self._task_id].steps[self._step_index].name
+            info["step_results"] = [dict(r) for r in self._step_results]
         if self._tested and self._runtime is not None and self.runtime_name == "docker":
             services = getattr(self._runtime, "service_status", None)
             if services:  # how the compose sidecars were when the tests started

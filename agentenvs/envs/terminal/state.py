@@ -35,7 +35,9 @@ def check_state(state: Any) -> None:
     # "fraction" (the last step reward's baseline) is optional: older snapshots lack it
     # so are the verifier's and the agent's timeouts and the agent's time used
     timing = {"verifier_timed_out", "agent_timed_out", "agent_used_s"}
-    given = set(state) - {"fraction", "problems", "exposed"} - timing
+    given = set(state) - {"fraction", "problems", "exposed", "steps"} - timing
+    if "steps" in state:
+        check_steps(state["steps"])
     for name in ("problems", "exposed"):
         value = state.get(name, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -88,6 +90,30 @@ def check_state(state: Any) -> None:
         if not where.startswith("/") or where.rstrip("/") == "":
             raise ValueError(f"dir must be an absolute path below /, got {where!r:.80}")
         check_dir_archive(state["files"], where.rstrip("/").rsplit("/", 1)[1])
+
+
+def check_steps(steps: Any) -> None:
+    """Raise ``ValueError`` unless ``steps`` is a multi-step trial's place: the step's
+    index, each step run's verdict (its name, rewards or None, success, score) and
+    whether the trial is over."""
+    if not isinstance(steps, dict) or set(steps) != {"index", "results", "over"}:
+        raise ValueError("steps must be a dict of index, results and over")
+    index, results = steps["index"], steps["results"]
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError("steps.index must be an int >= 0")
+    if not isinstance(steps["over"], bool) or not isinstance(results, list):
+        raise ValueError("steps.over must be a bool and steps.results a list")
+    for r in results:
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise ValueError("each step result is a dict with a str name")
+        rewards = r.get("rewards")
+        if rewards is not None and (
+            not isinstance(rewards, dict)
+            or not all(isinstance(k, str) and isinstance(v, float) for k, v in rewards.items())
+        ):
+            raise ValueError("a step's rewards map names to floats, or are None")
+        if not isinstance(r.get("success"), bool) or not isinstance(r.get("score"), float):
+            raise ValueError("a step result has a bool success and a float score")
 
 
 def check_dir_archive(data: Any, top: str, limits: Any = None) -> None:

@@ -131,7 +131,20 @@ class TaskTests:
         pairs = [(task.tests_dir, "/tests")]
         if task.layout == "tb1":
             pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
+        if task.steps:
+            # as Harbor: the shared tests (when there are any), the step's laid over them
+            pairs = [(d, "/tests") for d in (task.tests_dir, task.step_tests_dir) if d and d.is_dir()]
         return pairs
+
+    def _test_files(self) -> dict[str, bytes]:
+        """The test files the grading shows at ``/tests`` (a step's over the shared ones)."""
+        from agentenvs.envs.terminal.verifier import rules
+
+        files: dict[str, bytes] = {}
+        for src, dest in self._test_pairs():
+            if dest == "/tests" and src.is_dir():
+                files.update(rules.task_test_files(src))
+        return files
 
     def _grade_safe(self, shell: ShellSession) -> tuple[dict[str, bool], float | None, str]:
         """Grade as ``verifier`` says: freeze, then the tests on the verifier's toolchain,
@@ -142,7 +155,7 @@ class TaskTests:
 
         task = self.task
         runtime = self.runtime()
-        files = rules.task_test_files(task.tests_dir)
+        files = self._test_files()
         counted, shipped = rules.count_tests(files), rules.digests(files)
         stage = verifier.Stage(self._test_pairs())
         channel: VerdictChannel | None = None
@@ -364,7 +377,12 @@ class TaskTests:
             )
         if self._test_output.startswith("[the sandbox could not run the tests"):
             lines.append(self._test_output.splitlines()[0])
-        lines.append("Task resolved." if self._success_now() else "Task not resolved.")
+        if self.task.steps:
+            step = self.task.steps[self._step_index]
+            verdict = "passed" if self._success_now() else "failed"
+            lines.append(f"Step {self._step_index + 1} ({step.name}) {verdict}.")
+        else:
+            lines.append("Task resolved." if self._success_now() else "Task not resolved.")
         return "\n".join(lines)
 
     def _step_reward(self, action_valid: bool) -> float:
@@ -388,7 +406,47 @@ class TaskTests:
         copy._run_tests()
         return copy._score_now()
 
+    # ---------------------------------------------------------------- steps
+    # a multi-step trial (Harbor ``[[steps]]``, see ``agentenvs.envs.terminal.steps``): the
+    # env keeps the step being played and each step's verdict; once the trial is over its
+    # success and score are the trial's rewards, as the task's strategy makes them
+    _step_index: int = 0
+    _step_results: list[dict[str, Any]]
+    _steps_over: bool = False
+
+    def _record_step(self) -> str | None:
+        """Keep the verdict of the step just graded; why the trial stops after it (None:
+        the next step may run)."""
+        from agentenvs.envs.terminal.steps import step_rewards, stops_after
+
+        step = self.task.steps[self._step_index]
+        rewards = step_rewards(
+            self._rewards, self._harbor_reward, usable=not self._verifier_timed_out
+        )
+        if rewards is not None and (self._findings or getattr(self, "_problems", None)):
+            # safe grading found the agent changed what grades it: nothing of it counts
+            rewards = dict.fromkeys(rewards, 0.0)
+        self._step_results.append(
+            {
+                "name": step.name,
+                "rewards": rewards,
+                "success": self._success_now(),
+                "score": self._score_now(),
+                "verifier_timed_out": self._verifier_timed_out,
+            }
+        )
+        return stops_after(step, rewards)
+
+    def _trial_rewards(self) -> dict[str, float] | None:
+        from agentenvs.envs.terminal.steps import trial_rewards
+
+        results = [r["rewards"] for r in self._step_results]
+        return trial_rewards(self.task.multi_step_reward_strategy, results)
+
     def _success_now(self) -> bool:
+        if self._steps_over:
+            rewards = self._trial_rewards()
+            return rewards is not None and all(v >= 1.0 for v in rewards.values())
         if not self._tested or self._findings or getattr(self, "_problems", None):
             return False
         if self._verifier_timed_out:
@@ -400,6 +458,11 @@ class TaskTests:
         return is_resolved(self._results)
 
     def _score_now(self) -> float:
+        if self._steps_over:
+            rewards = self._trial_rewards()
+            if not rewards:
+                return 0.0
+            return min(max(sum(rewards.values()) / len(rewards), 0.0), 1.0)
         if not self._tested or self._findings or self._verifier_timed_out:
             return 0.0
         if getattr(self, "_problems", None) and self._harbor_reward is None:

@@ -1,0 +1,3 @@
+#!/bin/bash
+touch /app/.step-ready
+rm -f /app/setup.sh
