@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from agentenvs.core.errors import Fault, SandboxError
 from agentenvs.sandbox import _cgroup, _files, _launcher, _leftovers, faults, harness, runtime
@@ -74,7 +74,7 @@ from agentenvs.sandbox._local_procs import (
     _seccomp_fd,
     _Status,
 )
-from agentenvs.sandbox._local_warm import WarmServers
+from agentenvs.sandbox._local_warm import WarmServers, usable_cpus
 from agentenvs.sandbox.base import (
     WORKDIR,
     CaseRun,
@@ -149,6 +149,10 @@ class LocalSandbox(Sandbox):
         tmpfs: more private writable dirs, sandbox path -> size in MB (e.g. ``/app``);
             their contents live as long as one process's namespace.
         ro_binds: host paths shown read-only inside, host path -> sandbox path.
+        warm_servers: at most this many warm fork servers (``spawn_warm``) at once; a
+            caller beyond them waits for one to come back (``_local_warm``). Default
+            ``"cpus"``: the CPUs this process may use; None: no cap, a cold server
+            whenever none is idle.
     """
 
     backend = "local"
@@ -161,7 +165,16 @@ class LocalSandbox(Sandbox):
         bwrap: str | None = None,
         tmpfs: Mapping[str, int] | None = None,
         ro_binds: Mapping[str, str] | None = None,
+        warm_servers: int | Literal["cpus"] | None = "cpus",
     ) -> None:
+        if warm_servers == "cpus":
+            warm_servers = usable_cpus()
+        elif warm_servers is not None and (
+            isinstance(warm_servers, bool) or not isinstance(warm_servers, int) or warm_servers < 1
+        ):
+            raise ValueError(
+                f"warm_servers must be a positive integer, 'cpus' or None, got {warm_servers!r}"
+            )
         self.limits = limits
         self._tmpfs = dict(tmpfs or {})
         self._ro_binds = dict(ro_binds or {})
@@ -207,7 +220,7 @@ class LocalSandbox(Sandbox):
         self._finalizer = weakref.finalize(
             self, _cleanup, self._procs, self._killed, self._lock, self.workdir, self._cgroup
         )
-        self._warm = WarmServers(self)
+        self._warm = WarmServers(self, warm_servers)
 
     # -- command lines
     def _bwrap_argv(
