@@ -18,9 +18,10 @@ bootstraps are served by the stand-ins. Commands and tests run in the image's ow
 environment (its ``ENV``, ``WORKDIR``), as ``docker exec`` gives it.
 
 Containers: a task may write anywhere, so a container serves one episode (or one
-restore) and is removed after it. The next session (a container of the same image with
-the agent's shell already started in it) is opened in the background while the agent
-works, so a reset pays for neither a container start nor an exec. They run as root (the container is the boundary) with no network, only the
+restore) and is removed after it. Next sessions (containers of the same image with the
+agent's shell started and the starting state placed) are opened in the background while
+the agent works, as many as the runtime's recent demand asks (see ``spares_wanted``), so a
+reset pays for neither a container start nor an exec. They run as root (the container is the boundary) with no network, only the
 capabilities file-administration tasks need (``task_container.CAPABILITIES``), no new privileges,
 memory/pids/CPU limits, and Docker's init to reap orphaned jobs. They carry the labels
 of the docker sandbox backend, so :func:`agentenvs.sandbox.docker.sweep_orphans` removes
@@ -52,12 +53,15 @@ never the task's; the registry's answer that it has no such image is the task's.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import shutil
+import statistics
 import threading
 import time
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,12 +102,88 @@ IMAGE_LACKS = ("executable file not found", "no such file or directory")
 _SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str, str]
 _Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | threading.Thread"]
 
+#: ``prestart`` modes: spares sized to demand, the one spare of the last key, none
+PRESTARTS = ("demand", "one", "off")
+#: how many of a runtime's latest sessions its demand is judged on
+DEMAND_WINDOW = 8
+#: what a start is taken to last before one was timed (seconds)
+FIRST_START_S = 1.0
+#: what an idle spare (a sleeping container and its shell) is counted to hold in memory
+SPARE_MEMORY_MB = 64
+
+
+def default_max_spares() -> int:
+    """``AGENTENVS_TB_MAX_SPARES``, else the machine's core count (at least 2)."""
+    value = os.environ.get("AGENTENVS_TB_MAX_SPARES", "").strip()
+    if value:
+        return max(0, int(value))
+    return max(2, os.cpu_count() or 1)
+
+
+def spares_wanted(
+    sessions: Sequence[tuple[float, _SpareKey]], now: float, start_s: float, limit: int
+) -> dict[_SpareKey, int]:
+    """How many spares of each key to hold, from a runtime's latest ``sessions`` ((time,
+    key), oldest first) and what a start lasts (``start_s``): a key gets the sessions it
+    is expected to open while one start runs (its rate: the sessions after its first in
+    the window over the time since that first, now included, so a key no longer asked for
+    fades), at least
+    one for the latest key and for a key that came back, at most ``limit`` in all (the
+    latest key first, then the most asked)."""
+    if not sessions or limit <= 0:
+        return {}
+    first: dict[_SpareKey, float] = {}
+    count: dict[_SpareKey, int] = {}
+    for when, key in sessions:
+        first.setdefault(key, when)
+        count[key] = count.get(key, 0) + 1
+    latest = sessions[-1][1]
+    want: dict[_SpareKey, int] = {}
+    for key, n in count.items():
+        # sessions a second between its first and now (a single one: no rate yet)
+        rate = (n - 1) / max(now - first[key], 1e-3)
+        floor = 1 if key == latest or n >= 2 else 0
+        want[key] = max(floor, math.ceil(rate * start_s - 1e-9))
+    out: dict[_SpareKey, int] = {}
+    left = limit
+    for key in sorted(want, key=lambda k: (k != latest, -count[k])):
+        take = min(want[key], left)
+        if take > 0:
+            out[key] = take
+            left -= take
+    return out
+
+
+class _SpareCount:
+    """The spares of every runtime of this process, against the host's memory."""
+
+    lock = threading.Lock()
+    held = 0
+
+    @classmethod
+    def take(cls, wanted: int, cap: int) -> int:
+        """How many of ``wanted`` new spares fit under ``cap``, counted as held."""
+        with cls.lock:
+            room = max(0, min(wanted, cap - cls.held))
+            cls.held += room
+        return room
+
 
 def unsupported_reason(task: TerminalTask) -> str | None:
     """Why the docker runtime cannot run ``task``, known without the engine (None: it can)."""
     if task.problems:
         return "; ".join(task.problems)
+    if task.verifier_user is not None and task.verifier_user not in ROOT_USERS:
+        # the grader's session, where the tests run, is root's
+        return (
+            f"task.toml: [verifier] user = {task.verifier_user!r}, and the tests run as "
+            "root on this runtime"
+        )
     return None
+
+
+#: the names ``docker exec --user`` gives root
+ROOT_USERS = frozenset({"root", "0", "0:0", "root:root"})
 
 
 def offline_default() -> bool | None:
@@ -133,7 +213,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
         limits: Limits,
         *,
         base_image: str = BASE_IMAGE,
-        prestart: bool = True,
+        prestart: bool | str = "demand",
+        max_spares: int | None = None,
         cpus: float = 1.0,
         offline: bool | None = None,
         network: str = "task",
@@ -141,15 +222,27 @@ class DockerRuntime(DockerImages, FreezingDocker):
         wheelhouse: str | Path | None = None,
         registry: str | None = None,
         build_wheelhouse: str | Path | None = None,
+        force_build: bool = False,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
+        # True / False: the default and none (the earlier spelling)
+        mode = "demand" if prestart is True else "off" if prestart is False else prestart
+        if mode not in PRESTARTS:
+            raise ValueError(f"prestart must be one of {PRESTARTS} or a bool, got {prestart!r}")
+        if max_spares is not None and max_spares < 0:
+            raise ValueError(f"max_spares must be >= 0, got {max_spares}")
         ok, why = docker_available(base_image)
         if not ok:
             raise ServiceUnavailable(f"the docker runtime cannot run here: {why}")
         self.limits = limits
         self.base_image = base_image
-        self.prestart = prestart
+        self.force_build = force_build
+        #: "demand" (spares sized to recent demand, starting state placed), "one" (one
+        #: spare of the last key, its starting state placed at reset), "off"
+        self.prestart = mode
+        #: the most spares this runtime holds at once ("demand")
+        self.max_spares = default_max_spares() if max_spares is None else max_spares
         self.cpus = cpus
         self.network = network
         self.image_map = {**images.DEFAULT_IMAGE_MAP, **dict(image_map or {})}
@@ -190,6 +283,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self.service_status: dict[str, str] = {}
         #: task id -> (memory MB, CPUs) its containers get, where its task.toml says
         self._resources: dict[str, tuple[int | None, float | None]] = {}
+        #: task id -> the user its agent's shell runs as, where its task.toml says
+        self._users: dict[str, str] = {}
         self._host: tuple[int, int] | None = None
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -200,8 +295,13 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._bytecode: dict[str, str | None] = {}
         #: whether task containers get the verifier's read-only dirs (safe grading)
         self.verifier_mounts = False
-        #: the next session, opened ahead (or the thread opening it)
-        self._spare: _Spare | None = None
+        #: next sessions, opened ahead (or the threads opening them), oldest first
+        self._spares: list[_Spare] = []
+        #: (time, key) of the latest sessions, and how long the latest starts took
+        self._sessions: deque[tuple[float, _SpareKey]] = deque(maxlen=DEMAND_WINDOW)
+        self._start_times: deque[float] = deque(maxlen=DEMAND_WINDOW)
+        #: containers whose starting state a spare's preparation already placed
+        self._placed: set[str] = set()
         self._owned: dict[str, _TaskContainer] = {}
         self._threads: set[threading.Thread] = set()
         self._closed = False
@@ -307,9 +407,11 @@ class DockerRuntime(DockerImages, FreezingDocker):
         """A new container of ``key``'s image with the agent's shell started in it."""
         image, task_id, env, init, max_output_bytes, network, workdir = key
         box = self._start(image, task_id, network)
+        # Harbor's [agent] user: the agent's shell is exec'd as that user
+        user = self._users.get(task_id) or "0:0"
 
         def spawn(argv: Sequence[str]) -> DockerProcess:
-            return _ShellProcess(box, argv, user="0:0", env=dict(env), workdir=workdir)
+            return _ShellProcess(box, argv, user=user, env=dict(env), workdir=workdir)
 
         try:
             return box, ShellSession(
@@ -327,54 +429,150 @@ class DockerRuntime(DockerImages, FreezingDocker):
             raise
 
     def _prestart(self, key: _SpareKey) -> None:
-        """Open the next session of ``key`` in the background (one spare at a time)."""
-
-        def work() -> None:
-            me = threading.current_thread()
-            try:
-                made: tuple[_TaskContainer, ShellSession] | None = self._open(key)
-            except Exception:
-                made = None  # the next session opens its own
-            with self._lock:
-                self._threads.discard(me)
-                mine = self._spare is not None and self._spare[1] is me
-                if mine:
-                    self._spare = (key, made) if made is not None else None
-                    return
-            if made is not None:
-                made[1].close()
-                self._discard(made[0])
-
-        thread = threading.Thread(target=work, daemon=True, name="agentenvs-tb-prestart")
+        """Hold the spares that the runtime's demand asks for: drop those no longer
+        wanted, open the missing ones in the background ("one": a single spare of ``key``,
+        as the runtime once did)."""
+        cap = self._spare_cap()
         with self._lock:
             if self._closed:
                 return
-            old, self._spare = self._spare, (key, thread)
-            self._threads.add(thread)
-        self._drop_spare(old)
-        thread.start()
+            if self.prestart == "one":
+                want = {key: 1}
+            else:
+                start_s = (
+                    statistics.median(self._start_times) if self._start_times else FIRST_START_S
+                )
+                want = spares_wanted(list(self._sessions), time.time(), start_s, self.max_spares)
+            kept: list[_Spare] = []
+            dropped: list[_Spare] = []
+            have: dict[_SpareKey, int] = {}
+            # in flight first: a start under way is nearer done than a new one
+            for spare in sorted(self._spares, key=lambda s: not isinstance(s[1], threading.Thread)):
+                if have.get(spare[0], 0) < want.get(spare[0], 0):
+                    have[spare[0]] = have.get(spare[0], 0) + 1
+                    kept.append(spare)
+                else:
+                    dropped.append(spare)
+            self._spares = [s for s in self._spares if any(s is k for k in kept)]
+            missing = [k for k, n in want.items() for _ in range(n - have.get(k, 0))]
+            missing = missing[: _SpareCount.take(len(missing), cap)]
+            threads = []
+            for k in missing:
+                thread = threading.Thread(
+                    target=self._make_spare, args=(k,), daemon=True, name="agentenvs-tb-prestart"
+                )
+                self._spares.append((k, thread))
+                self._threads.add(thread)
+                threads.append(thread)
+        for spare in dropped:
+            self._drop_spare(spare)
+        for thread in threads:
+            thread.start()
+
+    def _spare_cap(self) -> int:
+        """How many spares this process may hold at once: half the host's memory at
+        ``SPARE_MEMORY_MB`` each."""
+        try:
+            memory_mb, _ = self.host_resources()
+        except Exception:  # noqa: BLE001 - no answer: the engine's failure shows at the start
+            memory_mb = 0
+        return memory_mb // 2 // SPARE_MEMORY_MB if memory_mb else self.max_spares
+
+    def _make_spare(self, key: _SpareKey) -> None:
+        """Open a session of ``key`` ahead, with its starting state placed ("demand"), and
+        keep it unless it stopped being wanted meanwhile."""
+        me = threading.current_thread()
+        began = time.monotonic()
+        made: tuple[_TaskContainer, ShellSession] | None = None
+        try:
+            made = self._open(key)
+            if self.prestart == "demand":
+                self._place(made[0], made[1])
+        except Exception:
+            if made is not None:
+                made[1].close()
+                self._discard(made[0])
+            made = None  # the next session opens its own
+        with self._lock:
+            self._threads.discard(me)
+            if made is not None:
+                self._start_times.append(time.monotonic() - began)
+            at = next((i for i, s in enumerate(self._spares) if s[1] is me), None)
+            if at is not None and made is not None and not self._closed:
+                self._spares[at] = (key, made)
+                return
+            if at is not None:
+                del self._spares[at]
+        with _SpareCount.lock:
+            _SpareCount.held -= 1
+        if made is not None:
+            made[1].close()
+            self._discard(made[0])
+
+    def _place(self, box: _TaskContainer, shell: ShellSession) -> None:
+        """Put what every session of the image gets before the agent's first command into
+        ``box`` (offline, the wheelhouse), as :meth:`starting_state` would."""
+        if not self.networkless or self.wheelhouse is None or not self.wheelhouse.is_dir():
+            return
+        from agentenvs.envs.terminal.images import tar_of
+
+        data = tar_of([(self.wheelhouse, offline.WHEELHOUSE)])
+        if self._users.get(box.task_id, "0:0") not in ROOT_USERS:
+            # the agent's shell is not root's: the engine writes the files
+            try:
+                self.client.api.put_archive(box.id, "/", data)
+            except Exception as exc:  # noqa: BLE001 - said as a failed tar is
+                raise SandboxError(f"cannot place the wheelhouse: {exc}") from exc
+            with self._lock:
+                self._placed.add(box.id)
+            return
+        rc, out = shell.control("tar -x -C / --no-same-owner", stdin=data, timeout=120)
+        if rc != 0:
+            raise SandboxError(f"cannot place the wheelhouse: {out.decode(errors='replace')}")
+        with self._lock:
+            self._placed.add(box.id)
 
     def _drop_spare(self, spare: _Spare | None) -> None:
+        """Remove a spare (in the background); one in flight is removed by its thread,
+        which no longer finds itself among the spares."""
         if spare is not None and isinstance(spare[1], tuple):
             box, shell = spare[1]
+            with _SpareCount.lock:
+                _SpareCount.held -= 1
             shell.close()
             self._discard_later(box)
 
     def _take(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
+        """A ready spare of ``key``, else the oldest one in flight once it is ready, else a
+        new session opened now."""
+        for _ in range(2):
+            with self._lock:
+                ready = next(
+                    (s for s in self._spares if s[0] == key and isinstance(s[1], tuple)), None
+                )
+                flight = next(
+                    (s[1] for s in self._spares if s[0] == key and not isinstance(s[1], tuple)),
+                    None,
+                )
+                if ready is not None:
+                    self._spares = [s for s in self._spares if s is not ready]
+            if ready is not None:
+                assert isinstance(ready[1], tuple)
+                with _SpareCount.lock:
+                    _SpareCount.held -= 1
+                if self._usable(ready[1][0]):
+                    return ready[1]
+                ready[1][1].close()
+                self._discard_later(ready[1][0])
+                continue
+            if flight is None:
+                break
+            flight.join(timeout=60)
+        began = time.monotonic()
+        made = self._open(key)
         with self._lock:
-            spare = self._spare
-        if spare is not None and spare[0] == key and isinstance(spare[1], threading.Thread):
-            spare[1].join(timeout=60)
-        with self._lock:
-            spare = self._spare
-            taken = spare is not None and spare[0] == key and isinstance(spare[1], tuple)
-            if taken:
-                self._spare = None
-        if taken and spare is not None and isinstance(spare[1], tuple):
-            if self._usable(spare[1][0]):
-                return spare[1]
-            self._drop_spare(spare)
-        return self._open(key)
+            self._start_times.append(time.monotonic() - began)
+        return made
 
     def _usable(self, box: _TaskContainer) -> bool:
         """Whether a spare is still whole as far as the engine's events tell (no container
@@ -391,6 +589,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
             member.remove()
             with self._lock:
                 self._owned.pop(member.id, None)
+                self._placed.discard(member.id)
             self.watch.forget(member.id)
 
     def _discard_later(self, box: _TaskContainer) -> None:
@@ -423,10 +622,11 @@ class DockerRuntime(DockerImages, FreezingDocker):
         in the background); the next session starts afresh."""
         with self._lock:
             box, self._current = self._current, None
-            spare, self._spare = self._spare, None
+            spares, self._spares = self._spares, []
         if box is not None:
             self._discard_later(box)
-        self._drop_spare(spare)
+        for spare in spares:
+            self._drop_spare(spare)
 
     @property
     def container_ids(self) -> list[str]:
@@ -443,9 +643,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
 
     def exec_environment(self, task: TerminalTask) -> dict[str, str]:
         """What a command sees besides the image's ENV: offline, the stand-ins first."""
-        env = {"TERM": "dumb"}
+        env = {"TERM": "dumb", **dict(task.environment_env)}
         if self.networkless:
-            path = self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
+            path = env.get("PATH") or self.image_config(task)["env"].get("PATH", DEFAULT_PATH)
             env.update(offline.environment())
             env["PATH"] = f"{offline.MOUNT}/bin:{path}"
         return env
@@ -455,6 +655,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
         (a ``docker exec``), ``TEST_DIR`` as TB1's compose file sets it, and offline, the
         stand-ins first on PATH."""
         env = {"HOME": "/root", **self.image_config(task)["env"]}
+        # Harbor's [environment] env is the container's; [verifier] env the tests' own
+        env.update(task.environment_env)
+        env.update(task.verifier_env)
         env.setdefault("PATH", DEFAULT_PATH)
         if task.layout == "tb1":
             env["TEST_DIR"] = "/tests"
@@ -496,6 +699,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
             raise SandboxError("the docker runtime is closed")
         if task.memory_mb is not None or task.cpus is not None:
             self._resources[task.id] = (task.memory_mb, task.cpus)
+        if task.agent_user is not None:
+            self._users[task.id] = task.agent_user
         image = self.image(task)
         old, self._current = self._current, None
         if old is not None:
@@ -504,9 +709,11 @@ class DockerRuntime(DockerImages, FreezingDocker):
         env = tuple(sorted(self.exec_environment(task).items()))
         key = (image, task.id, env, init, max_output_bytes, mode, self.workdir(task))
         self.service_status = {}
+        with self._lock:
+            self._sessions.append((time.time(), key))
         self._current, shell = self._take(key)
         self._current_key = key
-        if self.prestart:
+        if self.prestart != "off":
             self._prestart(key)
         return shell
 
@@ -516,17 +723,15 @@ class DockerRuntime(DockerImages, FreezingDocker):
         _, agent, _ = network_plan(task, offline=self.networkless, network=self.network)
         if self._current is not None and _net(self._current).network != "none" and not agent:
             self.set_network(self._current, False)
-        if not self.networkless or self.wheelhouse is None or not self.wheelhouse.is_dir():
-            return
-        from agentenvs.envs.terminal.images import tar_of
+        box = self._current
+        with self._lock:
+            placed = box is not None and box.id in self._placed
+        if not placed and box is not None:
+            self._place(box, shell)  # a spare's preparation did it already otherwise
+        if task.healthcheck is not None:
+            from agentenvs.envs.terminal.healthcheck import wait_healthy
 
-        rc, out = shell.control(
-            "tar -x -C / --no-same-owner",
-            stdin=tar_of([(self.wheelhouse, offline.WHEELHOUSE)]),
-            timeout=120,
-        )
-        if rc != 0:
-            raise SandboxError(f"cannot place the wheelhouse: {out.decode(errors='replace')}")
+            wait_healthy(task.healthcheck, shell)
 
     def before_tests(self, task: TerminalTask) -> None:
         """Give the container the tests' network (``network="tests-only"``); read how the
@@ -604,9 +809,12 @@ class DockerRuntime(DockerImages, FreezingDocker):
             thread.join(timeout=60)
         with self._lock:
             boxes = list(self._owned.values())
-            spare, self._spare = self._spare, None
-        if spare is not None and isinstance(spare[1], tuple):
-            spare[1][1].close()
+            spares, self._spares = self._spares, []
+        for spare in spares:
+            if isinstance(spare[1], tuple):
+                with _SpareCount.lock:
+                    _SpareCount.held -= 1
+                spare[1][1].close()
         for box in boxes:
             self._discard(box)
         self.watch.close()

@@ -1,0 +1,169 @@
+"""Docker runtime starts: spares sized to demand, each one a fresh start of its task."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.runtime_docker import RUNTIME_LABEL, spares_wanted
+
+FIXTURES = Path(__file__).parent / "terminal_fixtures"
+TASK = "harbor-count"
+#: how long the tests wait for spares started in the background to settle
+SETTLE_S = 120
+
+A = ("image-a", "a", (), "", 1, "none", "/app")
+B = ("image-b", "b", (), "", 1, "none", "/app")
+
+
+# ---------------------------------------------------------------- demand, no engine
+def test_one_session_wants_one_spare_of_its_key() -> None:
+    assert spares_wanted([(100.0, A)], 100.0, 1.0, 8) == {A: 1}
+
+
+def test_sessions_faster_than_a_start_want_more_spares() -> None:
+    # four sessions 0.25 s apart, a start lasting 1 s: four expected while one starts
+    sessions = [(100.0 + 0.25 * i, A) for i in range(5)]
+    assert spares_wanted(sessions, 101.0, 1.0, 8) == {A: 4}
+    assert spares_wanted(sessions, 101.0, 1.0, 3) == {A: 3}  # never past the limit
+
+
+def test_a_key_no_longer_asked_for_fades_to_one() -> None:
+    sessions = [(100.0 + 0.25 * i, A) for i in range(5)]
+    assert spares_wanted(sessions, 200.0, 1.0, 8) == {A: 1}
+
+
+def test_a_key_that_came_back_keeps_a_spare_a_single_one_does_not() -> None:
+    sessions = [(100.0, A), (110.0, B), (120.0, A), (130.0, B), (140.0, A)]
+    assert spares_wanted(sessions, 140.0, 1.0, 8) == {A: 1, B: 1}
+    once = [(100.0, B), (110.0, A)]
+    assert spares_wanted(once, 110.0, 1.0, 8) == {A: 1}
+    # the latest key comes first when the limit cannot hold both
+    assert spares_wanted(sessions[:-1], 130.0, 1.0, 1) == {B: 1}
+    assert spares_wanted(sessions, 140.0, 1.0, 0) == {}
+
+
+# ---------------------------------------------------------------- on the engine
+def _labelled(token: str) -> list[str]:
+    """Ids of the containers the engine lists with runtime ``token``'s label."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        found = client.api.containers(all=True, filters={"label": f"{RUNTIME_LABEL}={token}"})
+    finally:
+        client.close()
+    return [c["Id"] for c in found]
+
+
+def _settled(env: TerminalBenchEnv) -> None:
+    """Wait until the runtime's spares in the background are started (or given up)."""
+    runtime = env.runtime()
+    end = time.monotonic() + SETTLE_S
+    while any(isinstance(s[1], threading.Thread) for s in list(runtime._spares)):
+        assert time.monotonic() < end, "spares still starting"
+        time.sleep(0.1)
+
+
+def _env(tasks_path: Path = FIXTURES, **docker: object) -> TerminalBenchEnv:
+    env = TerminalBenchEnv(tasks_path=tasks_path, runtime="docker", command_timeout=60)
+    env.docker_options.update(docker)
+    return env
+
+
+@pytest.fixture
+def envs() -> Iterator[list[TerminalBenchEnv]]:
+    made: list[TerminalBenchEnv] = []
+    yield made
+    for env in made:
+        env.close()
+
+
+on_docker = pytest.mark.docker("agentenvs/terminal:latest")
+
+
+@on_docker
+def test_concurrent_resets_get_distinct_fresh_containers(envs: list[TerminalBenchEnv]) -> None:
+    envs.extend(_env() for _ in range(4))
+    for env in envs:
+        env.reset(options={"task_id": TASK})
+        env.step("echo dirty > /app/left.txt")
+    seen = {env.runtime()._current.id for env in envs}
+    errors: list[BaseException] = []
+
+    def reset(env: TerminalBenchEnv) -> None:
+        try:
+            env.reset(options={"task_id": TASK})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reset, args=(env,)) for env in envs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    now = [env.runtime()._current.id for env in envs]
+    assert len(set(now)) == len(envs) and not set(now) & seen
+    expected = (FIXTURES / TASK / "environment" / "files" / "data.txt").read_text()
+    for env in envs:
+        obs, *_ = env.step("cat /app/data.txt; ls /app")
+        assert expected.strip().splitlines()[0] in obs
+        assert "left.txt" not in obs  # the previous episode's write is not there
+
+
+@on_docker
+def test_no_spare_beyond_demand(envs: list[TerminalBenchEnv]) -> None:
+    demand, off, none = _env(), _env(prestart="off"), _env(max_spares=0)
+    envs.extend([demand, off, none])
+    for env in envs:
+        env.reset(options={"task_id": TASK})
+        _settled(env)
+    # one session so far: its container and one spare, never more
+    assert len(_labelled(demand.runtime().token)) == 2
+    assert len(_labelled(off.runtime().token)) == 1
+    assert len(_labelled(none.runtime().token)) == 1
+
+
+@on_docker
+def test_close_removes_every_spare(envs: list[TerminalBenchEnv]) -> None:
+    env = _env(max_spares=3)
+    envs.append(env)
+    for _ in range(4):  # back to back: faster than a start, so more than one spare
+        env.reset(options={"task_id": TASK})
+    _settled(env)
+    token = env.runtime().token
+    before = _labelled(token)
+    assert len(before) >= 2
+    env.close()
+    assert _labelled(token) == []
+
+
+@on_docker
+def test_changed_task_files_never_get_the_stale_spare(
+    tmp_path: Path, envs: list[TerminalBenchEnv]
+) -> None:
+    tasks = tmp_path / "tasks"
+    shutil.copytree(FIXTURES / TASK, tasks / TASK)
+    first = _env(tasks)
+    envs.append(first)
+    first.reset(options={"task_id": TASK})
+    _settled(first)
+    spares = {s[1][0].id for s in first.runtime()._spares if isinstance(s[1], tuple)}
+    assert spares  # a spare of the old files is ready
+    (tasks / TASK / "environment" / "files" / "data.txt").write_text("changed\n")
+    second = _env(tasks)  # the tasks read again, as a new run does
+    envs.append(second)
+    second.reset(options={"task_id": TASK})
+    assert second.runtime()._current.id not in spares
+    obs, *_ = second.step("cat /app/data.txt")
+    assert "changed" in obs
+    # and the first runtime's next session stays a fresh start of the image it had
+    first.reset(options={"task_id": TASK})
+    assert first.runtime()._current.image != second.runtime()._current.image
