@@ -277,7 +277,10 @@ def test_check_tasks_offline_refuses_the_network_and_not_redirections(tmp_path: 
             "the image 'agentenvs/no-such-assets:1' that the build copies from "
             "(Dockerfile line 2) is not on this machine (offline)"
         )
-        assert "https://github.com/example/answers.git (in solution.sh)" in why["solution-clones"]
+        assert (
+            "the download https://github.com/example/answers.git "
+            "(the solution's solution.sh line 1 needs the network)"
+        ) in why["solution-clones"]
         assert env.task_ids == ["redirects"]
     finally:
         env.close()
@@ -351,7 +354,8 @@ def test_check_tasks_offline_refuses_a_solution_that_fetches(tmp_path: Path) -> 
     (found,) = survey([tmp_path / "tasks"], runtime="docker", offline=True)
     assert found.accepted == ["quiet"] and found.warnings == {}
     assert found.refused["fetches"] == (
-        "needs offline: the download https://example.org/answer.txt (in solution.sh)"
+        "needs offline: the download https://example.org/answer.txt "
+        "(the solution's solution.sh line 1 needs the network)"
     )
 
 

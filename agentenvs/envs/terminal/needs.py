@@ -492,6 +492,24 @@ def _scan_copy(
             scan.outside.append((line, src))
 
 
+def outside_context(task: TerminalTask) -> str | None:
+    """Why the task's Dockerfile cannot be built anywhere: each ``COPY``/``ADD`` source
+    outside its build context or missing from it, as ``Dockerfile:line: ...`` (None: no
+    such source)."""
+    if task.dockerfile is None or not task.dockerfile.is_file():
+        return None
+    scan = scan_dockerfile(task.dockerfile, task.context, {})
+    if not scan.outside:
+        return None
+    rel = _relative(task.dockerfile, task)
+    said = []
+    for line, src in scan.outside:
+        norm = posixpath.normpath(src)
+        where = "outside" if norm == ".." or norm.startswith("../") else "not in"
+        said.append(f"{rel}:{line}: the source {src!r} is {where} the build context")
+    return "; ".join(said)
+
+
 def stage_runs(task: TerminalTask, build_args: dict[str, str]) -> list[tuple[str, list[str]]]:
     """(base image as written, RUN scripts) per stage of the task's Dockerfile."""
     return [(s.base, s.runs) for s in scan_dockerfile(task.dockerfile, None, build_args).stages]
@@ -725,13 +743,17 @@ class DockerNeeds:
         needs: list[str] = []
         for path, text in scripts:
             rel = _relative(path, task)
+            who = "the tests'" if when == "test time" else "the solution's"
             for use in network_uses(text):
                 if use.unknown:
                     continue  # where it goes is not known: a warning, not a need
                 if use.urls:
-                    needs += [f"the download {u} (in {rel})" for u in use.urls]
+                    needs += [
+                        f"the download {u} ({who} {rel} line {use.line} needs the network)"
+                        for u in use.urls
+                    ]
                 else:
-                    needs.append(f"`{use.command}` (in {rel} line {use.line}, without network)")
+                    needs.append(f"`{use.command}` ({who} {rel} line {use.line} needs the network)")
             needs += [
                 f"the Debian package {p!r} at {when} (in {rel}, not in the image)"
                 for p in apt_installs(text)

@@ -10,6 +10,11 @@ Each task's solution and tests are also read for the commands that reach past th
 machine (``needs.network_warnings``): they are *warnings* (``file:line: command``) printed
 under the table; without network they are part of the task's refusal instead.
 
+A task whose Dockerfile ``COPY``/``ADD`` reads a source outside its build context (``..``
+past its root) or missing from it (an absolute source is read from the context's root) is
+*invalid*, with the Dockerfile's path and line: no machine builds it
+(``needs.outside_context``).
+
 A reason names the task's own files and images; to count alike reasons together, the
 quoted names in it are replaced by ``…`` (:func:`reason_kind`).
 """
@@ -71,7 +76,7 @@ def survey(
     infrastructure fault is never counted as a task's need."""
     from agentenvs.core.errors import TaskError
     from agentenvs.envs.terminal.env import TerminalBenchEnv
-    from agentenvs.envs.terminal.needs import network_warnings
+    from agentenvs.envs.terminal.needs import network_warnings, outside_context
 
     found = []
     for path in paths:
@@ -92,17 +97,26 @@ def survey(
             continue
         try:
             refused = env.check_tasks(build=build)
+            # a build that reads past its context fails whatever the machine: the task's
+            # files are wrong, not this machine
+            broken = {
+                task_id: why
+                for task_id, task in sorted(env.tasks.items())
+                if (why := outside_context(task)) is not None
+            }
             result = DatasetSurvey(
                 path=str(path),
                 folders=len(env.tasks) + len(env.invalid_tasks),
-                accepted=list(env.task_ids),
-                stood_in=dict(env.stood_in),
-                refused=dict(refused),
-                invalid=dict(env.invalid_tasks),
+                accepted=[t for t in env.task_ids if t not in broken],
+                stood_in={t: n for t, n in env.stood_in.items() if t not in broken},
+                refused={t: why for t, why in refused.items() if t not in broken},
+                invalid={**env.invalid_tasks, **broken},
                 warnings={
                     task_id: said
                     for task_id, task in sorted(env.tasks.items())
-                    if task_id not in refused and (said := network_warnings(task))
+                    if task_id not in refused
+                    and task_id not in broken
+                    and (said := network_warnings(task))
                 },
             )
         finally:

@@ -1,0 +1,124 @@
+"""check-tasks' predictions against what happens: the fixture tasks are written in the
+shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an image, a
+``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
+a here-document, a solution that downloads), each is predicted offline, then built and its
+solution run offline by the env; a task predicted accepted must build and pass, a task
+predicted refused or invalid must not."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentenvs.core.errors import SandboxError, TaskError
+from agentenvs.envs.terminal.data import load_tasks_report
+from agentenvs.envs.terminal.dockerfile import parse
+from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.needs import outside_context, scan_dockerfile
+from agentenvs.envs.terminal.survey import survey
+
+FIXTURES = Path(__file__).parent / "terminal_prediction_fixtures"
+#: each fixture's verdict offline, and a phrase its reason must hold
+EXPECTED = {
+    "redirects": ("accepted", ""),
+    "continuations": ("accepted", ""),
+    "heredoc": ("refused", "needs BuildKit (Dockerfile line 4: RUN a here-document (<<EOF))"),
+    "run-pip-download": ("refused", "the Python package 'cowsay' at build time"),
+    "run-curl": ("refused", "the download https://example.org/tool.tgz (Dockerfile line 4)"),
+    "add-url": ("refused", "https://example.org/model.bin (ADD, Dockerfile line 4)"),
+    "copy-from-image": ("refused", "'ghcr.io/example/assets:1' that the build copies from"),
+    "copy-outside": (
+        "invalid",
+        "Dockerfile:3: the source '../greeting.txt' is outside the build context",
+    ),
+    "solution-fetches": (
+        "refused",
+        "needs offline: the download https://example.org/greeting.txt "
+        "(the solution's solution.sh line 2 needs the network)",
+    ),
+}
+
+
+def test_the_fixtures_are_read_as_docker_reads_them() -> None:
+    steps = parse((FIXTURES / "continuations" / "Dockerfile").read_text())
+    assert [(s.line, s.instruction) for s in steps] == [
+        (1, "ARG"),
+        (2, "FROM"),
+        (3, "ARG"),
+        (4, "ENV"),
+        (5, "WORKDIR"),
+        (6, "COPY"),
+        (7, "RUN"),
+        (12, "FROM"),
+        (13, "WORKDIR"),
+        (14, "COPY"),
+        (15, "RUN"),
+    ]
+    # the comment line inside the continuation is dropped, the redirections kept as text
+    assert steps[6].rest == (
+        "set -e; pip install pip 2>/dev/null | tail -n 1 ; echo built > /app/built.txt"
+    )
+    assert steps[9].flags == (("from", "build"),)
+    (heredoc,) = parse((FIXTURES / "heredoc" / "Dockerfile").read_text())[3].heredocs
+    assert heredoc.delimiter == "EOF"
+    assert heredoc.body == "set -e\necho built > /app/built.txt 2>/dev/null"
+    scan = scan_dockerfile(FIXTURES / "continuations" / "Dockerfile", FIXTURES / "continuations")
+    build, final = scan.stages
+    assert (build.base, build.name, final.base) == ("python:3.13-slim", "build", "python:3.13-slim")
+    assert build.envs[0]["TARGET"] == "/app"
+    assert [shlex.split(run)[:2] for run in final.runs] == [["python3", "-c"]]  # exec form
+    assert scan.images == [] and scan.outside == [] and scan.buildkit == []
+
+
+def test_a_source_outside_the_context_makes_the_task_invalid_with_file_and_line() -> None:
+    tasks, invalid = load_tasks_report(FIXTURES)
+    assert not invalid and set(tasks) == set(EXPECTED)
+    broken = {t: why for t, task in tasks.items() if (why := outside_context(task))}
+    assert broken == {"copy-outside": EXPECTED["copy-outside"][1]}
+
+
+def verdicts(found: object) -> dict[str, tuple[str, str]]:
+    out = {t: ("accepted", "") for t in found.accepted}  # type: ignore[attr-defined]
+    out |= {t: ("refused", why) for t, why in found.refused.items()}  # type: ignore[attr-defined]
+    out |= {t: ("invalid", why) for t, why in found.invalid.items()}  # type: ignore[attr-defined]
+    return out
+
+
+def runs_offline(env: TerminalBenchEnv, task_id: str) -> tuple[bool, str]:
+    """(whether the task builds and its solution passes, what happened), offline."""
+    try:
+        env.reset(options={"task_id": task_id})
+    except (TaskError, SandboxError) as exc:
+        return False, f"not built: {str(exc)[:300]}"
+    *_, info = env.step(env.oracle_action() + "\nsubmit")
+    return bool(info["success"]), f"built, solution {'passed' if info['success'] else 'failed'}"
+
+
+@pytest.mark.docker("agentenvs/tb-python:3.13")
+def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    shutil.copytree(FIXTURES, tasks)
+    (found,) = survey([tasks], runtime="docker", offline=True)
+    predicted = verdicts(found)
+    assert {t: v for t, (v, _) in predicted.items()} == {t: v for t, (v, _) in EXPECTED.items()}
+    for task_id, (_, phrase) in EXPECTED.items():
+        assert phrase in predicted[task_id][1], (task_id, predicted[task_id][1])
+    # the accepted tasks' solutions download nothing: no warning
+    assert found.warnings == {}
+    env = TerminalBenchEnv(tasks_path=tasks, runtime="docker", offline=True)
+    try:
+        happened = {t: runs_offline(env, t) for t in sorted(EXPECTED)}
+    finally:
+        env.close()
+    wrong = {
+        t: (predicted[t], said)
+        for t, (ran, said) in happened.items()
+        if ran != (predicted[t][0] == "accepted")
+    }
+    assert wrong == {}
+    # a refusal for the network is the build's failure, and the run's
+    assert happened["solution-fetches"][1] == "built, solution failed"
+    assert happened["heredoc"][1].startswith("not built")
