@@ -22,16 +22,21 @@ what the build and the tests would meet, in order:
   install (``pip install``, ``uv add``, ``uvx --with``) that is neither in the image's
   reach nor in the wheelhouse, and a test module that calls a host (``requests``,
   ``urllib``, ``httpx`` ... with a non-loopback URL).
-- **The Dockerfile's own reach** (:func:`scan_dockerfile`): a ``COPY``/``ADD`` source
-  outside the build context (``..`` past its root: the builder refuses it) or missing
-  from it (an absolute source is read from the context's root), always; offline, every
-  ``RUN`` step's downloads (``curl``/``wget``/``git clone`` of a non-loopback URL) and
-  installs from an index nothing here serves (npm, yarn, pnpm, gem, cargo, go, conda,
-  apk, yum/dnf, cpanm, composer, rustup), and ``ADD <URL>``; an image that ``COPY
-  --from=`` (or ``RUN --mount=from=``) reads, unless it names a stage of the same
-  Dockerfile (``FROM ... AS name``, or its index), is had as a base image is.
+- **The Dockerfile's own reach** (:func:`scan_dockerfile`, on the steps that
+  :mod:`~agentenvs.envs.terminal.dockerfile` parses): a ``COPY``/``ADD`` source outside
+  the build context (``..`` past its root: the builder refuses it) or missing from it (an
+  absolute source is read from the context's root), always (``agentenvs check-tasks``
+  counts such a task invalid: :func:`outside_context`); a step only BuildKit builds (a
+  here-document, a ``RUN`` option, a ``COPY``/``ADD`` option other than ``--from`` and
+  ``--chown``), always: the images are built by the engine's classic builder, which
+  refuses them; offline, every ``RUN`` step's downloads (``curl``/``wget``/``git clone``
+  of a non-loopback URL) and installs from an index nothing here serves (npm, yarn, pnpm,
+  gem, cargo, go, conda, apk, yum/dnf, cpanm, composer, rustup), and ``ADD <URL>``; an
+  image that ``COPY --from=`` (or ``RUN --mount=from=``) reads, unless it names a stage
+  of the same Dockerfile (``FROM ... AS name``, or its index), is had as a base image is.
 - **Solutions that need the network**, when the agent has none: the same reading of
-  TB1 ``solution.sh`` (or ``solution.yaml``'s commands) and Harbor ``solution/solve.sh``.
+  TB1 ``solution.sh`` (or ``solution.yaml``'s commands) and Harbor ``solution/solve.sh``;
+  the reason names whose script and which line needs the network.
 
 Scripts are read with a shell lexer (:mod:`~agentenvs.envs.terminal.shellwords`):
 redirections (``2>/dev/null``, ``>/dev/null 2>&1``, ``&>``) and their targets are no
