@@ -19,14 +19,27 @@ peers start exactly that tag. The sides:
   first ``step``.
 Each peer runs under Python 3.13 in ``agentenvs/peer-<package>``, a container on the
 same engine (its socket mounted, ``--network none``), which ``build_peer_image.sh``
-builds when it is missing. Trials alternate between the sides, with a pause after each
-so that no side's background work (ours prestarts the next container while an agent
-works; the peers' ``compose down``) runs during another's timing. Ours is also timed
-back to back (no pause: the reset waits for its container), the cost when episodes are
-instant. Prints p50/p90 of each side and the ratios. A peer whose image cannot be built
-is skipped with the reason; exits 0 with the reason when the engine is missing.
-Removes everything it started: the peers' driver containers and compose projects (names
-``agentenvs-tbpeer-<pid>-*``), our env's containers (``close``), and its temp folder.
+builds when it is missing.
+
+Two comparisons, both printed, each like for like:
+- cold: every side starts its container on the timed path. The peers' trial as above;
+  ours with prestarting off (``docker_options["prestart"] = "off"`` before the first
+  reset), so ``reset`` starts the container it plays in.
+- warm: every side's container was started before the clock. The peers' trial less its
+  start (terminal-bench: the tmux session and the first command; Harbor: the first
+  ``exec``); ours with prestarting on (the default), its reset after the next container
+  was prestarted during the pause.
+Ours is also timed back to back (prestarting on, no pause: the reset waits for the
+container being prestarted), the cost when episodes are instant. Each round runs one
+trial of every side, the order turning each round, with a pause after each trial so
+that no side's background work (ours prestarting the next container; the peers'
+``compose down``) runs during another's timing. Prints p50/p90 wall time and the p50 of
+CPU time (the side's process and its children, ``resource.getrusage``; the peers report
+theirs from their driver, and the engine's own CPU is on no side) and the ratios of
+p50s. A peer whose image cannot be built is skipped with the reason; exits 0 with the
+reason when the engine is missing. Removes everything it started: the peers' driver
+containers and compose projects (names ``agentenvs-tbpeer-<pid>-*``), our envs'
+containers (``close``), and its temp folder.
 
 Usage: python benchmarks/peers/bench_terminal.py   (BENCH_REPEATS, default 10)
 """
@@ -36,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -188,6 +202,15 @@ def peer_image(package: str, version: str) -> tuple[str | None, str]:
     return image, ""
 
 
+def cpu() -> float:
+    """CPU time of this process and its finished children."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def pct(values: list[float], q: float) -> float:
     """The q-th quantile by nearest rank, in ms."""
     ordered = sorted(values)
@@ -240,6 +263,7 @@ class Peer:
                 f"{self.label}: {COMMAND!r} did not show {MARKER}: {out['screen']!r}"
             )
         if keep:
+            out["warm"] = out["total"] - out["start"]  # its container started before the clock
             for key, value in out.items():
                 if isinstance(value, float):
                     self.times.setdefault(key, []).append(value)
@@ -277,13 +301,15 @@ ROWS = {
         ("compose up", "start"),
         ("tmux session", "session"),
         ("first command (send_keys, capture_pane)", "first"),
-        ("start + first command", "total"),
+        ("cold: start + first command", "total"),
+        ("warm: tmux session + first command", "warm"),
         ("compose down (after)", "stop"),
     ),
     "Harbor": (
         ("DockerEnvironment.start", "start"),
         ("first command (exec)", "first"),
-        ("start + first command", "total"),
+        ("cold: start + first command", "total"),
+        ("warm: first command", "warm"),
         ("stop: compose down (after)", "stop"),
     ),
 }
@@ -317,20 +343,24 @@ def main() -> None:
 
     prefix = f"agentenvs-tbpeer-{os.getpid()}-"
     root = Path(tempfile.mkdtemp(prefix="agentenvs-bench-tbpeer-"))
-    env = None
+    envs: dict[str, gym.Env] = {}
     peers: list[Peer] = []
     try:
         compose = write_tb1_task(root / "tasks" / TASK)
-        env = gym.make(
-            "agentenvs/TerminalBench-v0",
-            runtime="docker",
-            tasks_path=root / "tasks",
-            offline=True,
-            command_timeout=60,
-        )
+        for name in ("warm", "cold"):
+            envs[name] = gym.make(
+                "agentenvs/TerminalBench-v0",
+                runtime="docker",
+                tasks_path=root / "tasks",
+                offline=True,
+                command_timeout=60,
+            )
+        # cold: no container started ahead; reset starts the one it plays in
+        envs["cold"].unwrapped.docker_options["prestart"] = "off"
         options = {"task_id": TASK}
-        env.reset(options=options)  # builds the task image once
-        base = env.unwrapped
+        for env in envs.values():
+            env.reset(options=options)  # builds the task image once
+        base = envs["warm"].unwrapped
         image = base.runtime().image(base.tasks[TASK])
         harbor_task = write_harbor_task(root / "harbor-tasks" / TASK, image)
         logs = root / "peer-logs"
@@ -343,51 +373,62 @@ def main() -> None:
             if label in images:
                 peers.append(Peer(label, images[label], driver, args[label], root, socket, prefix))
 
-        def ours() -> float:
-            start = time.perf_counter()
+        def ours(env: gym.Env) -> tuple[float, float]:
+            c0, start = cpu(), time.perf_counter()
             env.reset(options=options)
             observation = env.step(COMMAND)[0]
-            took = time.perf_counter() - start
+            took, used = time.perf_counter() - start, cpu() - c0
             if MARKER not in observation:
                 raise RuntimeError(f"ours: {COMMAND!r} did not show {MARKER}: {observation!r}")
-            return took
+            return took, used
 
-        ours_t: list[float] = []
+        ours_t: dict[str, list[float]] = {"cold": [], "warm": [], "cold cpu": [], "warm cpu": []}
         for i in range(REPEATS + 1):  # the first round warms every side up
-            for peer in peers:
-                peer.trial(keep=i > 0)
+            sides = [*peers, "cold", "warm"]
+            k = i % len(sides)
+            for side in sides[k:] + sides[:k]:  # the order turns each round
+                if isinstance(side, Peer):
+                    side.trial(keep=i > 0)
+                else:
+                    took, used = ours(envs[side])
+                    if i:
+                        ours_t[side].append(took)
+                        ours_t[f"{side} cpu"].append(used)
                 time.sleep(SETTLE_S)
-            took = ours()
-            time.sleep(SETTLE_S)
-            if i:
-                ours_t.append(took)
-        ours_cold = [ours() for _ in range(REPEATS)]
+        ours_b2b = [ours(envs["warm"])[0] for _ in range(REPEATS)]
     finally:
         for peer in peers:
             peer.close()
-        if env is not None:
+        for env in envs.values():
             env.close()
         remove_started(prefix)
         shutil.rmtree(root, ignore_errors=True)  # the folder this run made
 
     print(
-        f"task {TASK} (image {image}), first command {COMMAND!r}, {REPEATS} trials each, alternating"
+        f"task {TASK} (image {image}), first command {COMMAND!r}, {REPEATS} rounds, the "
+        f"order turning each round; load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'ms per trial':58} {'p50':>8} {'p90':>8}")
+    print(f"{'ms per trial':52} {'p50':>8} {'p90':>8} {'CPU p50':>8}")
     for peer in peers:
         for name, key in ROWS[peer.label]:
             values = peer.times[key]
-            print(f"{peer.label + ': ' + name:58} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f}")
-    for name, values in (
-        ("agentenvs: reset + first step", ours_t),
-        ("agentenvs: same, back to back", ours_cold),
+            cpu_ms = f"{pct(peer.times['cpu'], 0.5):8.1f}" if key == "total" else ""
+            print(
+                f"{peer.label + ': ' + name:52} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f} {cpu_ms}"
+            )
+    for name, values, used in (
+        ("agentenvs: cold: reset (starts it) + first step", ours_t["cold"], ours_t["cold cpu"]),
+        ("agentenvs: warm: reset (prestarted) + first step", ours_t["warm"], ours_t["warm cpu"]),
+        ("agentenvs: back to back (prestart not done)", ours_b2b, None),
     ):
-        print(f"{name:58} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f}")
+        cpu_ms = f"{pct(used, 0.5):8.1f}" if used else ""
+        print(f"{name:52} {pct(values, 0.5):8.1f} {pct(values, 0.9):8.1f} {cpu_ms}")
     for peer in peers:
-        total = pct(peer.times["total"], 0.5)
+        cold, warm = pct(peer.times["total"], 0.5), pct(peer.times["warm"], 0.5)
         print(
-            f"ratio ({peer.label} / ours), start + first command, p50: "
-            f"{total / pct(ours_t, 0.5):.1f}x, back to back {total / pct(ours_cold, 0.5):.1f}x"
+            f"ratio ({peer.label} / ours), p50: cold {cold / pct(ours_t['cold'], 0.5):.1f}x, "
+            f"warm {warm / pct(ours_t['warm'], 0.5):.1f}x; its cold start vs ours back to back "
+            f"{cold / pct(ours_b2b, 0.5):.1f}x"
         )
 
 

@@ -10,7 +10,8 @@ it: the task folder loaded by ``harbor.models.task.task.Task``, a
 files, ``docker compose down`` of stale containers, ``up --detach --wait``, the log
 dirs made), then the first command with ``exec`` (``docker compose exec``), and
 finally ``stop(delete=False)`` (``docker compose down``). It answers one JSON line of
-timings (s) and the command's output. ``quit`` ends it.
+timings (s), the CPU time of this process and its children from the start to the
+command's output (``cpu``), and the command's output. ``quit`` ends it.
 
 Usage: harbor_peer.py TASK_DIR LOGS_DIR COMMAND
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import resource
 import sys
 import time
 from pathlib import Path
@@ -29,10 +31,19 @@ from harbor.models.task.task import Task
 from harbor.models.trial.paths import TrialPaths
 
 
+def cpu() -> float:
+    """CPU time of this process and its finished children (the docker CLI it runs)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 async def trial(name: str, task: Task, logs: Path, command: str) -> dict:
     paths = TrialPaths(trial_dir=logs / name)
     paths.mkdir()
-    t0 = time.perf_counter()
+    c0, t0 = cpu(), time.perf_counter()
     env = DockerEnvironment(
         environment_dir=task.paths.environment_dir,
         environment_name=task.short_name,
@@ -45,7 +56,7 @@ async def trial(name: str, task: Task, logs: Path, command: str) -> dict:
         await env.start(force_build=False)
         t1 = time.perf_counter()
         result = await env.exec(command, timeout_sec=60)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), cpu()
     finally:
         s0 = time.perf_counter()
         await env.stop(delete=False)
@@ -54,6 +65,7 @@ async def trial(name: str, task: Task, logs: Path, command: str) -> dict:
         "start": t1 - t0,
         "first": t2 - t1,
         "total": t2 - t0,
+        "cpu": c2 - c0,
         "stop": s1 - s0,
         "screen": f"{result.stdout or ''}{result.stderr or ''}",
         "rc": result.return_code,

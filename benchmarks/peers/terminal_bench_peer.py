@@ -7,8 +7,9 @@ harness opens one: ``Terminal(...).start()`` (``docker compose up -d`` of the ta
 client container, through ``DockerComposeManager``), ``create_session("agent")`` (the
 tmux session the agent types into), then the first command through that session
 (``send_keys([command, "Enter"], block=True)`` and ``capture_pane()``), and finally
-``Terminal.stop()`` (``docker compose down``). It answers one JSON line of timings (s)
-and the captured screen. ``quit`` ends it.
+``Terminal.stop()`` (``docker compose down``). It answers one JSON line of timings (s),
+the CPU time of this process and its children from the start to the first command's
+screen (``cpu``), and the captured screen. ``quit`` ends it.
 
 Usage: terminal_bench_peer.py COMPOSE_FILE IMAGE LOGS_DIR COMMAND
 """
@@ -16,6 +17,7 @@ Usage: terminal_bench_peer.py COMPOSE_FILE IMAGE LOGS_DIR COMMAND
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -23,11 +25,20 @@ from pathlib import Path
 from terminal_bench.terminal.terminal import Terminal
 
 
+def cpu() -> float:
+    """CPU time of this process and its finished children (the docker CLI it runs)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def trial(name: str, compose: Path, image: str, logs: Path, command: str) -> dict:
     sessions, agent = logs / name / "sessions", logs / name / "agent-logs"
     sessions.mkdir(parents=True)
     agent.mkdir(parents=True)
-    t0 = time.perf_counter()
+    c0, t0 = cpu(), time.perf_counter()
     terminal = Terminal(
         client_container_name=name,
         client_image_name=image,
@@ -44,7 +55,7 @@ def trial(name: str, compose: Path, image: str, logs: Path, command: str) -> dic
         t2 = time.perf_counter()
         session.send_keys([command, "Enter"], block=True, max_timeout_sec=60)
         screen = session.capture_pane()
-        t3 = time.perf_counter()
+        t3, c3 = time.perf_counter(), cpu()
     finally:
         s0 = time.perf_counter()
         terminal.stop()
@@ -54,6 +65,7 @@ def trial(name: str, compose: Path, image: str, logs: Path, command: str) -> dic
         "session": t2 - t1,
         "first": t3 - t2,
         "total": t3 - t0,
+        "cpu": c3 - c0,
         "stop": s1 - s0,
         "screen": screen,
     }
