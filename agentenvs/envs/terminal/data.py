@@ -685,8 +685,6 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     separate = read_separate_verifier(source, data, docker_image)
     if steps and separate is not None:
         problems.append("task.toml: a separate verifier of a multi-step task is not provided")
-    elif separate is not None:
-        problems.append("task.toml: a separate verifier environment is not provided yet")
     resources = _resources(source, environment)
     if resources["gpus"]:
         # as Harbor's Docker environment: no runtime here gives a container a GPU
@@ -752,7 +750,12 @@ def load_harbor(task_dir: Path) -> TerminalTask:
         test_script="tests/test.sh",
         solution=solution.read_text() if solution.is_file() else None,
         solution_path=solution if solution.is_file() else None,
-        local_problem=second_containers(services) if services else image["local_problem"],
+        local_problem=(
+            "a separate verifier environment ([verifier] environment_mode = 'separate'): "
+            "its own container, on the docker runtime only"
+            if separate is not None
+            else second_containers(services) if services else image["local_problem"]
+        ),
         base_image=image["base_image"],
         platform=image["platform"],
         docker_image=docker_image,

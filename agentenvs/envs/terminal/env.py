@@ -332,6 +332,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     def task(self) -> TerminalTask:
         if self._task_id is None:
             raise RuntimeError("no task yet: call reset() first")
+        if self._verifier_view is not None:
+            return self._verifier_view  # a separate verifier's tests are running
         task = self.tasks[self._task_id]
         if not task.steps:
             return task

@@ -404,6 +404,51 @@ class FreezingDocker:
         frozen.python = python
         return frozen
 
+    def carry_out(self, paths: Sequence[str], limit: int = 256 << 20) -> tuple[bytes, int]:
+        """For a separate verifier (Harbor ``environment_mode = "separate"``): every process
+        of the agent's container is stopped (the engine kills it; nothing of the agent runs
+        after), then ``paths`` of its files, those that exist, are read through the engine
+        into one tar rooted at ``/`` (the agent's processes never touch the copy), up to
+        ``limit`` bytes (past it: ``OverLimit``, the agent's doing). Returns the tar and how
+        many processes were stopped."""
+        import docker
+
+        box = self._current
+        if box is None:
+            raise SandboxError("no container to carry files out of")
+        api = self.client.api
+        try:
+            listed = api.top(box.id).get("Processes") or []
+        except Exception as exc:
+            raise SandboxError(f"cannot list the processes of {box.short}: {exc}") from exc
+        self._restart(box, start=False)
+        out = io.BytesIO()
+        got = 0
+        with tarfile.open(fileobj=out, mode="w:", format=tarfile.PAX_FORMAT) as carried:
+            for path in paths:
+                try:
+                    stream, _ = api.get_archive(box.id, path)
+                except docker.errors.NotFound:
+                    continue  # as Harbor: an artifact that is not there is not carried
+                except Exception as exc:
+                    raise SandboxError(f"cannot read {path} of {box.short}: {exc}") from exc
+                data = io.BytesIO()
+                for chunk in stream:
+                    got += len(chunk)
+                    if got > limit:
+                        raise OverLimit("bytes", got, limit, f"the artifacts ({path})")
+                    data.write(chunk)
+                data.seek(0)
+                parent = posixpath.dirname(path.rstrip("/")).lstrip("/")
+                with tarfile.open(fileobj=data, mode="r:") as one:
+                    for member in one.getmembers():
+                        if member.issym() or member.islnk() or member.isdev():
+                            continue  # links and devices stay behind: data only
+                        member.name = posixpath.join(parent, member.name)
+                        fileobj = one.extractfile(member) if member.isfile() else None
+                        carried.addfile(member, fileobj)
+        return out.getvalue(), max(0, len(listed) - len(_OWN_PROCESSES))
+
     def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
         """(PATH, declared variables, the agent's HOME) of the tests: the image's ENV."""
         declared = dict(self.image_config(task)["env"])

@@ -230,3 +230,48 @@ def read_separate_verifier(
         "verifier_context": None if image is not None else context,
         "artifacts": tuple(dict.fromkeys(paths)),
     }
+
+
+def verifier_view(task: Any) -> Any:
+    """The ``TerminalTask`` of a task's separate verifier environment: its own image (the
+    tests folder's Dockerfile, or the prebuilt image named), the task's other settings
+    (a copy of its ``[environment]``, as Harbor makes it), no sidecars, no steps. Its tests
+    folder is the build context: the files the image bakes in at ``/tests``."""
+    import dataclasses
+
+    from agentenvs.envs.terminal.data import analyse_dockerfile
+
+    context = task.verifier_context
+    if context is not None:
+        image = analyse_dockerfile(context / "Dockerfile")
+        dockerfile = context / "Dockerfile"
+    else:
+        image = {
+            "copies": (),
+            "env": (),
+            "runs_setup": False,
+            "base_image": task.verifier_image,
+            "platform": None,
+            "workdir": "/",
+        }
+        dockerfile = task.path / "tests" / "Dockerfile.absent"
+    return dataclasses.replace(
+        task,
+        id=f"{task.id}.verifier",
+        context=context or task.path / "tests",
+        dockerfile=dockerfile,
+        docker_image=task.verifier_image,
+        copies=image["copies"],
+        env=image["env"],
+        runs_setup=image["runs_setup"],
+        base_image=image["base_image"],
+        platform=image["platform"],
+        workdir=task.workdir_override or image["workdir"],
+        tests_dir=context or task.path / "tests",
+        services=(),
+        steps=(),
+        step_tests_dir=None,
+        verifier_context=None,
+        verifier_image=None,
+        artifacts=(),
+    )

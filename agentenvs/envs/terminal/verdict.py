@@ -86,6 +86,8 @@ class TaskTests:
         self._findings, self._stopped = [], 0
         self._problems, self._exposed = [], []
         self._verifier_timed_out = False
+        if task.separate_verifier:
+            return self._grade_separate()
         if self._shell is not None:
             try:
                 if self.grading == "safe":
@@ -125,6 +127,50 @@ class TaskTests:
             if self._shell is not None:
                 shell.close()
             self._shell = None
+
+    #: the separate verifier's task while its tests run (``TerminalBenchEnv.task`` is it)
+    _verifier_view: Any = None
+
+    def _grade_separate(self) -> tuple[dict[str, bool], float | None, str]:
+        """Harbor's separate verifier (``[verifier] environment_mode = "separate"``): every
+        process of the agent's container is stopped and, of its files, only
+        ``/logs/artifacts`` and the task's ``artifacts`` are carried over (read through the
+        engine); the tests run in a fresh container of the verifier's own image (the
+        agent's container is gone), under safe grading on the verifier's toolchain there."""
+        from agentenvs.envs.terminal.steps import verifier_view
+
+        task = self.task
+        runtime = self.runtime()
+        carried, note, stopped = b"", "", 0
+        if self._shell is not None and self._lost is None:
+            try:
+                carried, stopped = runtime.carry_out(task.artifacts)
+            except OverLimit as exc:
+                note = f"[the artifacts were not carried to the verifier: {exc}]\n"
+            except SANDBOX_FAILURES as exc:
+                self._check_fault(exc)
+                note = f"[the artifacts were not carried to the verifier: {exc}]\n"
+        view = self._verifier_view = verifier_view(task)
+        try:
+            shell = self._new_session(view)
+            runtime.starting_state(view, shell)
+            if carried:
+                rc, out = shell.control("tar -x -C / --no-same-owner", stdin=carried)
+                if rc != 0:
+                    raise SandboxError(
+                        f"cannot lay out the artifacts: {out.decode(errors='replace')[-300:]}"
+                    )
+            if self.grading == "safe":
+                results, reward, output = self._grade_safe(shell)
+            else:
+                results, reward, output = self._run_tests_in(shell, "", upload=False)
+        except SANDBOX_FAILURES as exc:
+            self._check_fault(exc)
+            raise
+        finally:
+            self._verifier_view = None
+        self._stopped += stopped
+        return results, reward, note + output
 
     def _test_pairs(self) -> list[tuple[Path, str]]:
         task = self.task
@@ -284,10 +330,13 @@ class TaskTests:
         return results, reward, output
 
     def _run_tests_in(
-        self, shell: ShellSession, note: str
+        self, shell: ShellSession, note: str, upload: bool = True
     ) -> tuple[dict[str, bool], float | None, str]:
         task = self.task
-        self._upload_tests(shell)
+        if upload:
+            self._upload_tests(shell)
+        else:  # the image holds its tests (a separate verifier's): stale rewards go
+            shell.control("rm -f /logs/verifier/reward.txt /logs/verifier/reward.json")
         hook = getattr(self.runtime(), "before_tests", None)
         if hook is not None:
             hook(task)
