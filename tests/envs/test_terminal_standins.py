@@ -26,6 +26,8 @@ from agentenvs.envs.terminal.images import (
 )
 
 REAL = Path(__file__).parent / "terminal_real_fixtures"
+#: what the Python stand-in ships beyond python:3.X-slim (by the manifest)
+TOOLS = ", pytest, curl present (the real image has none)"
 
 
 def test_each_official_base_gets_the_nearest_image_or_none() -> None:
@@ -48,18 +50,28 @@ def test_each_official_base_gets_the_nearest_image_or_none() -> None:
 
 
 def test_what_differs_is_said_and_an_exact_stand_in_says_nothing() -> None:
-    assert standin_note("python:3.13-slim", PYTHON_313) is None
-    assert standin_note("debian:trixie", DEBIAN_13) is None
+    # the userland matches; the tools the stand-in ships beyond the real image are said
+    assert standin_note("python:3.13-slim", PYTHON_313) == (
+        "base python:3.13-slim stood in for by agentenvs/tb-python:3.13: "
+        "pytest, curl present (the real image has none)"
+    )
+    assert standin_note("debian:trixie", DEBIAN_13) == (
+        "base debian:trixie stood in for by agentenvs/tb-debian:13: "
+        "python3, pip, pytest, curl present (the real image has none)"
+    )
     assert standin_note("python:3.12-slim", PYTHON_313) == (
-        "base python:3.12-slim stood in for by agentenvs/tb-python:3.13: Python 3.13 for 3.12"
+        "base python:3.12-slim stood in for by agentenvs/tb-python:3.13: Python 3.13 for 3.12, "
+        "pytest, curl present (the real image has none)"
     )
     assert standin_note("ubuntu:24.04", DEBIAN_13) == (
         "base ubuntu:24.04 stood in for by agentenvs/tb-debian:13: "
-        "Python 3.13 for 3.12, Debian 13 for Ubuntu 24.04"
+        "Python 3.13 for 3.12, Debian 13 for Ubuntu 24.04, "
+        "python3, pip, pytest, curl present (the real image has none)"
     )
     assert standin_note("debian:bookworm-slim", DEBIAN_13) == (
         "base debian:bookworm-slim stood in for by agentenvs/tb-debian:13: "
-        "Python 3.13 for 3.11, Debian 13 for Debian 12"
+        "Python 3.13 for 3.11, Debian 13 for Debian 12, "
+        "python3, pip, pytest, curl present (the real image has none)"
     )
     assert standin_note("python:3.12", "my/own-python:3.12") is None  # a user's map: unknown
 
@@ -87,7 +99,7 @@ def test_a_task_that_names_its_python_is_refused_with_the_file(tmp_path: Path) -
     assert python_named(plain, "3.12") is None
     (plan,) = plan_bases(plain, online=False, present=have, image_map=DEFAULT_IMAGE_MAP)
     assert (plan.use, plan.how) == (PYTHON_313, "mapped")
-    assert plan.note is not None and plan.note.endswith("Python 3.13 for 3.12")
+    assert plan.note is not None and plan.note.endswith("Python 3.13 for 3.12" + TOOLS)
     named = load_task(_as_312(tmp_path / "b", NAMES_312))
     assert python_named(named, "3.12") == "tests/test_outputs.py: 'python3.12'"
     with pytest.raises(UnprovidableError, match=r"names Python 3\.12 \(tests/test_outputs\.py"):
@@ -137,7 +149,7 @@ def test_a_python_312_task_runs_on_the_313_stand_in_and_says_so(env: TerminalBen
     assert "names Python 3.12 (tests/test_outputs.py: 'python3.12')" in why["tb1-names-312"]
     assert env.stood_in == {
         "tb1-venv-sum-312": "base python:3.12-slim-bookworm stood in for by "
-        "agentenvs/tb-python:3.13: Python 3.13 for 3.12"
+        "agentenvs/tb-python:3.13: Python 3.13 for 3.12" + TOOLS
     }
     env.reset(options={"task_id": "tb1-venv-sum-312"})
     obs, reward, term, _, info = env.step("submit")
@@ -149,4 +161,86 @@ def test_a_python_312_task_runs_on_the_313_stand_in_and_says_so(env: TerminalBen
     env.step(env.oracle_action())
     obs, reward, term, _, info = env.step("submit")
     assert term and reward == 1.0 and info["success"], obs[-2000:]
-    assert info["base_standin"].endswith("Python 3.13 for 3.12")
+    assert info["base_standin"].endswith("Python 3.13 for 3.12" + TOOLS)
+
+
+# ------------------------------------------------------------------- the manifest
+def test_the_manifest_holds_each_replaced_images_facts() -> None:
+    from agentenvs.envs.terminal.images import image_facts, manifest, standin_facts
+
+    assert manifest()["image"] and manifest()["standin"]
+    tb = image_facts("ghcr.io/laude-institute/t-bench/python-3-13:20250620")
+    assert tb is not None and tb["workdir"] == "/app" and tb["user"] == "root"
+    assert image_facts("laude-institute/t-bench/ubuntu-24-04:latest")["workdir"] == "/app"
+    ubuntu = image_facts("ubuntu:24.04")
+    assert ubuntu is not None and ubuntu["workdir"] == "/"
+    assert not ubuntu["tools"]["pip"] and not ubuntu["tools"]["pytest"]
+    assert image_facts("python:3.13-slim")["tools"]["pip"]
+    assert image_facts("buildpack-deps:jammy") is None  # not one the stand-ins replace
+    # every image the default map stands in for has facts, every stand-in its own
+    for pattern, use in DEFAULT_IMAGE_MAP.items():
+        name = pattern.replace("[0-2]", "2").replace("[89]", "9").replace("*", "x")
+        assert image_facts(name) is not None, pattern
+        assert standin_facts(use) is not None, use
+
+
+@pytest.mark.parametrize("use", [PYTHON_313, DEBIAN_13])
+@pytest.mark.docker("agentenvs/tb-debian:13")
+def test_each_stand_in_is_as_the_manifest_says(use: str) -> None:
+    """The stand-ins' declared facts are checked against the built images themselves."""
+    import docker
+
+    from agentenvs.envs.terminal.images import MANIFEST_TOOLS, standin_facts
+
+    facts = standin_facts(use)
+    assert facts is not None
+    client = docker.from_env()
+    try:
+        config = client.api.inspect_image(use)["Config"]
+        assert (config.get("WorkingDir") or "/") == facts["workdir"]
+        assert (config.get("User") or "root") == facts["user"]
+        probe = "; ".join(f"command -v {t} >/dev/null && echo {t}" for t in MANIFEST_TOOLS)
+        out = client.containers.run(
+            use, ["sh", "-c", probe + "; true"], network_mode="none", remove=True
+        ).decode()
+    finally:
+        client.close()
+    have = {t for t, on in facts["tools"].items() if on}
+    assert set(out.split()) == have, out
+
+
+def _on_tbench_base(where: Path) -> Path:
+    """A TB1 task on the t-bench Python image whose Dockerfile sets no WORKDIR (as 8 of
+    the core tasks: their run-tests.sh then runs in the image's /app)."""
+    task = load_task(_as_312(where))
+    task.dockerfile.write_text(
+        "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nRUN echo marker > here.txt\n"
+    )
+    return task.path
+
+
+@pytest.mark.docker("agentenvs/tb-python:3.13")
+def test_a_stand_in_gets_the_real_images_workdir(tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    root.mkdir()
+    _on_tbench_base(tmp_path / "one").rename(root / "tb1-no-workdir")
+    env = TerminalBenchEnv(
+        tasks_path=root,
+        runtime="docker",
+        offline=True,
+        command_timeout=120,
+        max_turns=3,
+        wheelhouse=tmp_path / "no-wheels",
+    )
+    try:
+        env.reset(options={"task_id": "tb1-no-workdir"})
+        obs, *_ = env.step("pwd; cat /app/here.txt")
+        assert obs.split()[:2] == ["/app", "marker"], obs  # the RUN ran in /app too
+        obs, _, _, _, info = env.step("submit")
+        # the work dir is given, the tools the real image lacks are said
+        assert info["base_standin"] == (
+            "base laude-institute/t-bench/python-3-13:20250620 stood in for by "
+            "agentenvs/tb-python:3.13: pytest, curl present (the real image has none)"
+        )
+    finally:
+        env.close()

@@ -33,6 +33,7 @@ import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentenvs.envs.terminal import offline
 from agentenvs.envs.terminal.data import (
@@ -80,6 +81,61 @@ LOCAL_USERLAND: dict[str, tuple[str, str]] = {
     PYTHON_313: ("3.13", "Debian 13"),
     DEBIAN_13: ("3.13", "Debian 13"),
 }
+
+
+#: the facts of the images the stand-ins replace, and of the stand-ins (a data file)
+STANDINS_MANIFEST = Path(__file__).with_name("standins.toml")
+#: the tools the manifest compares, in the order differences are said
+MANIFEST_TOOLS = ("python3", "pip", "pytest", "uv", "curl")
+_manifest: dict[str, Any] | None = None
+
+
+def manifest() -> dict[str, Any]:
+    """``standins.toml``, read once: ``image`` (a list of facts with ``match`` patterns)
+    and ``standin`` (facts by stand-in image)."""
+    global _manifest
+    if _manifest is None:
+        import tomllib
+
+        _manifest = tomllib.loads(STANDINS_MANIFEST.read_text())
+    return _manifest
+
+
+def image_facts(image: str) -> dict[str, Any] | None:
+    """The manifest's facts of official image ``image`` (None: it has none)."""
+    name = normalize(image)
+    for entry in manifest().get("image", []):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in entry["match"]):
+            return dict(entry)
+    return None
+
+
+def standin_facts(use: str) -> dict[str, Any] | None:
+    """The manifest's facts of the project's stand-in image ``use`` (None: not one)."""
+    found = manifest().get("standin", {}).get(use)
+    return dict(found) if found is not None else None
+
+
+def fact_differences(written: str, have: Mapping[str, Any], *, workdir_applied: bool) -> list[str]:
+    """What a stand-in with the facts ``have`` differs in from the official ``written``,
+    by the manifest (tools present in one and not the other; the workdir unless the
+    stand-in is given the real one: ``workdir_applied``)."""
+    want = image_facts(written)
+    if want is None:
+        return []
+    said = []
+    if not workdir_applied and have.get("workdir") != want.get("workdir"):
+        said.append(f"work dir {have.get('workdir')} for {want.get('workdir')}")
+    if have.get("user") != want.get("user"):
+        said.append(f"user {have.get('user')} for {want.get('user')}")
+    tools, real = have.get("tools", {}), want.get("tools", {})
+    extra = [t for t in MANIFEST_TOOLS if tools.get(t) and real.get(t) is False]
+    missing = [t for t in MANIFEST_TOOLS if real.get(t) and tools.get(t) is False]
+    if extra:
+        said.append(f"{', '.join(extra)} present (the real image has none)")
+    if missing:
+        said.append(f"{', '.join(missing)} absent (the real image has it)")
+    return said
 
 
 class UnprovidableError(Exception):
@@ -219,6 +275,9 @@ def standin_note(written: str, use: str) -> str | None:
     # python:3.X names no Debian release (its tags move between them): only the family
     if want_distro != distro and not (want_distro == "Debian" and distro.startswith("Debian")):
         said.append(f"{distro} for {want_distro}")
+    facts = standin_facts(use)
+    if facts is not None:  # the build gives the stand-in the real image's WORKDIR
+        said.extend(fact_differences(written, facts, workdir_applied=True))
     if not said:
         return None
     return f"base {normalize(written)} stood in for by {use}: " + ", ".join(said)
@@ -353,7 +412,7 @@ def offline_dockerfile(
     wrapper = f"{offline.MOUNT}/bin/offline-sh"
     prelude = f'COPY .agentenvs-offline {offline.MOUNT}\nSHELL ["{wrapper}", "/bin/sh", "-c"]'
     if not task.dockerfile.is_file():
-        return f"FROM {plans[0].use}\n{prelude}\n"
+        return f"FROM {plans[0].use}\n{prelude}\n{_real_workdir(plans[0])}"
     used = {p.written: p for p in plans}
     out: list[str] = []
     scope = dict(build_args or {})
@@ -373,6 +432,8 @@ def offline_dockerfile(
             out.append(f"FROM {target}" + (f" AS {name}" if name else ""))
             if plan is None or plan.how != "stage":
                 out.append(prelude)
+            if plan is not None and (workdir := _real_workdir(plan)):
+                out.append(workdir.rstrip("\n"))
         elif upper == "SHELL":
             try:
                 argv = json.loads(rest)
@@ -385,6 +446,17 @@ def offline_dockerfile(
         else:
             out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _real_workdir(plan: BasePlan) -> str:
+    """A ``WORKDIR`` line giving a stand-in the work dir of the image it replaces (the
+    manifest's), where they differ; "" otherwise."""
+    if plan.how != "mapped":
+        return ""
+    want, have = image_facts(plan.written), standin_facts(plan.use)
+    if want is None or have is None or want.get("workdir") == have.get("workdir"):
+        return ""
+    return f"WORKDIR {want['workdir']}\n"
 
 
 def offline_wrapper() -> str:
