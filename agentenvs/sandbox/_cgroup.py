@@ -297,6 +297,37 @@ class SandboxCgroup:
     def scope(self) -> Scope:
         return Scope(f"cgroup{self.version}", self.memory_mb, self.pids_max)
 
+    def set_task_limits(self, memory_mb: int | None, cpus: float | None) -> bool:
+        """Hold the sandbox to a task's own memory (exactly, no slack) and CPUs, or back to
+        its own limits (None); returns whether a CPU limit could be set where one was asked
+        (the ``cpu`` controller is not always delegated)."""
+        mem = (memory_mb if memory_mb is not None else self.memory_mb) << 20
+        period = 100_000
+        quota = str(max(1000, int(cpus * period))) if cpus is not None else None
+        if self.version == 2:
+            d = self.dirs[""]
+            _write(os.path.join(d, "memory.max"), str(mem))
+            path = os.path.join(d, "cpu.max")
+            if not os.path.exists(path):
+                return cpus is None
+            _write(path, f"{quota or 'max'} {period}")
+            return True
+        m = self.dirs["memory"]
+        sw = os.path.join(m, "memory.memsw.limit_in_bytes")
+        # memory + swap may never be below memory: lower the one, raise the other, in order
+        order = [sw, os.path.join(m, "memory.limit_in_bytes")]
+        if os.path.exists(sw) and int(_read(sw).strip() or 0) > mem:
+            order.reverse()
+        for path in order:
+            if os.path.exists(path):
+                _write(path, str(mem))
+        c = self.dirs.get("cpu")
+        if c is None:
+            return cpus is None
+        _write(os.path.join(c, "cpu.cfs_period_us"), str(period))
+        _write(os.path.join(c, "cpu.cfs_quota_us"), quota or "-1")
+        return True
+
     def preexec(self) -> Callable[[], None]:
         """What the child of ``fork`` runs before it executes: join this cgroup."""
         fds = tuple(self._fds)

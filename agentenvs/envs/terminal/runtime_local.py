@@ -129,6 +129,15 @@ def host_userland() -> tuple[str, str]:
         return _host
 
 
+def host_tools() -> dict[str, bool]:
+    """Which of the manifest's tools a local sandbox has: the host's, and pytest (given)."""
+    from agentenvs.envs.terminal.images import MANIFEST_TOOLS
+
+    found = {t: shutil.which(t, path=DEFAULT_PATH) is not None for t in MANIFEST_TOOLS}
+    found["pytest"] = True
+    return found
+
+
 def standin_difference(task: TerminalTask) -> str | None:
     """Where the host's userland differs from the task's base image, in words (None: the
     task is on the project's own base, or nothing differs that is known)."""
@@ -144,6 +153,16 @@ def standin_difference(task: TerminalTask) -> str | None:
     ):
         said.append(f"{distro} for {family}")
     base = standin_base(task.base_image)
+    # the manifest's facts of the real image: its work dir where the task sets none, tools
+    from agentenvs.envs.terminal.images import fact_differences, image_facts
+
+    facts = image_facts(task.base_image)
+    if facts is not None:
+        real = task.workdir if task.workdir != "/" else facts.get("workdir")
+        have = {"workdir": "/app", "user": "root", "tools": host_tools()}
+        said.extend(fact_differences(task.base_image, have, workdir_applied=True))
+        if real != "/app":
+            said.append(f"work dir /app for {real}")
     if not said:
         return f"base {base} stood in for by the host's {distro} (Python {version})"
     return f"base {base} stood in for by the host's userland: " + ", ".join(said)
@@ -215,10 +234,48 @@ def test_time_needs(task: TerminalTask) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def host_resources() -> tuple[int, int]:
+    """(memory MB, CPUs) of this host (0 where unknown)."""
+    memory_mb = 0
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory_mb = int(line.split()[1]) >> 10
+    return memory_mb, len(os.sched_getaffinity(0))
+
+
+def unmet_resources(task: TerminalTask) -> str | None:
+    """What of the task's ``[environment] memory_mb``/``cpus`` this host cannot give (None:
+    it can: the sandbox's cgroup then holds the task to them where cgroups are delegated)."""
+    memory_mb, ncpu = host_resources()
+    short = []
+    if task.memory_mb is not None and memory_mb and task.memory_mb > memory_mb:
+        short.append(
+            f"it needs {task.memory_mb} MB of memory ([environment] memory_mb) and this "
+            f"host has {memory_mb} MB"
+        )
+    if task.cpus is not None and ncpu and task.cpus > ncpu:
+        short.append(f"it needs {task.cpus:g} CPUs ([environment] cpus) and this host has {ncpu}")
+    return "; ".join(short) or None
+
+
 def unsupported_reason(task: TerminalTask) -> str | None:
     """Why the local runtime cannot run ``task`` (None: it can)."""
     if task.problems:
         return "; ".join(task.problems)
+    users = [
+        f"[{name}] user = {user!r}"
+        for name, user in (("agent", task.agent_user), ("verifier", task.verifier_user))
+        if user is not None and user not in ("root", "0", "0:0", "root:root")
+    ]
+    if users:
+        return (
+            f"task.toml: {', '.join(users)}, and the local runtime runs every command as "
+            "one user (root in its namespace): use the docker runtime"
+        )
+    short = unmet_resources(task)
+    if short is not None:
+        return short
     if task.local_problem:
         return f"needs the docker runtime: {task.local_problem}"
     missing = missing_binaries(task)
@@ -272,7 +329,8 @@ class LocalRuntime:
         """A new namespace with an empty /app and a shell in it (the old one is ended)."""
         self.box._kill_all()
         self._proc = None
-        env = {**self.env, **dict(task.env)}
+        self._task_limits(task)
+        env = {**self.env, **dict(task.env), **dict(task.environment_env)}
         binds, self._binds = self._binds, {}
 
         def spawn(argv: list[str]) -> Any:
@@ -296,6 +354,22 @@ class LocalRuntime:
             assert fault is not None
             raise fault from exc
 
+    def _task_limits(self, task: TerminalTask) -> None:
+        """Hold the sandbox's cgroup to the task's ``memory_mb``/``cpus`` (its own limits
+        for a task that declares none); without a cgroup, the per-process rlimits hold
+        (``unsupported_reason`` refused a task that wants more than the host has)."""
+        cgroup = self.box._cgroup
+        if cgroup is None:
+            return
+        try:
+            cgroup.set_task_limits(task.memory_mb, task.cpus)
+        except OSError as exc:
+            raise Fault(
+                f"cannot set the sandbox's cgroup to the task's memory and CPUs: {exc}",
+                kind="sandbox",
+                evidence="a write to the sandbox's own cgroup failed",
+            ) from exc
+
     def diagnose(self, exc: BaseException) -> Fault | None:
         """The Fault that a failure of the latest session's sandbox is; None: the agent's
         (see ``faults``). Asked before the session is closed: closing it kills pid 1."""
@@ -316,6 +390,9 @@ class LocalRuntime:
         """The Dockerfile's ENV over the base's, pytest's packages, ``TEST_DIR``, and the
         offline stand-ins first on PATH."""
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", **dict(task.env)}
+        # Harbor's [environment] env is the container's; [verifier] env the tests' own
+        env.update(task.environment_env)
+        env.update(task.verifier_env)
         env.update(
             {
                 "TEST_DIR": "/tests",
@@ -349,6 +426,10 @@ class LocalRuntime:
                 raise SandboxError(
                     f"{task.id}: setup.sh failed: {out.decode(errors='replace')[-2000:]}"
                 )
+        if task.healthcheck is not None:
+            from agentenvs.envs.terminal.healthcheck import wait_healthy
+
+            wait_healthy(task.healthcheck, shell)
 
     def freeze(
         self,
