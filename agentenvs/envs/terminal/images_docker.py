@@ -9,6 +9,7 @@ its wheels), each compose service's image, and the image's configuration (``ENV`
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,37 @@ from agentenvs.sandbox.docker import (
     _docker_module,
 )
 
-#: how long one image build may take
+#: how long one image build may take (Harbor's ``build_timeout_sec`` default; a task's
+#: own ``[environment] build_timeout_sec`` holds for its build)
 BUILD_TIMEOUT_S = 600
+
+
+def prebuilt_view(task: TerminalTask) -> TerminalTask:
+    """``task`` as its ``docker_image`` alone: the image Harbor runs when a task names
+    one beside its Dockerfile (unless told to build: ``force_build``)."""
+    return dataclasses.replace(
+        task,
+        dockerfile=Path("/nonexistent-agentenvs-prebuilt/Dockerfile"),
+        base_image=task.docker_image or task.base_image,
+        platform=None,
+    )
+
+
+class BuildTimeout(Exception):
+    """An image build that ran past its task's ``build_timeout_sec``."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(
+            f"the build ran past its limit of {limit:g} s ([environment] build_timeout_sec)"
+        )
 
 
 class DockerImages:
     """Images of tasks and their services (a base of ``DockerRuntime``)."""
+
+    #: build a task's Dockerfile even where it names a prebuilt ``docker_image`` (Harbor's
+    #: ``--force-build``); by default the prebuilt image is run, as Harbor runs it
+    force_build: bool = False
 
     @property
     def offline(self) -> bool:
@@ -172,6 +198,8 @@ class DockerImages:
             tag = self._images.get(task.id)
             if tag is not None:
                 return tag
+            if task.docker_image and task.dockerfile.is_file() and not self.force_build:
+                task = prebuilt_view(task)
             plans = self.plan(task)
             offline_build = self.networkless
             if not offline_build and not task.dockerfile.is_file():
@@ -194,6 +222,7 @@ class DockerImages:
             digest = images.image_digest(
                 [
                     images.context_digest(task.context),
+                    "" if task.dockerfile.is_file() else f"prebuilt {task.docker_image}",
                     "offline" if offline_build else "online",
                     images.offline_digest() if offline_build else "",
                     *(w.name for w in wheels),
@@ -320,6 +349,8 @@ class DockerImages:
         args = {"BASE_IMAGE": self.base_image}
         text = images.offline_dockerfile(task, plans, args) if offline_build else None
         context, dockerfile = images.build_context(task, text, wheels)
+        limit = task.build_timeout_sec
+        deadline = time.monotonic() + limit
         try:
             # the API's classic builder; offline: no network in RUN steps, nothing pulled
             stream = self.client.api.build(
@@ -335,14 +366,26 @@ class DockerImages:
                 decode=True,
                 labels={TASK_LABEL: task.id},
                 platform=None if offline_build else task.platform,
-                timeout=BUILD_TIMEOUT_S,
+                # a silent build is stopped by the read timeout, a talking one below
+                timeout=limit,
             )
             for chunk in stream:
                 if "stream" in chunk:
                     log.append(chunk["stream"])
                 if "error" in chunk:
                     raise SandboxError(chunk["error"])
+                if time.monotonic() > deadline:
+                    raise BuildTimeout(limit)
+        except BuildTimeout as exc:
+            raise SandboxError(
+                f"cannot build the image of task {task.id!r}: {exc}\n{''.join(log)[-2000:]}"
+            ) from exc
         except Exception as exc:
+            if time.monotonic() > deadline:  # the read timeout of a silent build
+                raise SandboxError(
+                    f"cannot build the image of task {task.id!r}: {BuildTimeout(limit)}"
+                    f"\n{''.join(log)[-2000:]}"
+                ) from exc
             fault = self._build_fault(exc, str(exc), online=not offline_build)
             if fault is not None:
                 raise fault from exc

@@ -72,6 +72,7 @@ class _TaskContainer(_Container):
         self.client = client
         self.limits = limits
         self.image = image
+        self.task_id = task_id
         self.engine_address = _engine_address(client)
         self.uid = 0
         self.user = "0:0"
