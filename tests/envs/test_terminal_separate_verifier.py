@@ -111,3 +111,22 @@ def test_a_process_left_running_cannot_change_the_verdict(
     # the verdict is the verifier's container's: read again, it has not moved
     rc, out = env.shell.control("cat /logs/verifier/reward.json; cat /app/answer.txt")
     assert rc == 0 and out.decode().split() == ['{"answer":', "1,", '"isolated":', "1}", "10"]
+
+
+@pytest.mark.docker("agentenvs/tb-python:3.13")
+def test_the_same_process_changes_a_shared_verdict(tmp_path: Path) -> None:
+    # the check above can fail: the tests in the agent's own container (Harbor's shared
+    # mode, graded as Harbor grades) are overwritten by the process the agent left
+    shutil.copytree(SEPARATE, tmp_path / "shared")
+    toml = tmp_path / "shared" / "task.toml"
+    toml.write_text(toml.read_text().replace('environment_mode = "separate"\n', ""))
+    env = TerminalBenchEnv(
+        tasks_path=tmp_path, runtime="docker", offline=True, grading="official", max_turns=4
+    )
+    try:
+        env.reset(options={"task_id": "shared"})
+        env.step(SABOTEUR)
+        _, reward, term, _, info = env.step("submit")
+        assert term and reward == 0.0 and info["rewards"] == {"reward": 0.0}
+    finally:
+        env.close()
