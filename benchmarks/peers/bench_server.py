@@ -3,8 +3,11 @@ protocol, loopback) vs the same env in process.
 
 The server runs ``agentenvs/FrozenLake-v0`` in a subprocess (``--port 0``); the client is
 our ``RemoteEnv`` (an OpenEnv client sends the same messages). Both sides play the same
-seeded random moves, resetting when an episode ends. Prints the time per step and per
-reset on each side and the ratio, i.e. what the round trip adds to a cheap env.
+seeded random moves, resetting when an episode ends, in rounds taking turns (the side
+going first turning each round). Prints, medians over rounds, the wall time per step and
+per reset on each side, the CPU time a step (in process: this process; through the
+server: the client process plus the server's, from ``/proc``), the ratio, i.e. what the
+round trip adds to a cheap env, and the totals.
 
 Needs the ``server`` extra; skips with the reason without it.
 """
@@ -15,6 +18,8 @@ import asyncio
 import json
 import os
 import re
+import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +31,19 @@ import agentenvs  # noqa: F401
 from agentenvs.envs.frozenlake.env import format_action
 
 STEPS = int(os.environ.get("BENCH_STEPS", 2_000))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 5))
+
+
+def cpu(pid: int | None = None) -> float:
+    """CPU seconds of this process (and its finished children), or of process ``pid``."""
+    if pid is None:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        return me.ru_utime + me.ru_stime
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 KWARGS = {"size": 4, "is_slippery": False, "max_turns": 100}
 
 
@@ -84,19 +102,51 @@ def main() -> None:
             print(f"env server: did not start ({line.strip()!r})")
             return
         url = f"http://127.0.0.1:{match.group(1)}"
-        r_step, r_reset, r_n = asyncio.run(remote(url, texts))
+        rounds: dict[str, list[tuple[float, float, int, float]]] = {"remote": [], "local": []}
+
+        def run(side: str) -> None:
+            c0 = cpu() + (cpu(proc.pid) if side == "remote" else 0.0)
+            step, reset, n = (
+                asyncio.run(remote(url, texts)) if side == "remote" else in_process(texts)
+            )
+            used = cpu() + (cpu(proc.pid) if side == "remote" else 0.0) - c0
+            rounds[side].append((step, reset, n, used))
+
+        run("remote"), run("local")  # warm-up
+        rounds = {"remote": [], "local": []}
+        for k in range(ROUNDS):
+            for side in ("remote", "local") if k % 2 == 0 else ("local", "remote"):
+                run(side)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    l_step, l_reset, l_n = in_process(texts)
-    print(f"FrozenLake-v0, {STEPS} random moves (4x4, not slippery)")
+
+    def med(side: str, i: int, per: str = "step") -> float:
+        return statistics.median(
+            r[i] / (STEPS if per == "step" else max(r[2], 1)) for r in rounds[side]
+        )
+
     print(
-        f"  server round trip: {r_step / STEPS * 1e6:9.1f} us/step  {r_reset / max(r_n, 1) * 1e6:9.1f} us/reset"
+        f"FrozenLake-v0, {STEPS} random moves (4x4, not slippery), {ROUNDS} rounds taking turns, "
+        f"medians over rounds; load average {os.getloadavg()[0]:.1f}"
+    )
+    for label, side, whose in (
+        ("server round trip", "remote", "client + server"),
+        ("in process", "local", "this process"),
+    ):
+        total = sum(r[0] + r[1] for r in rounds[side])
+        print(
+            f"  {label + ':':18} {med(side, 0) * 1e6:9.1f} us/step  "
+            f"{med(side, 1, 'reset') * 1e6:9.1f} us/reset  CPU {med(side, 3) * 1e6:9.1f} us/step "
+            f"({whose}, resets included)  total {total:.2f} s"
+        )
+    ratio = statistics.median(
+        r[0] / lo[0] for r, lo in zip(rounds["remote"], rounds["local"], strict=True)
     )
     print(
-        f"  in process:        {l_step / STEPS * 1e6:9.1f} us/step  {l_reset / max(l_n, 1) * 1e6:9.1f} us/reset"
+        f"ratio (server / in process), median of paired rounds: step {ratio:.1f}x; the round "
+        f"trip adds {(med('remote', 0) - med('local', 0)) * 1e3:.3f} ms a step"
     )
-    print(f"ratio (server / in process): step {r_step / l_step:.1f}x")
 
 
 if __name__ == "__main__":
