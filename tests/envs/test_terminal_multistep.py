@@ -180,3 +180,19 @@ def test_a_snapshot_mid_trial_restores_the_step(env: TerminalBenchEnv) -> None:
     again = env.step("submit")
     assert again[0] == first[0] and again[1:3] == first[1:3]
     assert again[4]["step_results"] == first[4]["step_results"]
+
+
+@pytest.mark.bwrap
+def test_the_turn_budget_ends_the_trial_at_its_step(tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=tasks, runtime="local", command_timeout=60, max_turns=2)
+    try:
+        env.reset(options={"task_id": "two-steps"})
+        env.step(env.oracle_action())
+        # the last turn: step 1 passes, step 2 begins with no turn left, and its tests run
+        obs, reward, term, trunc, info = env.step("submit")
+        assert trunc and "[turn budget exhausted]" in obs
+        assert [r["rewards"] for r in info["step_results"]] == [{"reward": 1.0}, {"reward": 0.0}]
+        assert info["score"] == 0.5 and not info["success"] and reward == 0.0
+        assert "Trial rewards (mean of the steps): reward=0.5" in obs
+    finally:
+        env.close()

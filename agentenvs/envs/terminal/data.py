@@ -16,8 +16,9 @@ what the local runtime can reproduce without Docker: ``FROM`` the terminal base 
 build, command, entrypoint, environment, working_dir; ports, expose, depends_on,
 container_name, restart and healthcheck accepted as not changing what runs) are kept in
 ``TerminalTask.services`` for the docker runtime; a service with any other key, and what
-no runtime here provides (MCP servers, a separate verifier container), is kept in
-``TerminalTask.problems``. Network needs are not guessed from the scripts' text: the
+no runtime here provides (MCP servers), is kept in ``TerminalTask.problems``. Harbor's
+``[[steps]]`` and separate verifier environments are read by ``steps.py``. Network needs
+are not guessed from the scripts' text: the
 runtimes serve the standard test bootstraps offline (see ``agentenvs.envs.terminal.offline``).
 """
 

@@ -113,7 +113,10 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     status), ``timed_out``, ``runtime``, ``grading``, ``agent_timeout_s`` (the task's
     wall-clock budget) and ``agent_timed_out``; once the tests ran ``verifier_timed_out``
     (they ran past the task's verifier timeout: the task failed, whatever they reported
-    before); on reset ``sandbox_limits`` (what
+    before); for a Harbor task with ``[[steps]]`` (``agentenvs.envs.terminal.steps``: one
+    episode of several instructions, each step's tests at its submit) ``step_index``,
+    ``steps_total``, ``step_name`` and ``step_results`` (each step run's name, rewards,
+    success and score; ``success`` and ``score`` are the trial's once it is over); on reset ``sandbox_limits`` (what
     bounds the session as a whole: ``agentenvs.sandbox.limits_info``); once the tests ran,
     ``grading_findings`` (what safe grading found the agent changed in what grades it:
     the episode then scores 0) and ``processes_stopped``; under safe grading also
@@ -640,12 +643,16 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 {"name": step.name, "rewards": None, "success": False, "score": 0.0,
                  "verifier_timed_out": False}
             )
+        return self._end_trial(why)
+
+    def _end_trial(self, why: str | None) -> str:
+        """The multi-step trial is over: its rewards, as the task's strategy makes them."""
         self._steps_over = True
         rewards = self._trial_rewards()
         shown = ", ".join(f"{k}={v:g}" for k, v in rewards.items()) if rewards else "none"
         return (
             (f"The trial stops: {why}.\n" if why else "")
-            + f"Trial rewards ({task.multi_step_reward_strategy} of the steps): {shown}. "
+            + f"Trial rewards ({self.task.multi_step_reward_strategy} of the steps): {shown}. "
             + ("Task resolved." if self._success_now() else "Task not resolved.")
         )
 
@@ -703,7 +710,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             summary = self._run_tests()
             if self.tasks[self._task_id].steps:
                 self._record_step()
-                self._steps_over = True  # no turn is left for a later step
+                summary += "\n" + self._end_trial(None)  # no turn is left for a later step
             self._success, self._score = self._success_now(), self._score_now()
             reward = 1.0 if self._success else 0.0
             observation = self._finish_observation(
