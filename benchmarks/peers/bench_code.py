@@ -11,8 +11,11 @@ recursion, a rewrapped stdin; tuple, numpy and inner-tuple results), which count
 agreement only. rLLM's side is its reward as DeepCoder's training calls it:
 ``rllm.rewards.code_reward.rllm_reward_fn_code(data_source, response, ground_truth)``
 with the program in a fenced block; ours are the env's two graders on the same response.
-Prints the latency per (problem, program) of each side (p50 and total, per form), the
-ratios, and the verdict agreement between rLLM and ``rules="official"`` (they must
+The three sides grade each pair in turn, the side going first turning from pair to
+pair. Prints the latency per (problem, program) of each side (p50 and total, per form),
+the CPU time (rLLM: its process and the interpreters it starts; ours: this process, its
+finished children and the live sandbox processes below it, from ``/proc``, whose own
+reaped children count there), the ratios of p50s and of totals, and the verdict agreement between rLLM and ``rules="official"`` (they must
 agree), listing any disagreement.
 
 Where rLLM comes from: an installed ``rllm`` package, else a source tree given by
@@ -48,6 +51,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -173,6 +177,7 @@ class Case:
     data_source: str
     ground_truth: Any
     times: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, bool] = field(default_factory=dict)
     detail: str = ""
 
@@ -362,10 +367,39 @@ def official_verdict(box: Any, task: CodeTask, response: str) -> tuple[bool, str
     return False, why[:160]
 
 
-def timed(fn: Callable[[], tuple[bool, str]]) -> tuple[bool, str, float]:
-    start = time.perf_counter()
+def tree_cpu() -> float:
+    """CPU seconds of this process, its reaped children, and every live process below it
+    with the children each has reaped (the sandbox's worker and what it forks)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            stats[int(entry.name)] = (int(fields[1]), ticks / os.sysconf("SC_CLK_TCK"))
+    below, todo = 0.0, [os.getpid()]
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            below += stats[child][1]
+            todo.append(child)
+    return total + below
+
+
+def timed(fn: Callable[[], tuple[bool, str]]) -> tuple[bool, str, float, float]:
+    c0, start = tree_cpu(), time.perf_counter()
     ok, why = fn()
-    return ok, why, time.perf_counter() - start
+    took = time.perf_counter() - start
+    return ok, why, took, tree_cpu() - c0
 
 
 # ---------------------------------------------------------------------- report
@@ -373,23 +407,26 @@ def report(cases: list[Case]) -> None:
     sides = ("rllm", "strict", "official")
     print(
         f"\n{'form':<11} {'programs':>8} | {'p50 ms: rLLM':>12} {'strict':>7} {'official':>8} | "
-        f"{'total s: rLLM':>13} {'strict':>7} {'official':>8} | "
-        f"{'rLLM/strict':>11} {'rLLM/official':>13}"
+        f"{'total s: rLLM':>13} {'strict':>7} {'official':>8} | {'CPU s: rLLM':>11} "
+        f"{'strict':>7} {'official':>8} | {'rLLM/strict':>11} {'rLLM/official':>13}"
     )
     forms = list(dict.fromkeys(c.form for c in cases)) + ["all"]
     for form in forms:
         group = [c for c in cases if form in ("all", c.form) and c.program in PLAIN]
         p50 = {s: statistics.median(c.times[s] for c in group) * 1e3 for s in sides}
         total = {s: sum(c.times[s] for c in group) for s in sides}
+        used = {s: sum(c.cpu[s] for c in group) for s in sides}
         print(
             f"{form:<11} {len(group):>8} | {p50['rllm']:>12.0f} {p50['strict']:>7.0f} "
             f"{p50['official']:>8.0f} | {total['rllm']:>13.2f} {total['strict']:>7.2f} "
-            f"{total['official']:>8.2f} | {total['rllm'] / total['strict']:>10.1f}x "
-            f"{total['rllm'] / total['official']:>12.1f}x"
+            f"{total['official']:>8.2f} | {used['rllm']:>11.2f} {used['strict']:>7.2f} "
+            f"{used['official']:>8.2f} | "
+            f"{p50['rllm'] / p50['strict']:>4.1f}x/{total['rllm'] / total['strict']:.1f}x "
+            f"{p50['rllm'] / p50['official']:>6.1f}x/{total['rllm'] / total['official']:.1f}x"
         )
     print(
-        "(reference, wrong and mutant programs; ratios: rLLM's total over ours, above 1x "
-        "ours is faster)"
+        "(reference, wrong and mutant programs; ratios: rLLM's p50/total over ours, above 1x "
+        f"ours is faster; load average {os.getloadavg()[0]:.1f})"
     )
     print("\nVerdicts (pass/fail), rLLM vs rules='official' (must agree) and vs strict:")
     for form in forms:
@@ -488,18 +525,25 @@ def run_all(peer: Peer, cases: list[Case], sandbox: str) -> None:
         peer.grade(first)
         strict_verdict(box, first.task, first.response)
         official_verdict(box, first.task, first.response)
-        for case in cases:
-            answer = peer.grade(case)
-            if "error" in answer:
-                raise SystemExit(f"rLLM's side failed on {case.task.id}: {answer['error']}")
-            case.verdicts["rllm"], case.times["rllm"] = answer["ok"], answer["seconds"]
-            case.detail = answer["said"]
-            ok, why, t = timed(lambda c=case: strict_verdict(box, c.task, c.response))
-            case.verdicts["strict"], case.times["strict"] = ok, t
-            ok, why, t = timed(lambda c=case: official_verdict(box, c.task, c.response))
-            case.verdicts["official"], case.times["official"] = ok, t
-            if ok != case.verdicts["rllm"]:
-                case.detail = f"{case.detail or 'no message'}; official: {why or 'pass'}"
+        official_why = ""
+        for i, case in enumerate(cases):
+            order = ("rllm", "strict", "official")
+            for side in order[i % 3 :] + order[: i % 3]:  # who goes first turns
+                if side == "rllm":
+                    answer = peer.grade(case)
+                    if "error" in answer:
+                        raise SystemExit(f"rLLM's side failed on {case.task.id}: {answer['error']}")
+                    case.verdicts["rllm"], case.times["rllm"] = answer["ok"], answer["seconds"]
+                    case.cpu["rllm"] = answer["cpu"]
+                    case.detail = answer["said"]
+                else:
+                    grade = strict_verdict if side == "strict" else official_verdict
+                    ok, why, t, used = timed(lambda c=case, g=grade: g(box, c.task, c.response))
+                    case.verdicts[side], case.times[side], case.cpu[side] = ok, t, used
+                    if side == "official":
+                        official_why = why
+            if case.verdicts["official"] != case.verdicts["rllm"]:
+                case.detail = f"{case.detail or 'no message'}; official: {official_why or 'pass'}"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import importlib.util
 import io
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,15 @@ def _namespace(root: Path, name: str) -> None:
     sys.modules[name] = module
     parent, _, child = name.rpartition(".")
     setattr(sys.modules[parent], child, module)
+
+
+def cpu() -> float:
+    """CPU time of this process and its finished children (the interpreters it starts)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main() -> None:
@@ -62,14 +72,16 @@ def main() -> None:
             break
         case = json.loads(line)
         said = io.StringIO()
-        start = time.perf_counter()
+        c0, start = cpu(), time.perf_counter()
         with contextlib.redirect_stdout(said):
             ok = checker.rllm_reward_fn_code(
                 case["data_source"], case["response"], case["ground_truth"]
             )
-        seconds = time.perf_counter() - start
+        seconds, used = time.perf_counter() - start, cpu() - c0
         text = said.getvalue().strip().replace("\n", " | ")[:300]
-        answers.write(json.dumps({"ok": bool(ok), "seconds": seconds, "said": text}) + "\n")
+        answers.write(
+            json.dumps({"ok": bool(ok), "seconds": seconds, "cpu": used, "said": text}) + "\n"
+        )
 
 
 if __name__ == "__main__":
