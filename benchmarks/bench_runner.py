@@ -1,67 +1,127 @@
-"""Runner throughput: FrozenLake episodes per second with 1 and with 2 worker processes.
+"""Runner overhead: the Pass@(K,T) runner against a plain env + policy loop, per step.
 
-The same work both times (the oracle on every bundled map, derive mode at a budget of
-32 turns), written to a fresh run directory each time; the wall time includes starting
-the workers, sending chunks and appending every trajectory to the JSONL file. Each
-setting runs twice, interleaved, and its best time counts (other processes on a small
-machine add noise). Both settings must give identical trajectories.
+The same FrozenLake trajectories (the oracle on every bundled map, budget 32, ``--n``
+samples a map) four ways, in alternating order each round, into a fresh run directory
+each time:
+
+- plain: ``env.reset`` / ``policy.sample`` / ``env.step`` in this process, a
+  ``Conversation`` kept, a seed a sample, nothing recorded (the reference);
+- runner in process (``workers=0``): the same loop with its records, each trajectory's
+  JSONL line, the run directory's manifest and its fault counts;
+- runner on the default workers (one per usable core: ``default_workers``), and on
+  four times as many (``allow_oversubscribe``), wall time against the plain loop's.
+
+Prints per step the CPU time (this process and its workers: on a loaded machine CPU
+time moves less than wall time) and the wall time, the median of the rounds, and the
+ratios to the plain loop. All runs must give the same trajectories.
+
+Usage: python benchmarks/bench_runner.py [--n 60] [--rounds 5]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from agentenvs.eval.records import TRAJECTORIES_NAME
-from agentenvs.eval.runner import EvalConfig, resolve_tasks, run_pass_at_k_t
+from agentenvs.eval.executors import default_workers
+from agentenvs.eval.records import TRAJECTORIES_NAME, read_trajectories
+from agentenvs.eval.runner import EvalConfig, make_env, resolve_tasks, run_pass_at_k_t
+from agentenvs.policy.base import Conversation
+from agentenvs.policy.registry import make_policy
 
 ENV_ID = "agentenvs/FrozenLake-v0"
-N = 400  # samples per task: ~15,000 episodes in all
 
 
-REPEATS = 2
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def timed_run(
-    config: EvalConfig, root: Path, workers: int, repeat: int
-) -> tuple[float, list[str]]:
-    run_dir = root / f"workers{workers}-{repeat}"
-    start = time.perf_counter()
-    summary = run_pass_at_k_t(config, run_dir, workers=workers, progress=False)
-    seconds = time.perf_counter() - start
-    assert summary.ran == summary.total
-    return seconds, sorted((run_dir / TRAJECTORIES_NAME).read_text().splitlines())
+def plain_loop(config: EvalConfig) -> tuple[int, list[tuple[str, int, int, int]]]:
+    """Steps taken, and (task, sample, turns, success) of each trajectory."""
+    env, policy = make_env(config), make_policy(config.policy)
+    steps, outcomes = 0, []
+    for item in config.work():
+        observation, info = env.reset(
+            seed=item.seed, options={"task_id": item.task_id, "max_turns": item.budget}
+        )
+        conversation = Conversation.start(observation, info, env=env.unwrapped)
+        done, turn = False, 0
+        while not done:
+            turn += 1
+            action = policy.sample([conversation], 1, seed=item.seed + turn)[0][0]
+            observation, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            conversation.add_turn(action, observation)
+        steps += turn
+        outcomes.append((item.task_id, item.sample, turn, int(bool(info.get("success")))))
+    env.close()
+    return steps, sorted(outcomes)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=60, help="samples per map")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
     tasks = resolve_tasks(ENV_ID, "all")
     config = EvalConfig(
-        env_id=ENV_ID, policy="frozenlake/oracle", task_ids=tasks, n=N, budgets=[32], mode="rerun"
+        env_id=ENV_ID, policy="frozenlake/oracle", task_ids=tasks, n=args.n, budgets=[32],
+        mode="rerun",
     )
-    episodes = len(tasks) * N
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        # warm the file cache and imports so neither timed run pays for them
-        run_pass_at_k_t(
-            EvalConfig(**{**config.to_dict(), "n": 2}), root / "warm", workers=0, progress=False
-        )
-        times: dict[int, list[float]] = {0: [], 1: [], 2: []}
-        results: dict[int, list[str]] = {}
-        for repeat in range(REPEATS):
-            for workers in (0, 1, 2):
-                seconds, results[workers] = timed_run(config, root, workers, repeat)
-                times[workers].append(seconds)
-        assert results[1] == results[2] == results[0], "worker counts changed the trajectories"
-        in_process, one, two = (min(times[w]) for w in (0, 1, 2))
+    cores = default_workers()
+    arms = {
+        "plain loop": None,
+        "runner, in process": 0,
+        f"runner, {cores} workers (default)": cores,
+        f"runner, {4 * cores} workers": 4 * cores,
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in arms}
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        steps, _ = plain_loop(config)  # warm the imports and caches
+        for r in range(args.rounds):
+            order = list(arms.items()) if r % 2 == 0 else list(arms.items())[::-1]
+            for name, workers in order:
+                wall, cpu = time.perf_counter(), cpu_seconds()
+                if workers is None:
+                    took, outcomes = plain_loop(config)
+                    assert took == steps
+                else:
+                    run_dir = Path(tmp) / f"{r}-{workers}"
+                    run_pass_at_k_t(
+                        config, run_dir, workers=workers, progress=False,
+                        allow_oversubscribe=True,
+                    )
+                    records = read_trajectories(run_dir / TRAJECTORIES_NAME)
+                    assert sum(rec["turns"] for rec in records) == steps
+                    outcomes = sorted(
+                        (rec["task_id"], rec["sample"], rec["turns"], int(rec["success"]))
+                        for rec in records
+                    )
+                times[name].append((time.perf_counter() - wall, cpu_seconds() - cpu))
+                if r == 0 and name == "plain loop":
+                    reference = outcomes
+                assert r == 0 and name == "plain loop" or outcomes == reference, name
+    load = os.getloadavg()[0]
     print(
-        f"{episodes} FrozenLake episodes (oracle, {len(tasks)} maps x n={N}, budget 32), "
-        f"best of {REPEATS}"
+        f"{steps} FrozenLake steps a run ({len(tasks)} maps x n={args.n}, oracle, budget 32), "
+        f"median of {args.rounds} rounds; {os.cpu_count()} CPUs, {cores} usable, load {load:.1f}"
     )
-    print(f"in this process (reference): {episodes / in_process:8.0f} episodes/s")
-    print(f"1 worker process:            {episodes / one:8.0f} episodes/s  ({one:.2f} s)")
-    print(f"2 worker processes:          {episodes / two:8.0f} episodes/s  ({two:.2f} s)")
-    print(f"speed-up 2 vs 1 workers: {one / two:.2f}x")
+    plain_wall = statistics.median(w for w, _ in times["plain loop"])
+    plain_cpu = statistics.median(c for _, c in times["plain loop"])
+    for name, runs in times.items():
+        wall = statistics.median(w for w, _ in runs)
+        cpu = statistics.median(c for _, c in runs)
+        print(
+            f"  {name:28s} cpu {cpu / steps * 1e6:6.1f} µs/step ({cpu / plain_cpu:.2f}x plain)  "
+            f"wall {wall / steps * 1e6:6.1f} µs/step ({wall / plain_wall:.2f}x plain)"
+        )
 
 
 if __name__ == "__main__":

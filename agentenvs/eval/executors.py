@@ -34,6 +34,7 @@ import multiprocessing as mp
 import multiprocessing.util
 import os
 import sys
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
@@ -212,14 +213,49 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="agentenvs-parent-watch", daemon=True).start()
 
 
-def worker_threads(workers: int) -> int:
-    """Threads for each of ``workers`` processes sharing this machine's CPUs (at least 1):
-    more threads than cores only make the workers wait on each other."""
+def default_workers() -> int:
+    """The cores this process may run on (its CPU affinity, as a container or ``taskset``
+    sets it; else the CPU count): the local workers a run starts at most by default."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, cpus // max(1, workers))
+    return max(1, cpus)
+
+
+#: set to 1, lets a command start more local workers than usable cores
+OVERSUBSCRIBE_VARIABLE = "AGENTENVS_OVERSUBSCRIBE"
+
+
+class OversubscribeWarning(UserWarning):
+    """More local workers were asked for than there are usable cores: fewer were started."""
+
+
+def capped_workers(workers: int, *, allow_oversubscribe: bool = False) -> int:
+    """``workers`` local worker processes, at most one per usable core
+    (``default_workers``) unless ``allow_oversubscribe`` (or ``AGENTENVS_OVERSUBSCRIBE=1``
+    in the environment): CPU-bound workers beyond the
+    cores only wait on each other, and each holds its own env and policy. Warns, saying
+    how to insist, when it cuts the count."""
+    cores = default_workers()
+    if workers <= cores or allow_oversubscribe or os.environ.get(OVERSUBSCRIBE_VARIABLE) == "1":
+        return workers
+    warnings.warn(
+        OversubscribeWarning(
+            f"{workers} workers asked for, but this process may use {cores} "
+            f"core{'s' if cores != 1 else ''}: running {cores} (more only wait on each other; "
+            f"pass allow_oversubscribe=True, or set {OVERSUBSCRIBE_VARIABLE}=1 for the command "
+            "line, to start them all)"
+        ),
+        stacklevel=3,
+    )
+    return cores
+
+
+def worker_threads(workers: int) -> int:
+    """Threads for each of ``workers`` processes sharing this machine's CPUs (at least 1):
+    more threads than cores only make the workers wait on each other."""
+    return max(1, default_workers() // max(1, workers))
 
 
 def _pool_init(

@@ -29,7 +29,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
+import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,8 @@ TRAJECTORIES_NAME = "trajectories.jsonl"
 FORMAT_VERSION = 1
 #: the version of a record's token fields (``token_space["format"]``)
 TOKENS_FORMAT = 1
+#: a batching ``JsonlAppender`` writes at once when its gathered lines reach this size
+BATCH_BYTES = 1 << 16
 
 
 class RunFileError(AgentEnvsError):
@@ -58,6 +62,19 @@ def stable_seed(*parts: Any) -> int:
     """
     raw = "\x1f".join(str(p) for p in parts).encode()
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") >> 1
+
+
+def turn_seeds(seed: int) -> Callable[[int], int]:
+    """``turn -> stable_seed(seed, "turn", turn)``, the hash of the common prefix made once
+    (the runner draws one a step)."""
+    prefix = hashlib.blake2b(f"{seed}\x1fturn\x1f".encode(), digest_size=8)
+
+    def of(turn: int) -> int:
+        digest = prefix.copy()
+        digest.update(str(turn).encode())
+        return int.from_bytes(digest.digest(), "little") >> 1
+
+    return of
 
 
 def _json_default(value: Any) -> Any:
@@ -76,26 +93,130 @@ def dumps_line(record: dict[str, Any]) -> bytes:
     return redact_bytes((text + "\n").encode())  # no key a policy was given is written
 
 
+try:  # the server extra's JSON writer: trajectory lines in a twentieth of the time
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - without it the standard library writes them
+    _orjson = None
+
+#: types orjson would write otherwise than ``json`` with ``_json_default`` does
+_ORJSON_OPTIONS = 0 if _orjson is None else (
+    _orjson.OPT_APPEND_NEWLINE | _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+_INF = float("inf")
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _all_finite(value: Any) -> bool:
+    """Whether no float in ``value`` (dicts, lists and tuples within) is NaN or infinite."""
+    stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind in _PLAIN:
+            continue
+        if kind is float:
+            if item != item or item == _INF or item == -_INF:
+                return False
+        elif kind is dict:
+            for entry in item.values():
+                if type(entry) is not str:  # most values of a record are text
+                    push(entry)
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif isinstance(item, dict):
+            extend(item.values())
+        elif isinstance(item, list | tuple):
+            extend(item)
+        elif isinstance(item, float | np.floating) and not math.isfinite(item):
+            return False
+    return True
+
+
+def dumps_record(record: dict[str, Any]) -> bytes:
+    """A trajectory record as one JSON line: the same JSON values as ``dumps_line``, written
+    with orjson where it is installed (the runner writes a line per trajectory, and the
+    standard library's writer cost it a quarter of a FrozenLake step). A record orjson would
+    write otherwise goes through ``dumps_line``: a NaN or infinite float (orjson writes
+    null), an integer past 64 bits or a key that is not a string (orjson refuses them).
+    Not for ``run_id``, which hashes ``dumps_line``'s exact bytes."""
+    if _orjson is None:
+        return dumps_line(record)
+    try:
+        data = _orjson.dumps(record, default=_json_default, option=_ORJSON_OPTIONS)
+    except _orjson.JSONEncodeError:
+        return dumps_line(record)
+    # orjson writes NaN as null: where a null may be one (other than an unsuccessful
+    # trajectory's first success turn), the record is looked through
+    if b"null" in data.replace(b'"first_success_turn":null', b"") and not _all_finite(record):
+        return dumps_line(record)
+    return redact_bytes(data)  # no key a policy was given is written
+
+
 class JsonlAppender:
     """Appends whole lines to a JSONL file in one ``write`` on an ``O_APPEND`` fd.
 
     ``write`` takes one or more complete lines; however it is cut short, every line
     before the last is whole, so readers lose at most the torn last line.
 
+    ``batch_seconds`` > 0 gathers the lines that come within that many seconds of the
+    first one into one ``write`` (a timer writes them then, as do ``flush`` and
+    ``close``): the runner's lines, one per trajectory, then cost one system call a
+    batch instead of one each. A process killed with SIGKILL loses at most the lines of
+    the last ``batch_seconds`` (whole lines: a resume runs them again); one that exits
+    otherwise, by an exception or a signal the runner handles, writes them all.
+
     Opening cuts off a torn last line (a write interrupted by a kill), so the next line
     starts on a line boundary. ``fsync=True`` also survives power loss, at a cost.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, fsync: bool = False, batch_seconds: float = 0.0
+    ) -> None:
+        if not batch_seconds >= 0:
+            raise ValueError(f"batch_seconds must be >= 0, got {batch_seconds!r}")
         self.path = Path(path)
         self.fsync = fsync
+        self.batch_seconds = float(batch_seconds)
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
         repair_torn_tail(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, line: bytes) -> None:
         if not line.endswith(b"\n"):
             raise ValueError("JSONL data must end with a newline")
-        view = memoryview(line)
+        if not self.batch_seconds:
+            self._write(line)
+            return
+        with self._lock:
+            self._pending.append(line)
+            self._pending_bytes += len(line)
+            if self._pending_bytes < BATCH_BYTES:
+                if self._timer is None:
+                    self._timer = threading.Timer(self.batch_seconds, self.flush)
+                    self._timer.daemon = True
+                    self._timer.start()
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the gathered lines now."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            data, self._pending, self._pending_bytes = b"".join(self._pending), [], 0
+            if data and self._fd >= 0:
+                self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
         # a regular file takes the whole line in one write; the loop only guards odd cases
         while view:
             written = os.write(self._fd, view)
@@ -104,6 +225,7 @@ class JsonlAppender:
             os.fsync(self._fd)
 
     def close(self) -> None:
+        self.flush()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -140,6 +262,18 @@ def repair_torn_tail(path: Path) -> int:
     return size - keep
 
 
+def _loads(line: bytes) -> Any:
+    """One JSON line, read by orjson where installed; what it refuses (NaN, integers past
+    64 bits, escaped lone surrogates) or a bad line goes to ``json``, for its value or its
+    error."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(line)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(line)
+
+
 def iter_numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, record)`` for every complete record of a JSONL file; a torn last
     line (no newline) is skipped; a line that is not a JSON object raises ``RunFileError``
@@ -154,7 +288,7 @@ def iter_numbered_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, d
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = _loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as exc:
                 raise RunFileError(f"{path}:{number}: not a JSON record ({exc})") from exc
             if not isinstance(record, dict):

@@ -36,8 +36,10 @@ the same run gives the same trajectories in any process, order or worker count.
 Each worker (a process of a local pool, or a Ray actor with ``backend="ray"``: see
 ``agentenvs.eval.executors``) builds its env (``gym.make``) and policy (``make_policy``)
 once and runs chunks of trajectories; the driver alone appends each finished trajectory
-to ``trajectories.jsonl`` as one atomic line, once per trajectory key even when a chunk
-was retried after its worker died. Restarting a run reads that file, ignores a
+to ``trajectories.jsonl`` as one whole line, once per trajectory key even when a chunk
+was retried after its worker died. The lines finished within ``WRITE_BATCH_SECONDS``
+go out in one write: an error, Ctrl-C or SIGTERM writes them before the run stops, a
+SIGKILL loses at most that much finished work (run again by a resume). Restarting a run reads that file, ignores a
 torn last line and skips what is done, so an interrupted-and-resumed run ends with
 exactly the trajectories of an uninterrupted one. ``manifest.json`` holds the config
 and, for a model policy, the sampling settings its requests take (``sampling``: max
@@ -62,9 +64,11 @@ import contextlib
 import functools
 import importlib
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,7 +86,14 @@ from agentenvs.eval.budget_units import (
     reset_options,
     wrap_env,
 )
-from agentenvs.eval.executors import BACKENDS, Executor, Job, default_chunk_size, make_executor
+from agentenvs.eval.executors import (
+    BACKENDS,
+    Executor,
+    Job,
+    capped_workers,
+    default_chunk_size,
+    make_executor,
+)
 from agentenvs.eval.faults import (
     DEFAULT_FAULT_BACKOFF,
     DEFAULT_MAX_FAULT_RETRIES,
@@ -103,6 +114,7 @@ from agentenvs.eval.records import (
     JsonlAppender,
     RunFileError,
     dumps_line,
+    dumps_record,
     ensure_manifest,
     read_manifest,
     read_trajectories,
@@ -110,6 +122,7 @@ from agentenvs.eval.records import (
     step_tokens,
     token_space,
     token_summary,
+    turn_seeds,
     write_json_atomic,
 )
 from agentenvs.policy.base import Conversation, Policy, conditions_on_budget
@@ -124,6 +137,9 @@ from agentenvs.policy.registry import (
 from agentenvs.wrappers.cost_budget import BUDGET_USED, STEP_COST, LimitCost
 
 MODES = ("derive", "rerun")
+#: trajectory lines finished within this many seconds go to the file in one write (at most
+#: this much finished work is lost to a SIGKILL, and run again by a resume)
+WRITE_BATCH_SECONDS = 0.2
 #: info keys stored per step by default: enough to replay success, score and state groups,
 #: and what a grading found the agent tampered with
 DEFAULT_INFO_KEYS: tuple[str, ...] = (
@@ -425,12 +441,16 @@ def run_episode(
     sample_tokens = getattr(policy, "sample_tokens", None)
     space: dict[str, Any] | None = None
     context: Sequence[int] = ()
+    seed_of = turn_seeds(item.seed)  # stable_seed(item.seed, "turn", turn)
+    kept = tuple(info_keys)
+    started = 0.0
     while not (terminated or truncated):
         turn += 1
         sample = None
-        started = time.perf_counter()
+        if limit is not None:
+            started = time.perf_counter()
         try:
-            seed = stable_seed(item.seed, "turn", turn)
+            seed = seed_of(turn)
             if callable(sample_tokens):
                 sample = sample_tokens([conversation], 1, seed=seed)[0][0]
                 action = sample.text
@@ -442,9 +462,11 @@ def run_episode(
             error = f"{type(exc).__name__}: {exc}"
             turn -= 1
             break
-        charge_step(limit, time.perf_counter() - started, sample)
+        if limit is not None:
+            charge_step(limit, time.perf_counter() - started, sample)
         observation, reward, terminated, truncated, info = env.step(action)
-        reward_sum += float(reward)
+        reward = float(reward)
+        reward_sum += reward
         if first_success is None and info.get(keys.SUCCESS):
             first_success = turn
             if limit is not None:
@@ -452,10 +474,10 @@ def run_episode(
         step = {
             "action": action,
             "observation": observation,
-            "reward": float(reward),
+            "reward": reward,
             "terminated": bool(terminated),
             "truncated": bool(truncated),
-            "info": {k: info[k] for k in info_keys if k in info},
+            "info": {k: info[k] for k in kept if k in info},
         }
         if limit is not None:
             step["cost"] = info[STEP_COST]
@@ -579,7 +601,7 @@ class EpisodeWorker:
         if faults:
             record["faults"] = faults
         return EpisodeOutcome(
-            dumps_line({**self.meta, **record}), record["success"], tuple(faults), False
+            dumps_record({**self.meta, **record}), record["success"], tuple(faults), False
         )
 
     def close(self) -> None:
@@ -713,11 +735,14 @@ def run_pass_at_k_t(
     max_fault_retries: int = DEFAULT_MAX_FAULT_RETRIES,
     fault_backoff: float = DEFAULT_FAULT_BACKOFF,
     max_fault_rate: float | None = None,
+    allow_oversubscribe: bool = False,
 ) -> RunSummary:
     """Run (or resume) every trajectory of ``config`` into ``run_dir``.
 
     ``backend="local"`` (the default) runs ``workers`` worker processes on this machine
-    (``0``: in this process); ``backend="ray"`` runs ``workers`` Ray actors (``0``: one
+    (``0``: in this process), at most one per core it may use (``default_workers``: a
+    larger count is cut to that, with an ``OversubscribeWarning``, unless
+    ``allow_oversubscribe``); ``backend="ray"`` runs ``workers`` Ray actors (``0``: one
     per CPU of the cluster) on the Ray instance at ``address`` (or the one this process
     is connected to, or a new local one); see ``agentenvs.eval.executors``. Results do
     not depend on the backend, on ``workers`` nor on ``chunk_size`` (trajectories sent
@@ -744,6 +769,8 @@ def run_pass_at_k_t(
         check_bounds(max_fault_retries, fault_backoff, max_fault_rate)
     except ValueError as exc:
         raise RunConfigError(str(exc)) from None
+    if backend == "local" and executor is None:
+        workers = capped_workers(workers, allow_oversubscribe=allow_oversubscribe)
     run_dir = Path(run_dir)
     started = time.perf_counter()
     env = make_env(config)
@@ -773,7 +800,10 @@ def run_pass_at_k_t(
     written: set[Hashable] = set()
     try:
         with (
-            JsonlAppender(run_dir / TRAJECTORIES_NAME, fsync=fsync) as out,
+            _flush_on_sigterm(),
+            JsonlAppender(
+                run_dir / TRAJECTORIES_NAME, fsync=fsync, batch_seconds=WRITE_BATCH_SECONDS
+            ) as out,
             JsonlAppender(run_dir / FAULTS_NAME, fsync=fsync) as fault_log,
             bar,
         ):
@@ -837,6 +867,29 @@ def run_pass_at_k_t(
         new_faults=tally.faults,
         tokens=tokens,
     )
+
+
+@contextlib.contextmanager
+def _flush_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the run as Ctrl-C does (``SystemExit`` here, where it would otherwise
+    kill the process outright), so the trajectories gathered for the next write are
+    written and the workers stopped; only where nothing else handles it and in the main
+    thread."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _out_of_retries(
