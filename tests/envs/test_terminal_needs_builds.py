@@ -26,7 +26,10 @@ EXPECTED = {
     "redirects": ("accepted", ""),
     "continuations": ("accepted", ""),
     "heredoc": ("refused", "needs BuildKit (Dockerfile line 4: RUN a here-document (<<EOF))"),
-    "run-pip-download": ("refused", "the Python package 'cowsay' at build time"),
+    "run-pip-download": (
+        "refused",
+        "the Python package 'cowsay' at build time (Dockerfile line 4)",
+    ),
     "run-curl": ("refused", "the download https://example.org/tool.tgz (Dockerfile line 4)"),
     "add-url": ("refused", "https://example.org/model.bin (ADD, Dockerfile line 4)"),
     "copy-from-image": ("refused", "'ghcr.io/example/assets:1' that the build copies from"),

@@ -657,10 +657,12 @@ class DockerNeeds:
             built_with = wheel_versions_of(w for w in build_wheels if wheel_fits(w.name, python))
             debs, dists = set(base_debs), set(base_dists)
             image = plan.written if plan.how != "mapped" else f"{plan.use}, for {plan.written}"
-            for run, env in zip(stage.runs, stage.envs, strict=True):
+            for line, run, env in zip(stage.lines, stage.runs, stage.envs, strict=True):
                 for p in apt_installs(run, env):
                     if offline and p not in STAND_IN_PACKAGES and p not in debs:
-                        needs.append(f"the Debian package {p!r} (not in {image})")
+                        needs.append(
+                            f"the Debian package {p!r} (not in {image}, Dockerfile line {line})"
+                        )
                     debs.add(p)
                 for name, pin in pip_requirements(run, env):
                     # the stand-in pip keeps what the image has (a pin it differs from is
@@ -669,7 +671,10 @@ class DockerNeeds:
                     if offline and name not in dists and (not have or (pin and pin not in have)):
                         why = f" (the wheelhouse has {', '.join(sorted(have))})" if have else ""
                         spec = f"{name}=={pin}" if pin and have else name
-                        needs.append(f"the Python package {spec!r} at build time{why}")
+                        needs.append(
+                            f"the Python package {spec!r} at build time{why} "
+                            f"(Dockerfile line {line})"
+                        )
                     dists.add(name)
         if not task.dockerfile.is_file() and plans and plans[0].how in ("local", "mapped"):
             base_debs, base_dists = self.contents(plans[0].use)
