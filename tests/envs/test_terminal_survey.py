@@ -52,3 +52,26 @@ def test_check_tasks_surveys_each_folder_and_writes_every_verdict(
     assert set(real["stood_in"]) <= set(real["accepted"])
     assert rows["archives"]["error"] and "no task folders" in rows["archives"]["error"]
     assert "of 9 task folders accepted." in printed
+
+
+@pytest.mark.bwrap
+def test_a_build_that_reads_past_its_context_is_invalid_on_every_runtime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "tasks"
+    shutil.copytree(REAL / "tb1-venv-sum", tasks / "reads-outside")
+    dockerfile = tasks / "reads-outside" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY ../secrets.txt /app/\n")
+    line = len(dockerfile.read_text().splitlines())
+    shutil.copytree(REAL / "tb1-venv-sum", tasks / "sound")
+    out = tmp_path / "verdicts.json"
+    assert main(["check-tasks", str(tasks), "--runtime", "local", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["invalid"] == {
+        "reads-outside": (
+            f"Dockerfile:{line}: the source '../secrets.txt' is outside the build context"
+        )
+    }
+    assert "reads-outside" not in row["accepted"] and "reads-outside" not in row["refused"]
+    assert "sound" in row["accepted"] or "sound" in row["refused"]
+    assert "| tasks | 2 |" in capsys.readouterr().out
