@@ -101,3 +101,15 @@ def test_the_local_analysis_reads_the_same_steps(tmp_path: Path) -> None:
     # one ENV step sees the values from before it, as in Docker
     assert dict(found["env"]) == {"A": "1", "B": "-2"}
     assert found["local_problem"] is None
+
+
+def test_a_copy_source_with_a_default_is_known(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.txt").write_text("")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.13-slim\nCOPY ${SRC:-data}/x.txt /app/\nCOPY ${SRC:-gone}/x.txt /app/\n"
+        "COPY $SRC/x.txt /app/\n"
+    )
+    scan = scan_dockerfile(tmp_path / "Dockerfile", tmp_path)
+    assert scan.outside == [(3, "gone/x.txt")]  # as the build reads it
+    assert scan.unknown == [(4, "COPY $SRC/x.txt ($SRC is not known)")]

@@ -393,7 +393,8 @@ class DockerfileScan:
     buildkit: list[tuple[int, str]] = field(default_factory=list)
 
 
-_VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+#: a variable in an instruction's argument, and the operator after it (``${X:-word}``)
+_VAR_NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(:?[-+])?")
 #: the options the engine's classic builder reads (it refuses every other one)
 CLASSIC_FLAGS = {"COPY": frozenset({"from", "chown"}), "ADD": frozenset({"chown"})}
 
@@ -474,7 +475,8 @@ def _scan_copy(
     for src in args[:-1]:
         if src.startswith("<<"):
             continue  # a here-document
-        unknown = [v for v in _VAR_NAMES.findall(src) if v not in scope]
+        # ``${X:-word}`` and ``${X:+word}`` have a value whether X is known or not
+        unknown = [v for v, op in _VAR_NAMES.findall(src) if v not in scope and not op]
         if unknown:
             scan.unknown.append((line, f"{word} {src} (${unknown[0]} is not known)"))
             continue
