@@ -18,8 +18,8 @@ container_name, restart and healthcheck accepted as not changing what runs) are 
 ``TerminalTask.services`` for the docker runtime; a service with any other key, and what
 no runtime here provides (MCP servers), is kept in ``TerminalTask.problems``. Harbor's
 ``[[steps]]`` and separate verifier environments are read by ``steps.py``. Network needs
-are not guessed from the scripts' text: the
-runtimes serve the standard test bootstraps offline (see ``agentenvs.envs.terminal.offline``).
+are not guessed from the scripts' text: the runtimes serve the standard test bootstraps
+offline (see ``agentenvs.envs.terminal.offline``).
 """
 
 from __future__ import annotations
