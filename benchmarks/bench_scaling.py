@@ -1,17 +1,20 @@
 """Throughput, step latency and memory per env at 1, 4, 16 and 64 concurrent envs.
 
-For each env, ``n`` envs are made and reset, each on its own thread, and each plays its
-own episodes (seed = thread index + episodes played so far x n) with a scripted policy of
-the project, one step at a time, for ``--seconds`` of wall time. Prints, per env and ``n``:
+For each env, ``n`` envs are made, reset and stepped once (untimed), each on its own
+thread; each then plays its own episodes (seed = thread index + episodes played x ``n``)
+with a scripted policy of the project, one step at a time, for ``--seconds`` of wall
+time. Prints, per env and ``n``:
 
 - steps/s over all threads (steps finished in the timed window / its wall time);
 - p50 and p99 latency of one ``step`` call (the policy's act is not timed);
-- CPU time a step: this process and its finished children (``resource.getrusage``),
-  over the steps of the window;
+- CPU time a step: this process, its reaped children (``resource.getrusage``) and the
+  live processes below it with the children they reaped (sandbox workers, from
+  ``/proc``), over the steps of the window; the policy's act included;
 - memory a live env: this process's RSS growth from before the ``n`` envs were made to
-  after their first reset, over ``n``; for sandboxed envs, plus the RSS of the sandbox
-  processes they started (this process's descendants, from ``/proc``) over ``n``. Docker
-  containers' memory is not counted (``docker stats`` is too slow to take per row).
+  after each was reset and stepped once (so a sandboxed env's sandbox is running), over
+  ``n``; for sandboxed envs, plus the most RSS the sandbox processes they started (this
+  process's descendants) held at once during the window, over ``n``. Docker containers'
+  CPU and memory are not counted (they are the engine's, not below this process).
 
 The envs (``--only`` picks some, comma-separated):
 
@@ -79,18 +82,25 @@ def rss_bytes(pid: int | str = "self") -> int:
         return 0
 
 
-def descendants(root: int) -> list[int]:
-    """The pids below ``root``, from ``/proc/*/stat`` parent links."""
-    parents: dict[int, int] = {}
+def process_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds of it and the children it has reaped), from /proc."""
+    table: dict[int, tuple[int, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                table[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
             except (OSError, ValueError, IndexError):
                 continue
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, float]] | None = None) -> list[int]:
+    """The pids below ``root``, from the parent links in ``/proc``."""
+    table = process_table() if table is None else table
     children: dict[int, list[int]] = {}
-    for pid, ppid in parents.items():
+    for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
     out, todo = [], [root]
     while todo:
@@ -101,12 +111,15 @@ def descendants(root: int) -> list[int]:
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and its finished children so far."""
+    """CPU time of this process, its reaped children, and every live process below it with
+    the children each has reaped (sandbox workers and what they fork)."""
     me, kids = (
         resource.getrusage(resource.RUSAGE_SELF),
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    table = process_table()
+    below = sum(table[p][1] for p in descendants(os.getpid(), table))
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + below
 
 
 def pct(values: list[float], q: float) -> float:
@@ -152,7 +165,11 @@ def run_level(name: str, n: int, seconds: float) -> Row:
     observations = [None] * n
 
     def first_reset(i: int) -> None:
-        observations[i] = envs[i].reset(seed=i)
+        # reset and one step, untimed: a sandboxed env starts its sandbox at its first run
+        env, rng = envs[i], np.random.default_rng(10_000 + i)
+        env.reset(seed=i)
+        _, _, terminated, truncated, _ = env.step(policy.act(Conversation(env=env.unwrapped), rng))
+        observations[i] = env.reset(seed=i) if terminated or truncated else True
 
     starters = [threading.Thread(target=first_reset, args=(i,)) for i in range(n)]
     for t in starters:
@@ -163,7 +180,7 @@ def run_level(name: str, n: int, seconds: float) -> Row:
         for env in envs:
             env.close()
         raise RuntimeError("a first reset failed (see above)")
-    mib_env = (rss_bytes() - before) / n / 2**20
+    mib_env = (rss_bytes() - before) / n / 2**20  # the envs made, reset and stepped once
 
     latencies: list[list[float]] = [[] for _ in range(n)]
     counts = [0] * n
@@ -219,6 +236,10 @@ def run_level(name: str, n: int, seconds: float) -> Row:
     )  # fmt: skip
 
 
+def ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 1 else f"{value:.3g}"
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| env | envs | steps/s | step p50 / p99 (ms) | CPU a step (µs) | MiB a live env (+ its sandbox processes) |",
@@ -230,7 +251,7 @@ def table(rows: list[Row]) -> str:
             mem += f" (+{r.sandbox_mib_env:.1f})"
         lines.append(
             f"| {r.env} | {r.n} | {r.steps_s:,.{0 if r.steps_s >= 100 else 1}f} | "
-            f"{r.p50_ms:.3g} / {r.p99_ms:.3g} | "
+            f"{ms(r.p50_ms)} / {ms(r.p99_ms)} | "
             f"{r.cpu_us:,.0f} | {mem} |"
         )
     return "\n".join(lines)
