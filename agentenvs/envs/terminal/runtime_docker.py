@@ -666,6 +666,13 @@ class DockerRuntime(DockerImages, FreezingDocker):
             env["PATH"] = f"{offline.MOUNT}/bin:{env['PATH']}"
         return env
 
+    def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
+        """(PATH, declared variables, the agent's HOME) of the tests under safe grading:
+        the image's ENV, then Harbor's ``[environment] env`` and ``[verifier] env``."""
+        path, declared, home = super().verifier_declared(task)
+        declared = {**declared, **dict(task.environment_env), **dict(task.verifier_env)}
+        return declared.get("PATH", path), declared, home
+
     def host_resources(self) -> tuple[int, int]:
         """(memory MB, CPUs) of the engine's host, asked once."""
         if self._host is None:
