@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.core import info as keys
-from agentenvs.core.errors import TaskError
+from agentenvs.core.errors import Fault, TaskError
 from agentenvs.envs.terminal.data import load_task
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.eval.runner import DEFAULT_INFO_KEYS
@@ -358,3 +358,250 @@ def test_a_run_record_says_the_verifier_timed_out(tasks: Path) -> None:
     assert quick[keys.VERIFIER_TIMED_OUT] is False and quick[keys.SUCCESS] is True
     # the step before the tests ran has no verdict to report
     assert keys.VERIFIER_TIMED_OUT not in records["slow-verifier"]["steps"][0]["info"]
+
+
+# ------------------------------------------- env, users, build limit, healthcheck, image
+def _fields_task(root: Path, name: str, toml: str, *, test_sh: str = CHECK) -> Path:
+    return _harbor(root, name, test_sh, toml=toml)
+
+
+def _with_user(task: Path, table: str, user: str) -> None:
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace(f"[{table}]\n", f'[{table}]\nuser = "{user}"\n'))
+
+
+def test_env_tables_resolve_from_the_host_as_harbor_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AE_FIELD_SET", "from-host")
+    monkeypatch.setenv("AE_FIELD_EMPTY", "")
+    monkeypatch.delenv("AE_FIELD_UNSET", raising=False)
+    task = load_task(
+        _fields_task(
+            tmp_path,
+            "envs",
+            '\n[environment.env]\nA = "${AE_FIELD_SET}"\nB = "${AE_FIELD_UNSET:-fallback}"\n'
+            'C = "${AE_FIELD_EMPTY:-fallback}"\nD = "literal ${AE_FIELD_SET}"\n'
+            '\n[verifier.env]\nV = "${AE_FIELD_SET:-x}"\n',
+        )
+    )
+    # a whole ${VAR} is the host's; a default only for an unset one; anything else literal
+    assert dict(task.environment_env) == {
+        "A": "from-host",
+        "B": "fallback",
+        "C": "",
+        "D": "literal ${AE_FIELD_SET}",
+    }
+    assert dict(task.verifier_env) == {"V": "from-host"}
+
+
+@pytest.mark.parametrize("table", ["environment", "verifier"])
+def test_an_unset_variable_refuses_the_task_naming_file_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str
+) -> None:
+    monkeypatch.delenv("AE_FIELD_UNSET", raising=False)
+    where = _fields_task(tmp_path, "unset", f'\n[{table}.env]\nKEY = "${{AE_FIELD_UNSET}}"\n')
+    with pytest.raises(TaskError) as caught:
+        load_task(where)
+    said = str(caught.value)
+    assert str(where / "task.toml") in said and f"{table}.env.KEY" in said
+    assert "${AE_FIELD_UNSET} is not set" in said
+
+
+def test_users_build_limit_and_healthcheck_are_read(tmp_path: Path) -> None:
+    task = load_task(
+        _fields_task(
+            tmp_path,
+            "read",
+            "\n[environment]\nbuild_timeout_sec = 42.0\n[environment.healthcheck]\n"
+            'command = "true"\nretries = 5\ninterval_sec = 0.5\n',
+        )
+    )
+    assert task.build_timeout_sec == 42.0 and task.agent_user is None
+    assert task.healthcheck is not None
+    assert (task.healthcheck.command, task.healthcheck.retries) == ("true", 5)
+    assert (task.healthcheck.interval_sec, task.healthcheck.timeout_sec) == (0.5, 30.0)
+    plain = load_task(_fields_task(tmp_path, "plain", ""))
+    assert plain.build_timeout_sec == 600.0 and plain.healthcheck is None
+    text = (tmp_path / "plain" / "task.toml").read_text()
+    (tmp_path / "plain" / "task.toml").write_text(
+        text.replace("[agent]\n", '[agent]\nuser = "nobody"\n').replace(
+            "[verifier]\n", "[verifier]\nuser = 1000\n"
+        )
+    )
+    users = load_task(tmp_path / "plain")
+    assert (users.agent_user, users.verifier_user) == ("nobody", "1000")
+    bad = _fields_task(tmp_path, "bad", "\n[environment.healthcheck]\nretries = 2\n")
+    with pytest.raises(TaskError, match=r"environment\.healthcheck\.command"):
+        load_task(bad)
+
+
+@pytest.fixture(scope="module")
+def field_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("harbor-fields")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AE_FIELD_TOKEN", "from-host")
+        _fields_task(
+            root,
+            "env-vars",
+            '\n[environment.env]\nTOKEN = "${AE_FIELD_TOKEN}"\n'
+            '\n[verifier.env]\nVERIFY_ONLY = "${AE_FIELD_MISSING:-v}"\n',
+            test_sh='[ "$TOKEN/$VERIFY_ONLY" = from-host/v ] && echo 1 > /logs/verifier/reward.txt '
+            "|| echo 0 > /logs/verifier/reward.txt\n",
+        )
+        # healthy at its second try (the first leaves a mark)
+        _fields_task(
+            root,
+            "healthy-later",
+            "\n[environment.healthcheck]\n"
+            'command = "test -f /tmp/hc || { touch /tmp/hc; exit 1; }"\n'
+            "interval_sec = 0\nretries = 3\n",
+        )
+        _fields_task(
+            root,
+            "unhealthy",
+            '\n[environment.healthcheck]\ncommand = "echo not-yet; exit 1"\n'
+            "interval_sec = 0\nretries = 2\n",
+        )
+        _with_user(_fields_task(root, "agent-nobody", ""), "agent", "nobody")
+        _with_user(_fields_task(root, "verifier-other", ""), "verifier", "nobody")
+        _fields_task(root, "memory-512", "\n[environment]\nmemory_mb = 512\ncpus = 0.5\n")
+        yield root
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def fields_env(request: pytest.FixtureRequest, field_tasks: Path) -> Iterator[TerminalBenchEnv]:
+    made = TerminalBenchEnv(
+        tasks_path=field_tasks, runtime=request.param, command_timeout=ROOMY_S, max_turns=4
+    )
+    yield made
+    made.close()
+
+
+def test_env_reaches_the_commands_and_verifier_env_only_the_tests(
+    fields_env: TerminalBenchEnv,
+) -> None:
+    fields_env.reset(options={"task_id": "env-vars"})
+    obs, *_ = fields_env.step('echo "$TOKEN/${VERIFY_ONLY:-none}"')
+    assert "from-host/none" in obs, obs
+    obs, reward, term, _, info = fields_env.step("submit")
+    assert term and reward == 1.0, obs
+
+
+def test_the_healthcheck_runs_until_healthy_before_the_first_action(
+    fields_env: TerminalBenchEnv,
+) -> None:
+    fields_env.reset(options={"task_id": "healthy-later"})
+    obs, *_ = fields_env.step("test -f /tmp/hc && echo marked")
+    assert "marked" in obs, obs  # its first try ran (and failed) before the agent's turn
+
+
+def test_an_unhealthy_environment_is_a_fault_not_a_score(fields_env: TerminalBenchEnv) -> None:
+    with pytest.raises(Fault, match=r"unhealthy.*retries = 2") as caught:
+        fields_env.reset(options={"task_id": "unhealthy"})
+    assert "not-yet" in caught.value.evidence
+
+
+def test_a_verifier_user_is_refused_with_the_reason(fields_env: TerminalBenchEnv) -> None:
+    why = fields_env.unsupported_tasks["verifier-other"]
+    assert "[verifier] user = 'nobody'" in why
+    with pytest.raises(TaskError, match="user"):
+        fields_env.reset(options={"task_id": "verifier-other"})
+
+
+@pytest.mark.bwrap
+def test_the_local_runtime_refuses_an_agent_user(field_tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=field_tasks, runtime="local")
+    try:
+        why = env.unsupported_tasks["agent-nobody"]
+    finally:
+        env.close()
+    assert "[agent] user = 'nobody'" in why and "one user" in why
+
+
+@pytest.mark.bwrap
+def test_the_local_sandbox_is_held_to_the_tasks_memory_and_cpus(field_tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=field_tasks, runtime="local", command_timeout=ROOMY_S)
+    try:
+        env.reset(options={"task_id": "memory-512"})
+        cgroup = env.runtime().box._cgroup
+        if cgroup is None:
+            pytest.skip("no delegated cgroup here: the per-process rlimits hold")
+        found = _host_cgroup(cgroup.dirs)
+        assert found["memory"] == 512 << 20, found
+        if "cpu" in found:
+            assert found["cpu"] == 0.5, found
+        env.reset(options={"task_id": "env-vars"})  # declares nothing: the sandbox's own
+        assert _host_cgroup(cgroup.dirs)["memory"] == cgroup.memory_mb << 20
+    finally:
+        env.close()
+
+
+def _host_cgroup(dirs: dict[str, str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if "" in dirs:
+        out["memory"] = int(Path(dirs[""], "memory.max").read_text())
+        cpu = Path(dirs[""], "cpu.max")
+        if cpu.exists():
+            quota, period = cpu.read_text().split()
+            out["cpu"] = int(quota) / int(period) if quota != "max" else 0.0
+        return out
+    out["memory"] = int(Path(dirs["memory"], "memory.limit_in_bytes").read_text())
+    if "cpu" in dirs:
+        quota = int(Path(dirs["cpu"], "cpu.cfs_quota_us").read_text())
+        out["cpu"] = quota / int(Path(dirs["cpu"], "cpu.cfs_period_us").read_text())
+    return out
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_docker_runs_the_agent_as_the_tasks_user(field_tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=field_tasks, runtime="docker", command_timeout=ROOMY_S)
+    try:
+        env.reset(options={"task_id": "agent-nobody"})
+        obs, *_ = env.step("id -un")
+        assert obs.strip().splitlines()[0] == "nobody", obs
+    finally:
+        env.close()
+
+
+@pytest.fixture
+def build_tasks(tmp_path: Path) -> Path:
+    slow = _harbor(tmp_path, "slow-build", CHECK, toml="\n[environment]\nbuild_timeout_sec = 3\n")
+    (slow / "environment" / "Dockerfile").write_text(DOCKERFILE + "RUN sleep 120\n")
+    # a prebuilt image beside a Dockerfile that would leave a mark
+    both = _harbor(
+        tmp_path,
+        "prebuilt",
+        CHECK,
+        toml='\n[environment]\ndocker_image = "agentenvs/terminal:latest"\n',
+    )
+    (both / "environment" / "Dockerfile").write_text(
+        DOCKERFILE + "RUN echo built > /app/built.txt\n"
+    )
+    return tmp_path
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_a_build_past_its_limit_is_refused_naming_it(build_tasks: Path) -> None:
+    env = TerminalBenchEnv(tasks_path=build_tasks, runtime="docker", command_timeout=ROOMY_S)
+    try:
+        with pytest.raises(TaskError, match=r"limit of 3 s \(\[environment\] build_timeout_sec\)"):
+            env.reset(options={"task_id": "slow-build"})
+    finally:
+        env.close()
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+@pytest.mark.parametrize("force_build", [False, True])
+def test_a_prebuilt_image_is_run_unless_the_build_is_forced(
+    build_tasks: Path, force_build: bool
+) -> None:
+    env = TerminalBenchEnv(tasks_path=build_tasks, runtime="docker", command_timeout=ROOMY_S)
+    assert env._runtime is None  # the runtime is made at the first reset, with these options
+    env.docker_options["force_build"] = force_build
+    try:
+        env.reset(options={"task_id": "prebuilt"})
+        obs, *_ = env.step("cat /app/built.txt 2>/dev/null || echo absent")
+        assert obs.split()[0] == ("built" if force_build else "absent"), obs
+    finally:
+        env.close()

@@ -495,8 +495,9 @@ class LocalRuntime:
         )
 
     def verifier_declared(self, task: TerminalTask) -> tuple[str, dict[str, str], str]:
-        """(PATH, declared variables, the agent's HOME) of the tests: the Dockerfile's ENV."""
-        declared = dict(task.env)
+        """(PATH, declared variables, the agent's HOME) of the tests: the Dockerfile's ENV,
+        then Harbor's ``[environment] env`` and ``[verifier] env``."""
+        declared = {**dict(task.env), **dict(task.environment_env), **dict(task.verifier_env)}
         return declared.get("PATH", DEFAULT_PATH), declared, "/root"
 
     def verifier_python(self) -> str:
