@@ -1,7 +1,7 @@
 """check-tasks' predictions against what happens: the fixture tasks are written in the
 shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an image, a
 ``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
-a here-document, a solution that downloads), each is predicted offline, then built and its
+a here-document, a solution and tests that download), each is predicted offline, then built and its
 solution run offline by the env; a task predicted accepted must build and pass, a task
 predicted refused or invalid must not."""
 
@@ -36,6 +36,11 @@ EXPECTED = {
     "copy-outside": (
         "invalid",
         "Dockerfile:3: the source '../greeting.txt' is outside the build context",
+    ),
+    "tests-fetch": (
+        "refused",
+        "needs offline: the download https://example.org/extra_test.py "
+        "(the tests' run-tests.sh line 3 needs the network)",
     ),
     "solution-fetches": (
         "refused",
@@ -101,6 +106,7 @@ def runs_offline(env: TerminalBenchEnv, task_id: str) -> tuple[bool, str]:
 
 
 @pytest.mark.docker("agentenvs/tb-python:3.13")
+@pytest.mark.timeout(900)  # ten builds and runs on a loaded machine
 def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     shutil.copytree(FIXTURES, tasks)
@@ -124,4 +130,5 @@ def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) 
     assert wrong == {}
     # a refusal for the network is the build's failure, and the run's
     assert happened["solution-fetches"][1] == "built, solution failed"
+    assert happened["tests-fetch"][1] == "built, solution failed"
     assert happened["heredoc"][1].startswith("not built")
