@@ -108,7 +108,7 @@ def test_a_copy_source_with_a_default_is_known(tmp_path: Path) -> None:
     (tmp_path / "data" / "x.txt").write_text("")
     (tmp_path / "Dockerfile").write_text(
         "FROM python:3.13-slim\nCOPY ${SRC:-data}/x.txt /app/\nCOPY ${SRC:-gone}/x.txt /app/\n"
-        "COPY $SRC/x.txt /app/\n"
+        "COPY $SRC/x.txt /app/\nCOPY . /tmp/build/\nCOPY ./ /tmp/build/\n"
     )
     scan = scan_dockerfile(tmp_path / "Dockerfile", tmp_path)
     assert scan.outside == [(3, "gone/x.txt")]  # as the build reads it

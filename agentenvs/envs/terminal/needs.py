@@ -491,8 +491,10 @@ def _scan_copy(
             scan.outside.append((line, src))  # the builder refuses a path out of the context
             continue
         rel = norm.lstrip("/")
-        if rel in ("", ".") or any(ch in rel for ch in "*?["):
-            if rel and not any(context.glob(rel)):
+        if rel in ("", "."):
+            continue  # the whole context
+        if any(ch in rel for ch in "*?["):
+            if not any(context.glob(rel)):
                 scan.outside.append((line, src))
             continue
         if not (context / rel).exists():
