@@ -1,6 +1,6 @@
 """The host's side of the local sandbox's warm fork servers (``forkserver.py``).
 
-``LocalSandbox.spawn_warm(preload, entry, imports)`` returns a ``SandboxProcess`` like
+``LocalSandbox.spawn_warm(preload, entry, imports, as_if_imported)`` returns a ``SandboxProcess`` like
 ``spawn`` does, but the process is a fork of a server that has already started its
 interpreter and imported ``imports`` inside its own sandbox (a scratch tmpfs at
 ``/work``, as ``spawn(scratch=True)``), so a program starts in milliseconds. Each process
@@ -52,7 +52,8 @@ _ANSWER_S = 30.0
 QUEUE_PATIENCE_S = 20.0
 _LIMIT_FIELDS = ("cpu_seconds", "memory_mb", "max_processes", "max_file_mb", "max_open_files")
 
-Key = tuple[str, str, tuple[str, ...]]
+#: (preload, entry, imports, as_if_imported)
+Key = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 
 
 def usable_cpus() -> int:
@@ -82,9 +83,15 @@ class _Server:
             raise
         finally:
             inner.close()
-        preload, entry, imports = key
+        preload, entry, imports, as_if = key
         limits = {k: getattr(box.limits, k) for k in _LIMIT_FIELDS}
-        hello = {"preload": preload, "entry": entry, "imports": list(imports), "limits": limits}
+        hello = {
+            "preload": preload,
+            "entry": entry,
+            "imports": list(imports),
+            "as_if_imported": list(as_if),
+            "limits": limits,
+        }
         answer = self.ask(hello, wait_s=_START_S)
         if answer is None or not answer.get("ready"):
             self._not_started()
@@ -255,8 +262,14 @@ class WarmServers:
         for server in servers:
             server.retire()
 
-    def spawn(self, preload: str, entry: str, imports: Sequence[str]) -> SandboxProcess:
-        key = (preload, entry, tuple(imports))
+    def spawn(
+        self,
+        preload: str,
+        entry: str,
+        imports: Sequence[str],
+        as_if_imported: Sequence[str] = (),
+    ) -> SandboxProcess:
+        key = (preload, entry, tuple(imports), tuple(as_if_imported))
         for attempt in range(2):
             server = self.take(key)
             thread = threading.get_ident()

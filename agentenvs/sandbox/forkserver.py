@@ -7,10 +7,15 @@ program as a fork of itself, so a program pays neither an interpreter start nor 
 imports. Protocol, over the ``SOCK_SEQPACKET`` socket ``CTL_FD`` (one JSON message a
 packet; the host's end never enters the sandbox otherwise):
 
-- the host sends ``{"preload": str, "entry": str, "imports": [str], "limits": {...}}``:
-  the server runs ``preload`` as a module of its own, imports ``imports`` (a missing one
-  is left for the program's own code to report), records the state of every writable
-  file system it can see, and answers ``{"ready": true}``;
+- the host sends ``{"preload": str, "entry": str, "imports": [str], "limits": {...}}``
+  and optionally ``"as_if_imported": [str]``: the server runs ``preload`` as a module of
+  its own, imports ``imports`` (a missing one is left for the program's own code to
+  report), records the state of every writable file system it can see, and answers
+  ``{"ready": true}``. With ``as_if_imported`` (a lean server, which imports fewer
+  modules than a full one) it first measures, in a throwaway fork that imports those
+  modules, how much address space they take, and every program it forks reserves as
+  much (an inaccessible mapping) before its rlimits apply: the memory limit leaves a
+  program of a lean server the room it would have had in a full one;
 - ``{"op": "run", "id"}`` with two descriptors attached (the read end of a fresh request
   pipe, the write end of a fresh answer pipe): the server forks; the fork calls
   ``entry(request_fd, answer_fd)`` of the preloaded module and exits when it returns.
@@ -54,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 # program finds the modules a fresh interpreter running the preload would have.
 
 if TYPE_CHECKING:
+    import mmap
     import resource
     import socket
     import stat
@@ -308,6 +314,47 @@ def _set_limits(limits: dict[str, int]) -> None:
         resource.setrlimit(res, (value, value))
 
 
+def _vm_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _vm_of_imports(names: list[str]) -> int:
+    """The address space that importing ``names`` adds, measured in a throwaway fork."""
+    if not names:
+        return 0
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            before = _vm_bytes()
+            for name in names:
+                try:
+                    __import__(name)
+                except ImportError:
+                    pass
+            os.write(w, str(max(_vm_bytes() - before, 0)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return int(data or b"0")
+
+
+def _reserve(size: int) -> Any:
+    """An inaccessible private mapping of ``size`` bytes (it counts against RLIMIT_AS only)."""
+    if size <= 0:
+        return None
+    # prot 0 (PROT_NONE, which the module does not name): never touched, never backed
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+
+
 def _child(
     module: types.ModuleType,
     entry: str,
@@ -316,9 +363,11 @@ def _child(
     dispositions: dict[int, Any],
     limits: dict[str, int],
     own: list[str],
+    reserve: int = 0,
 ) -> None:
     """Runs in the fork; never returns."""
     try:
+        held = _reserve(reserve)  # noqa: F841 - kept mapped for the fork's whole life
         ctl.close()
         for name in own:
             sys.modules.pop(name, None)
@@ -390,8 +439,10 @@ def main() -> None:
             __import__(name)
         except ImportError:
             pass  # the program's code says what is missing
+    reserve = _vm_of_imports(list(hello.get("as_if_imported", ())))
     preloaded = set(sys.modules)
-    global resource, socket, stat
+    global mmap, resource, socket, stat
+    import mmap
     import resource
     import socket
     import stat
@@ -407,7 +458,7 @@ def main() -> None:
     import random  # noqa: F401 - reseeded in every fork; imported before `own` is taken
 
     own = sorted(set(sys.modules) - preloaded) + [module.__name__]
-    _send(ctl, {"ready": True})
+    _send(ctl, {"ready": True, "reserve": reserve})
     while True:
         request, fds = _recv(ctl)
         if request is None:
@@ -415,7 +466,7 @@ def main() -> None:
         if request.get("op") == "run" and len(fds) == 2:
             pid = os.fork()
             if pid == 0:
-                _child(module, hello["entry"], fds, ctl, dispositions, limits, own)
+                _child(module, hello["entry"], fds, ctl, dispositions, limits, own, reserve)
             for fd in fds:
                 os.close(fd)
             _send(ctl, {"id": request.get("id"), "started": True})

@@ -515,14 +515,22 @@ class LocalSandbox(Sandbox):
         )
         return _LocalProcess(self, proc)
 
-    def spawn_warm(self, preload: str, entry: str, imports: Sequence[str] = ()) -> SandboxProcess:
+    def spawn_warm(
+        self,
+        preload: str,
+        entry: str,
+        imports: Sequence[str] = (),
+        as_if_imported: Sequence[str] = (),
+    ) -> SandboxProcess:
         """A process as ``spawn(scratch=True)`` gives one, forked from a warm server that
         has run ``preload`` and imported ``imports`` already: it calls ``entry(request_fd,
         answer_fd)`` of ``preload``, whose pipes are what ``write`` and ``read`` reach (fds
-        0-2 are ``/dev/null``). Nothing of one such process reaches the next (see
+        0-2 are ``/dev/null``). ``as_if_imported``: modules it does not import but whose
+        address space it reserves, so that the memory limit leaves it the room a server
+        that imported them would. Nothing of one such process reaches the next (see
         ``forkserver.py``)."""
         self._check_open()
-        return self._warm.spawn(preload, entry, imports)
+        return self._warm.spawn(preload, entry, imports, as_if_imported)
 
     def run_python_cases(
         self,

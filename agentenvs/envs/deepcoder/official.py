@@ -56,12 +56,14 @@ from agentenvs.envs.deepcoder.checker import (
     truncate,
 )
 from agentenvs.envs.deepcoder.data import CodeTask, CodeTest
+from agentenvs.envs.deepcoder.lean import fits_lean_server
 from agentenvs.envs.deepcoder.official_runner import (
     APPS_IMPORTS,
     FRAME_PREFIX,
     LCB_IMPORTS,
     decode,
     encode,
+    preamble,
 )
 from agentenvs.sandbox.base import Sandbox
 
@@ -349,9 +351,14 @@ class _Runner:
     where it has one (``spawn_warm``: the interpreter started and numpy and pandas imported
     once per sandbox, nothing of one program left for the next), else a spawned one."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, code: str, lean: bool = True) -> None:
         warm = getattr(sandbox, "spawn_warm", None)
-        if warm is not None:  # a fork of a server that has the preamble's imports done
+        #: a lean server's fork: the preamble without numpy and pandas (``lean.py``)
+        self.lean = lean and warm is not None and fits_lean_server(code)
+        if self.lean:  # the room in memory a full server's fork has, reserved
+            assert warm is not None
+            self.proc = warm(runner_source(), "serve", (), WARM_IMPORTS)
+        elif warm is not None:  # a fork of a server that has the preamble's imports done
             self.proc = warm(runner_source(), "serve", WARM_IMPORTS)
         else:
             self.proc = sandbox.spawn(["python3", "-c", runner_source()], scratch=True)
@@ -376,6 +383,9 @@ class _Runner:
                     except ValueError:
                         return None
                     if isinstance(answer, dict) and answer.get("id") == request["id"]:
+                        if self.lean and answer.get("lean_miss"):
+                            self.close()
+                            raise _LeanMiss
                         return answer
                     if not isinstance(answer, dict):
                         return None
@@ -405,6 +415,10 @@ class _Runner:
         self.proc.kill()
 
 
+class _LeanMiss(Exception):
+    """A program on a lean server reached numpy or pandas: it is graded on the full one."""
+
+
 def _failure(verdict: str, message: str | None, output: str | None = None) -> TestOutcome:
     return TestOutcome(False, verdict, output, message)
 
@@ -416,7 +430,12 @@ def _lcb_error(error: str) -> TestOutcome:
 
 
 def _in_process(
-    sandbox: Sandbox, task: CodeTask, code: str, order: list[int], timeout: float
+    sandbox: Sandbox,
+    task: CodeTask,
+    code: str,
+    order: list[int],
+    timeout: float,
+    lean: bool = True,
 ) -> dict[int, TestOutcome]:
     """LiveCodeBench (both kinds) and APPS call-based tests, in one runner process."""
     apps = is_apps(task)
@@ -450,9 +469,15 @@ def _in_process(
         for i in order:
             requests.append({"stdin": str(_raw_input(task.tests[i]))})
             expected.append(str(_raw_output(task.tests[i])))
-    runner = _Runner(sandbox)
+    runner = _Runner(sandbox, code, lean)
     try:
-        setup = {"mode": mode, "code": code, "fn": task.func_name or "", "timeout": timeout}
+        setup = {
+            "mode": mode,
+            "code": code,
+            "fn": task.func_name or "",
+            "timeout": timeout,
+            "lean": runner.lean,
+        }
         ready = runner.ask(setup, timeout + _START_S)
         _check_ready(ready, sandbox)
         if ready is None or "ready" not in ready:
@@ -513,10 +538,12 @@ def _judge(mode: str, answer: dict[str, Any] | None, want: Any) -> TestOutcome:
     return _failure(VERDICT_WRONG, "Wrong Answer", truncate(value))
 
 
-def apps_scripts(code: str) -> tuple[str, str]:
+def apps_scripts(code: str, *, lean: bool = False) -> tuple[str, str]:
     """The APPS checker's two versions of a stdin program: (the one it compiles, with the
-    program inside ``def code():``; the one it runs as a script)."""
-    lines = (LCB_IMPORTS + "\n" + code).split("\n")
+    program inside ``def code():``; the one it runs as a script); ``lean``: the preambles
+    without numpy and pandas (a lean server's)."""
+    apps_imports = preamble(APPS_IMPORTS, lean)
+    lines = (preamble(LCB_IMPORTS, lean) + "\n" + code).split("\n")
     kinds = [
         2 if "import *" in x else 1 if x.startswith(("from ", "import ")) else 0 for x in lines
     ]
@@ -525,8 +552,8 @@ def apps_scripts(code: str) -> tuple[str, str]:
     started = False
     for line, kind in zip(lines, kinds, strict=True):
         if kind == 0 and not started:
-            script += APPS_IMPORTS + "\nstdin = sys.stdin\nstdout = sys.stdout\n" + line + "\n"
-            compiled += APPS_IMPORTS + star_imports + "\nstdin = sys.stdin\nstdout = sys.stdout\n"
+            script += apps_imports + "\nstdin = sys.stdin\nstdout = sys.stdout\n" + line + "\n"
+            compiled += apps_imports + star_imports + "\nstdin = sys.stdin\nstdout = sys.stdout\n"
             compiled += "def code():\n\t" + line + "\n"
             started = True
             continue
@@ -537,7 +564,12 @@ def apps_scripts(code: str) -> tuple[str, str]:
 
 
 def _apps_stdin(
-    sandbox: Sandbox, task: CodeTask, code: str, order: list[int], timeout: float
+    sandbox: Sandbox,
+    task: CodeTask,
+    code: str,
+    order: list[int],
+    timeout: float,
+    lean: bool = True,
 ) -> dict[int, TestOutcome]:
     results: dict[int, TestOutcome] = {}
     compiled, script = apps_scripts(code)
@@ -546,9 +578,17 @@ def _apps_stdin(
     except Exception:  # noqa: BLE001 - SyntaxError, TabError, MemoryError, RecursionError
         results[order[0]] = _failure(VERDICT_COMPILE, None)
         return results
-    runner = _Runner(sandbox)
+    runner = _Runner(sandbox, code, lean)
+    if runner.lean:
+        script = apps_scripts(code, lean=True)[1]
     try:
-        setup = {"mode": "apps_stdin", "code": script, "fn": "", "timeout": timeout}
+        setup = {
+            "mode": "apps_stdin",
+            "code": script,
+            "fn": "",
+            "timeout": timeout,
+            "lean": runner.lean,
+        }
         ready = runner.ask(setup, timeout + _START_S)
         _check_ready(ready, sandbox)
         if ready is None or "ready" not in ready:
@@ -578,16 +618,27 @@ def _apps_stdin(
 
 
 def execute(
-    sandbox: Sandbox, task: CodeTask, code: str, *, timeout: float | None = None
+    sandbox: Sandbox,
+    task: CodeTask,
+    code: str,
+    *,
+    timeout: float | None = None,
+    lean: bool = True,
 ) -> tuple[TestOutcome, ...]:
     """Every test's official outcome, in file order: ``NOT_SELECTED`` for tests the
-    checker skips, ``NOT_RUN`` for those after the first failure."""
+    checker skips, ``NOT_RUN`` for those after the first failure. ``lean``: a program
+    that cannot tell numpy and pandas apart from their absence (``lean.py``) runs on a
+    lean warm server where the sandbox has one (False: always the full server)."""
     order = selected(task)
     limit = default_timeout(task) if timeout is None else timeout
     if is_apps(task) and (task.tests[0].kind == "stdin" or loses_function_name(task)):
-        results = _apps_stdin(sandbox, task, code, order, limit)
+        run = _apps_stdin
     else:
-        results = _in_process(sandbox, task, code, order, limit)
+        run = _in_process
+    try:
+        results = run(sandbox, task, code, order, limit, lean)
+    except _LeanMiss:  # the full server's verdict, from the start
+        results = run(sandbox, task, code, order, limit, lean=False)
     chosen = set(order)
     return tuple(
         results.get(i, NOT_RUN if i in chosen else NOT_SELECTED) for i in range(len(task.tests))

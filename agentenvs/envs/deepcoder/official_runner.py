@@ -103,6 +103,46 @@ LCB_IMPORTS = "\n".join(
     ]
 )
 
+#: the preamble's lines that import numpy and pandas: left out for a program on a lean
+#: warm server (``agentenvs/envs/deepcoder/lean.py`` says which programs may go there)
+HEAVY_LINES = ("import numpy as np", "import pandas as pd")
+
+
+def preamble(text: str, lean: bool) -> str:
+    """``text`` (``LCB_IMPORTS``, ``APPS_IMPORTS``), without ``HEAVY_LINES`` when ``lean``."""
+    if not lean:
+        return text
+    return "\n".join(line for line in text.split("\n") if line not in HEAVY_LINES)
+
+
+#: how an APPS script's process on a lean server ends when it reaches numpy or pandas
+LEAN_MISS_STATUS = 86
+
+
+class _HeavyTrap:
+    """On a lean server, the first import of numpy or pandas ends the program: the host
+    then grades it again on the full server (an answer ``{"lean_miss": true}``), so a
+    program the scan let through by mistake is graded as the full server grades it."""
+
+    def __init__(self) -> None:
+        self.send: Any = None
+        self.request_id: Any = None
+        self.in_script = False
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.split(".")[0] not in ("numpy", "pandas"):
+            return None
+        if self.in_script:  # an APPS script's own process: its runner tells the host
+            os._exit(LEAN_MISS_STATUS)
+        try:
+            self.send({"lean_miss": True, "id": self.request_id})
+        finally:
+            os._exit(0)
+
+
+_TRAP = _HeavyTrap()
+
+
 #: the APPS checker's own imports, put before the preamble (call-based) or before the
 #: first statement (stdin scripts)
 APPS_IMPORTS = "\n".join(
@@ -228,7 +268,7 @@ def unwrap_main_guard(code: str) -> str:
     return code
 
 
-def wrap_in_function(code: str) -> str:
+def wrap_in_function(code: str, imports_text: str = LCB_IMPORTS) -> str:
     """Imports hoisted, every other top-level statement inside ``wrapped_function``."""
     try:
         tree = ast.parse(code)
@@ -241,7 +281,7 @@ def wrap_in_function(code: str) -> str:
             decorator_list=[],
             lineno=-1,
         )
-        return LCB_IMPORTS + "\n" + ast.unparse(imports) + "\n" + ast.unparse(func)
+        return imports_text + "\n" + ast.unparse(imports) + "\n" + ast.unparse(func)
     except Exception:  # noqa: BLE001 - as officially: the code is then run unchanged
         return code
 
@@ -302,16 +342,17 @@ def guard(*, exit_too: bool, memory_bytes: int | None) -> None:
 class Program:
     """One program loaded as the official checker loads it, ready to run tests."""
 
-    def __init__(self, mode: str, code: str, fn: str, timeout: float) -> None:
+    def __init__(self, mode: str, code: str, fn: str, timeout: float, lean: bool = False) -> None:
         self.mode = mode
         self.timeout = timeout
+        lcb = preamble(LCB_IMPORTS, lean)
         if mode == "lcb_stdin":
             guard(exit_too=False, memory_bytes=None)
-            source = wrap_in_function(unwrap_main_guard(code))
+            source = wrap_in_function(unwrap_main_guard(code), lcb)
             self.target = self._load(source, "wrapped_function", module=True)
         elif mode == "lcb_call":
             guard(exit_too=False, memory_bytes=None)
-            self.target = self._load(LCB_IMPORTS + "\n\n" + code, fn, module=True)
+            self.target = self._load(lcb + "\n\n" + code, fn, module=True)
         elif mode == "apps_stdin":
             try:
                 self.target = compile(code, "<solution>", "exec", dont_inherit=True)
@@ -319,7 +360,7 @@ class Program:
                 self.target = None
                 self.compile_error = _error_of(exc)
         elif mode == "taco_call":
-            source = APPS_IMPORTS + LCB_IMPORTS + "\n" + code
+            source = preamble(APPS_IMPORTS, lean) + lcb + "\n" + code
             self.target = self._load(source, fn, module=False)
             guard(exit_too=True, memory_bytes=4 << 30)
         else:
@@ -396,6 +437,7 @@ class Program:
                 sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
                 sys.argv = ["solution.py"]
+                _TRAP.in_script = True
                 import random
 
                 random.seed()
@@ -443,9 +485,11 @@ class Program:
             except OSError:
                 pass
             try:
-                os.waitpid(pid, 0)
+                _, status = os.waitpid(pid, 0)
             except ChildProcessError:
-                pass
+                status = 0
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == LEAN_MISS_STATUS:
+            return {"lean_miss": True}  # graded again on the full server
         stdout = b"".join(chunks).decode("utf-8", "replace")
         return {"stdout": "" if error else stdout, "error": error}
 
@@ -505,27 +549,41 @@ def serve(request_fd: int, answer_fd: int) -> None:
             view = view[write(answers, view) :]
 
     signal.signal(signal.SIGALRM, _on_alarm)
+    setup = json.loads(requests.readline())
+    lean = bool(setup.get("lean"))
     # loaded before any alarm runs (the official evaluator has numpy loaded already), so
-    # that a slow first import is never charged to the program
+    # that a slow first import is never charged to the program; a lean program's
+    # preamble leaves them out, and only their presence is checked
     missing = []
     for name in ("numpy", "pandas"):
         try:
-            __import__(name)
+            if not lean:
+                __import__(name)
+            else:
+                import importlib.util  # a lean program cannot see what is imported
+
+                if importlib.util.find_spec(name) is None:
+                    missing.append(name)
         except ImportError:
             missing.append(name)
-    setup = json.loads(requests.readline())
+    if lean:
+        _TRAP.send, _TRAP.request_id = send, setup.get("id")
+        sys.meta_path.insert(0, _TRAP)  # type: ignore[arg-type]
     if missing:  # every program would fail: say why instead
         names = " and ".join(missing)
         send({"fatal": f"the sandbox's python3 cannot import {names}", "id": setup.get("id")})
         return
     try:
-        program = Program(setup["mode"], setup["code"], setup.get("fn") or "", setup["timeout"])
+        program = Program(
+            setup["mode"], setup["code"], setup.get("fn") or "", setup["timeout"], lean
+        )
     except BaseException as exc:  # noqa: BLE001 - a program that cannot load fails every test
         send({"setup_error": _error_of(exc), "id": setup.get("id")})
         return
     send({"ready": True, "id": setup.get("id")})
     for line in requests:
         request = json.loads(line)
+        _TRAP.request_id = request.get("id")
         try:
             if "stdin" in request and program.mode == "apps_stdin":
                 answer = program.run_script(request["stdin"], (requests.fileno(), answers))
