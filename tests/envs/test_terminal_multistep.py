@@ -31,7 +31,9 @@ def _variant(root: Path, name: str, *, head: str = "", step_one: str = "") -> Pa
     task = root / name
     shutil.copytree(TWO_STEPS, task)
     text = (task / "task.toml").read_text()
-    text = text.replace('multi_step_reward_strategy = "mean"\n', head or 'multi_step_reward_strategy = "mean"\n')
+    text = text.replace(
+        'multi_step_reward_strategy = "mean"\n', head or 'multi_step_reward_strategy = "mean"\n'
+    )
     text = text.replace('name = "write"\n', f'name = "write"\n{step_one}')
     (task / "task.toml").write_text(text)
     return task

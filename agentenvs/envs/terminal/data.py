@@ -226,10 +226,6 @@ class TerminalTask:
     verifier_context: Path | None = None
     verifier_image: str | None = None
     artifacts: tuple[str, ...] = ()
-
-    @property
-    def separate_verifier(self) -> bool:
-        return self.verifier_context is not None or self.verifier_image is not None
     #: Harbor ``[environment] env`` (the container's, so every command and the tests see
     #: it) and ``[verifier] env`` (the tests only), ``${VAR}``/``${VAR:-default}``
     #: resolved from the host's environment when the task is read (:func:`resolve_env`)
@@ -242,6 +238,11 @@ class TerminalTask:
     build_timeout_sec: float = 600.0
     #: Harbor ``[environment.healthcheck]``: run until it passes before the first action
     healthcheck: Healthcheck | None = None
+
+    @property
+    def separate_verifier(self) -> bool:
+        """The tests run in an environment of their own (Harbor's separate verifier)."""
+        return self.verifier_context is not None or self.verifier_image is not None
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -755,7 +756,9 @@ def load_harbor(task_dir: Path) -> TerminalTask:
             "a separate verifier environment ([verifier] environment_mode = 'separate'): "
             "its own container, on the docker runtime only"
             if separate is not None
-            else second_containers(services) if services else image["local_problem"]
+            else second_containers(services)
+            if services
+            else image["local_problem"]
         ),
         base_image=image["base_image"],
         platform=image["platform"],

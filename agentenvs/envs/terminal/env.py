@@ -634,14 +634,17 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 why = f"step {task.steps[self._step_index].name!r}: {exc}"
             if why is None:
                 self._clock = self._new_clock(self.task)
-                return (
-                    f"Step {self._step_index + 1} of {len(task.steps)}:\n"
-                    f"{self._prompt(self.task)}"
-                )
+                where = f"Step {self._step_index + 1} of {len(task.steps)}"
+                return f"{where}:\n{self._prompt(self.task)}"
             step = task.steps[self._step_index]
             self._step_results.append(
-                {"name": step.name, "rewards": None, "success": False, "score": 0.0,
-                 "verifier_timed_out": False}
+                {
+                    "name": step.name,
+                    "rewards": None,
+                    "success": False,
+                    "score": 0.0,
+                    "verifier_timed_out": False,
+                }
             )
         return self._end_trial(why)
 

@@ -66,7 +66,9 @@ def _timeout(source: Path, table: Any, field: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise TaskError(str(source), f"{field}.timeout_sec", f"expected a positive number, got {value!r}")
+        raise TaskError(
+            str(source), f"{field}.timeout_sec", f"expected a positive number, got {value!r}"
+        )
     return float(value)
 
 
@@ -223,7 +225,9 @@ def read_separate_verifier(
     for i, item in enumerate(raw):
         path = item.get("source") if isinstance(item, dict) else item
         if not isinstance(path, str) or not path.startswith("/"):
-            raise TaskError(str(source), f"artifacts[{i}]", f"expected an absolute path, got {item!r}")
+            raise TaskError(
+                str(source), f"artifacts[{i}]", f"expected an absolute path, got {item!r}"
+            )
         paths.append(path)
     return {
         "verifier_image": image,

@@ -179,7 +179,9 @@ class TaskTests:
             pairs.append((task.path / task.test_script, "/tests/run-tests.sh"))
         if task.steps:
             # as Harbor: the shared tests (when there are any), the step's laid over them
-            pairs = [(d, "/tests") for d in (task.tests_dir, task.step_tests_dir) if d and d.is_dir()]
+            pairs = [
+                (d, "/tests") for d in (task.tests_dir, task.step_tests_dir) if d and d.is_dir()
+            ]
         return pairs
 
     def _test_files(self) -> dict[str, bytes]:
