@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -77,7 +78,7 @@ def play_task(folder: Path, task_id: str, offline: bool | None, emit: Any) -> No
                 except Exception as exc:  # noqa: BLE001 - the record says what it was
                     record["error"] = f"{type(exc).__name__}: {exc}"
                 record["seconds"] = round(time.monotonic() - start, 2)
-                record["error"] = (record.get("error") or "")[:TAIL] or None
+                record["error"] = _short(record.get("error") or "") or None
                 emit(record)
                 if record["error"] and record["error"].startswith("refused"):
                     break  # the image or the start failed: the other episode would too
@@ -123,6 +124,12 @@ def _episode(env: Any, task_id: str, episode: str) -> dict[str, Any]:
             found[key] = info[key]
     found["tail"] = observation[-TAIL:]
     return found
+
+
+def _short(error: str) -> str:
+    """An error without colour codes or the build's log after its reason."""
+    error = re.sub(r"\x1b\[[0-9;]*m", "", error)
+    return error.split("\nStep 1/")[0][:TAIL]
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -252,6 +259,7 @@ def task_outcome(play: dict[str, Any]) -> dict[str, Any]:
         ran = bool(sol) and not sol.get("error") and sol.get("ended")
         out[g] = {
             "ran": ran,
+            "no_solution": bool(sol and (sol.get("error") or "").startswith("no solution")),
             "passes": bool(ran and sol.get("success")),
             "empty_fails": bool(empty and not empty.get("error") and empty.get("ended")
                                 and not empty.get("success")),
@@ -285,16 +293,20 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                                "error": check.get("error"), "repo": check.get("repo"),
                                "played": len(acc), "unchecked_played": len(unc)}
         outcomes = {t: task_outcome(p) for t, p in {**acc, **unc}.items()}
+        row["no_solution"] = sorted(t for t, o in outcomes.items() if o["safe"]["no_solution"])
         for g in GRADINGS:
             row[f"passes_{g}"] = sum(o[g]["passes"] for o in outcomes.values())
             row[f"empty_fails_{g}"] = sum(o[g]["empty_fails"] for o in outcomes.values())
             row[f"good_{g}"] = sum(
                 o[g]["passes"] and o[g]["empty_fails"] for o in outcomes.values()
             )
+        both = [o for o in outcomes.values()  # the tasks that ran under both gradings
+                if all(o[g]["ran"] and o[g]["empty_ran"] for g in GRADINGS)]
+        row["both_ran"] = len(both)
         row["gradings_agree"] = sum(
             o["safe"]["passes"] == o["official"]["passes"]
             and o["safe"]["empty_fails"] == o["official"]["empty_fails"]
-            for o in outcomes.values()
+            for o in both
         )
         row["accepted_not_built"] = sorted(t for t, p in acc.items() if not _built(p))
         row["accepted_cut"] = sorted(t for t, p in acc.items() if p.get("stopped"))
@@ -310,8 +322,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         )
         row["reasons"] = reasons.most_common(3)
         row["failures"] = {t: _why_failed(p) for t, p in {**acc, **unc}.items()
-                           if not all(o_g["passes"] and o_g["empty_fails"]
-                                      for o_g in task_outcome(p).values())}
+                           if t not in row["no_solution"]
+                           and not all(o_g["passes"] and o_g["empty_fails"]
+                                       for o_g in task_outcome(p).values())}
         sets[name] = row
     return sets
 
@@ -351,7 +364,7 @@ def markdown(sets: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| set | folders | accepted / refused / invalid | played | solution passes "
         "(safe / official) | empty fails (safe / official) | both (safe / official) "
-        "| gradings agree | accepted, not built | refused that ran / played |",
+        "| gradings agree (of those run under both) | accepted, not built | refused that ran / played |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in sets.items():
@@ -361,12 +374,13 @@ def markdown(sets: dict[str, dict[str, Any]]) -> str:
             if not c.get("unchecked") else f"check-tasks failed ({c['unchecked']} unchecked)"
         )
         n = r["played"] + r["unchecked_played"]
+        m = n - len(r["no_solution"])  # the solution rates count the tasks that have one
         lines.append(
             f"| {name} | {r['folders']} | {checked} | {n} "
-            f"| {_rate(r['passes_safe'], n)} / {_rate(r['passes_official'], n)} "
+            f"| {_rate(r['passes_safe'], m)} / {_rate(r['passes_official'], m)} "
             f"| {_rate(r['empty_fails_safe'], n)} / {_rate(r['empty_fails_official'], n)} "
-            f"| {_rate(r['good_safe'], n)} / {_rate(r['good_official'], n)} "
-            f"| {_rate(r['gradings_agree'], n)} "
+            f"| {_rate(r['good_safe'], m)} / {_rate(r['good_official'], m)} "
+            f"| {_rate(r['gradings_agree'], r['both_ran'])} "
             f"| {len(r['accepted_not_built'])} "
             f"| {len(r['refused_would_run'])} / {r['refused_played']} |"
         )
@@ -382,6 +396,9 @@ def markdown(sets: dict[str, dict[str, Any]]) -> str:
         if r["unchecked_played"]:
             lines.append(f"- unchecked, built: {len(r['unchecked_built'])} of "
                          f"{r['unchecked_played']} played")
+        if r["no_solution"]:
+            lines.append(f"- played with no solution (empty episode only): "
+                         f"{', '.join(r['no_solution'])}")
         for task, why in sorted(r["failures"].items()):
             lines.append(f"- {task}: {why.replace('|', '/')}")
     return "\n".join(lines)
