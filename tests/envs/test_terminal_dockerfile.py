@@ -113,3 +113,13 @@ def test_a_copy_source_with_a_default_is_known(tmp_path: Path) -> None:
     scan = scan_dockerfile(tmp_path / "Dockerfile", tmp_path)
     assert scan.outside == [(3, "gone/x.txt")]  # as the build reads it
     assert scan.unknown == [(4, "COPY $SRC/x.txt ($SRC is not known)")]
+
+
+def test_a_body_read_as_steps_is_an_unknown_instruction(tmp_path: Path) -> None:
+    # a space after ``<<`` opens no here-document for Docker: the body becomes steps
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.13-slim\nRUN python3 << 'PY'\nprint(1)\nPY\nRUN true\n"
+    )
+    scan = scan_dockerfile(tmp_path / "Dockerfile", tmp_path)
+    assert scan.unknown_instructions == [(3, "PRINT(1)"), (4, "PY")]
+    assert scan.buildkit == []

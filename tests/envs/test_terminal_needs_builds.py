@@ -1,9 +1,10 @@
 """check-tasks' predictions against what happens: the fixture tasks are written in the
 shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an image, a
 ``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
-a here-document, a solution and tests that download), each is predicted offline, then built and its
-solution run offline by the env; a task predicted accepted must build and pass, a task
-predicted refused or invalid must not."""
+a here-document, one with a space after ``<<``, which Docker reads as no here-document
+and its body as steps, a solution and tests that download); each is predicted offline,
+then built and its solution run offline by the env: a task predicted accepted must build
+and pass, a task predicted refused or invalid must not."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from agentenvs.core.errors import SandboxError, TaskError
 from agentenvs.envs.terminal.data import load_tasks_report
 from agentenvs.envs.terminal.dockerfile import parse
 from agentenvs.envs.terminal.env import TerminalBenchEnv
-from agentenvs.envs.terminal.needs import outside_context, scan_dockerfile
+from agentenvs.envs.terminal.needs import scan_dockerfile, unbuildable
 from agentenvs.envs.terminal.survey import survey
 
 FIXTURES = Path(__file__).parent / "terminal_prediction_fixtures"
@@ -26,6 +27,10 @@ EXPECTED = {
     "redirects": ("accepted", ""),
     "continuations": ("accepted", ""),
     "heredoc": ("refused", "needs BuildKit (Dockerfile line 4: RUN a here-document (<<EOF))"),
+    "heredoc-space": (
+        "invalid",
+        "Dockerfile:5: unknown instruction \"OPEN('/APP/BUILT.TXT',\" (Docker's parser refuses it)",
+    ),
     "run-pip-download": (
         "refused",
         "the Python package 'cowsay' at build time (Dockerfile line 4)",
@@ -81,11 +86,11 @@ def test_the_fixtures_are_read_as_docker_reads_them() -> None:
     assert scan.images == [] and scan.outside == [] and scan.buildkit == []
 
 
-def test_a_source_outside_the_context_makes_the_task_invalid_with_file_and_line() -> None:
+def test_a_build_no_machine_makes_is_invalid_with_file_and_line() -> None:
     tasks, invalid = load_tasks_report(FIXTURES)
     assert not invalid and set(tasks) == set(EXPECTED)
-    broken = {t: why for t, task in tasks.items() if (why := outside_context(task))}
-    assert broken == {"copy-outside": EXPECTED["copy-outside"][1]}
+    broken = {t: why for t, task in tasks.items() if (why := unbuildable(task))}
+    assert broken == {t: EXPECTED[t][1] for t in ("copy-outside", "heredoc-space")}
 
 
 def verdicts(found: object) -> dict[str, tuple[str, str]]:
@@ -106,7 +111,7 @@ def runs_offline(env: TerminalBenchEnv, task_id: str) -> tuple[bool, str]:
 
 
 @pytest.mark.docker("agentenvs/tb-python:3.13")
-@pytest.mark.timeout(900)  # ten builds and runs on a loaded machine
+@pytest.mark.timeout(900)  # eleven builds and runs on a loaded machine
 def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     shutil.copytree(FIXTURES, tasks)
@@ -132,3 +137,4 @@ def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) 
     assert happened["solution-fetches"][1] == "built, solution failed"
     assert happened["tests-fetch"][1] == "built, solution failed"
     assert happened["heredoc"][1].startswith("not built")
+    assert happened["heredoc-space"][1].startswith("not built")

@@ -103,6 +103,14 @@ class Step:
         return "\n".join(parts)
 
 
+#: the instructions Docker's parser knows (any other word starting a step is a parse error)
+INSTRUCTIONS = frozenset(
+    {
+        "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK",
+        "LABEL", "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME",
+        "WORKDIR",
+    }
+)  # fmt: skip
 #: the instructions whose arguments may open here-documents
 HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
 _HEREDOC = re.compile(r"<<(-?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")

@@ -26,7 +26,8 @@ what the build and the tests would meet, in order:
   :mod:`~agentenvs.envs.terminal.dockerfile` parses): a ``COPY``/``ADD`` source outside
   the build context (``..`` past its root: the builder refuses it) or missing from it (an
   absolute source is read from the context's root), always (``agentenvs check-tasks``
-  counts such a task invalid: :func:`outside_context`); a step only BuildKit builds (a
+  counts such a task invalid: :func:`unbuildable`, as it does a step that starts with
+  an instruction Docker does not know); a step only BuildKit builds (a
   here-document, a ``RUN`` option, a ``COPY``/``ADD`` option other than ``--from`` and
   ``--chown``), always: the images are built by the engine's classic builder, which
   refuses them; offline, every ``RUN`` step's downloads (``curl``/``wget``/``git clone``
@@ -69,6 +70,7 @@ from typing import Any
 from agentenvs.envs.terminal import images
 from agentenvs.envs.terminal.data import TerminalTask
 from agentenvs.envs.terminal.dockerfile import (
+    INSTRUCTIONS,
     _env_items,
     arguments,
     expand,
@@ -391,6 +393,9 @@ class DockerfileScan:
     #: (line, what) of the steps only BuildKit builds: here-documents, and the options
     #: of ``RUN``/``COPY``/``ADD`` other than ``--from``/``--chown``
     buildkit: list[tuple[int, str]] = field(default_factory=list)
+    #: (line, word) of the steps that start with a word Docker's parser does not know (a
+    #: here-document's body read as steps: ``RUN python3 << 'PY'``, a space after ``<<``)
+    unknown_instructions: list[tuple[int, str]] = field(default_factory=list)
 
 
 #: a variable in an instruction's argument, and the operator after it (``${X:-word}``)
@@ -414,6 +419,9 @@ def scan_dockerfile(
     for step in read_steps(path):
         line, word, rest = step.line, step.instruction, step.rest
         flags = step.flag_map
+        if word not in INSTRUCTIONS:
+            scan.unknown_instructions.append((line, word))
+            continue
         allowed = CLASSIC_FLAGS.get(word, frozenset())
         if word in ("RUN", "COPY", "ADD") and (step.heredocs or set(flags) - allowed):
             what = [f"--{k}" for k in flags if k not in allowed]
@@ -501,22 +509,23 @@ def _scan_copy(
             scan.outside.append((line, src))
 
 
-def outside_context(task: TerminalTask) -> str | None:
-    """Why the task's Dockerfile cannot be built anywhere: each ``COPY``/``ADD`` source
-    outside its build context or missing from it, as ``Dockerfile:line: ...`` (None: no
-    such source)."""
+def unbuildable(task: TerminalTask) -> str | None:
+    """Why no machine builds the task's Dockerfile, as ``Dockerfile:line: ...`` (None: it
+    may build): a step that starts with an instruction Docker's parser does not know, and
+    each ``COPY``/``ADD`` source outside the build context or missing from it."""
     if task.dockerfile is None or not task.dockerfile.is_file():
         return None
     scan = scan_dockerfile(task.dockerfile, task.context, {})
-    if not scan.outside:
-        return None
     rel = _relative(task.dockerfile, task)
-    said = []
+    said = [
+        f"{rel}:{line}: unknown instruction {word!r} (Docker's parser refuses it)"
+        for line, word in scan.unknown_instructions[:1]
+    ]
     for line, src in scan.outside:
         norm = posixpath.normpath(src)
         where = "outside" if norm == ".." or norm.startswith("../") else "not in"
         said.append(f"{rel}:{line}: the source {src!r} is {where} the build context")
-    return "; ".join(said)
+    return "; ".join(said) or None
 
 
 def stage_runs(task: TerminalTask, build_args: dict[str, str]) -> list[tuple[str, list[str]]]:
@@ -708,6 +717,9 @@ class DockerNeeds:
         context, or an image that ``COPY --from`` reads that is had neither as a base
         image is (present; online, known to its registry)."""
         runtime = self.runtime
+        if scan.unknown_instructions:
+            line, word = scan.unknown_instructions[0]
+            return f"the Dockerfile does not parse: line {line}: unknown instruction {word!r}"
         if scan.buildkit:
             steps = "; ".join(f"Dockerfile line {line}: {what}" for line, what in scan.buildkit)
             return (

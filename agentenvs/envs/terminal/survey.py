@@ -11,9 +11,9 @@ machine (``needs.network_warnings``): they are *warnings* (``file:line: command`
 under the table; without network they are part of the task's refusal instead.
 
 A task whose Dockerfile ``COPY``/``ADD`` reads a source outside its build context (``..``
-past its root) or missing from it (an absolute source is read from the context's root) is
-*invalid*, with the Dockerfile's path and line: no machine builds it
-(``needs.outside_context``).
+past its root) or missing from it (an absolute source is read from the context's root), or
+has a step that starts with an instruction Docker's parser does not know, is *invalid*,
+with the Dockerfile's path and line: no machine builds it (``needs.unbuildable``).
 
 A reason names the task's own files and images; to count alike reasons together, the
 quoted names in it are replaced by ``…`` (:func:`reason_kind`).
@@ -76,7 +76,7 @@ def survey(
     infrastructure fault is never counted as a task's need."""
     from agentenvs.core.errors import TaskError
     from agentenvs.envs.terminal.env import TerminalBenchEnv
-    from agentenvs.envs.terminal.needs import network_warnings, outside_context
+    from agentenvs.envs.terminal.needs import network_warnings, unbuildable
 
     found = []
     for path in paths:
@@ -97,12 +97,12 @@ def survey(
             continue
         try:
             refused = env.check_tasks(build=build)
-            # a build that reads past its context fails whatever the machine: the task's
-            # files are wrong, not this machine
+            # a Dockerfile that does not parse or reads past its context fails to build
+            # whatever the machine: the task's files are wrong, not this machine
             broken = {
                 task_id: why
                 for task_id, task in sorted(env.tasks.items())
-                if (why := outside_context(task)) is not None
+                if (why := unbuildable(task)) is not None
             }
             result = DatasetSurvey(
                 path=str(path),
