@@ -53,6 +53,7 @@ never the task's; the registry's answer that it has no such image is the task's.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import shutil
@@ -155,10 +156,13 @@ def spares_wanted(
 
 
 class _SpareCount:
-    """The spares of every runtime of this process, against the host's memory."""
+    """The spares of every runtime of this process, against the host's memory; and the
+    background starts under way at once (a reset's own requests wait behind no more than
+    the machine's cores of them)."""
 
     lock = threading.Lock()
     held = 0
+    starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
 
     @classmethod
     def take(cls, wanted: int, cap: int) -> int:
@@ -485,9 +489,12 @@ class DockerRuntime(DockerImages, FreezingDocker):
         began = time.monotonic()
         made: tuple[_TaskContainer, ShellSession] | None = None
         try:
-            made = self._open(key)
-            if self.prestart == "demand":
-                self._place(made[0], made[1])
+            # "one" as it was: unthrottled
+            with _SpareCount.starting if self.prestart == "demand" else contextlib.nullcontext():
+                began = time.monotonic()
+                made = self._open(key)
+                if self.prestart == "demand":
+                    self._place(made[0], made[1])
         except Exception:
             if made is not None:
                 made[1].close()
@@ -720,6 +727,13 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self._sessions.append((time.time(), key))
         self._current, shell = self._take(key)
         self._current_key = key
+        if self.prestart == "demand":
+            # a spare has its starting state; a session opened now gets it here, so a
+            # session (a reset's or a restore's) is the same whichever it was
+            with self._lock:
+                placed = self._current.id in self._placed
+            if not placed:
+                self._place(self._current, shell)
         if self.prestart != "off":
             self._prestart(key)
         return shell
