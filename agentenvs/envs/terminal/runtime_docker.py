@@ -450,8 +450,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
             kept: list[_Spare] = []
             dropped: list[_Spare] = []
             have: dict[_SpareKey, int] = {}
-            # in flight first: a start under way is nearer done than a new one
-            for spare in sorted(self._spares, key=lambda s: not isinstance(s[1], threading.Thread)):
+            # the ready ones first, then those under way
+            for spare in sorted(self._spares, key=lambda s: isinstance(s[1], threading.Thread)):
                 if have.get(spare[0], 0) < want.get(spare[0], 0):
                     have[spare[0]] = have.get(spare[0], 0) + 1
                     kept.append(spare)
@@ -491,6 +491,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
         try:
             # "one" as it was: unthrottled
             with _SpareCount.starting if self.prestart == "demand" else contextlib.nullcontext():
+                if self._closed:
+                    raise SandboxError("the docker runtime is closed")
                 began = time.monotonic()
                 made = self._open(key)
                 if self.prestart == "demand":
