@@ -5,7 +5,7 @@ samples a map) four ways, in alternating order each round, into a fresh run dire
 each time:
 
 - plain: ``env.reset`` / ``policy.sample`` / ``env.step`` in this process, a
-  ``Conversation`` kept, a seed a sample, nothing recorded (the reference);
+  ``Conversation`` kept, the runner's seed a sample, nothing recorded (the reference);
 - runner in process (``workers=0``): the same loop with its records, each trajectory's
   JSONL line, the run directory's manifest and its fault counts;
 - runner on the default workers (one per usable core: ``default_workers``), and on
@@ -13,7 +13,8 @@ each time:
 
 Prints per step the CPU time (this process and its workers: on a loaded machine CPU
 time moves less than wall time) and the wall time, the median of the rounds, and the
-ratios to the plain loop. All runs must give the same trajectories.
+ratios to the plain loop; and the Python calls a step of each in process, which the
+machine's load does not change. All runs must give the same trajectories.
 
 Usage: python benchmarks/bench_runner.py [--n 60] [--rounds 5]
 """
@@ -24,12 +25,14 @@ import argparse
 import os
 import resource
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agentenvs.eval.executors import default_workers
-from agentenvs.eval.records import TRAJECTORIES_NAME, read_trajectories
+from agentenvs.eval.records import TRAJECTORIES_NAME, read_trajectories, stable_seed
 from agentenvs.eval.runner import EvalConfig, make_env, resolve_tasks, run_pass_at_k_t
 from agentenvs.policy.base import Conversation
 from agentenvs.policy.registry import make_policy
@@ -55,7 +58,8 @@ def plain_loop(config: EvalConfig) -> tuple[int, list[tuple[str, int, int, int]]
         done, turn = False, 0
         while not done:
             turn += 1
-            action = policy.sample([conversation], 1, seed=item.seed + turn)[0][0]
+            seed = stable_seed(item.seed, "turn", turn)  # the runner's seeds: the same moves
+            action = policy.sample([conversation], 1, seed=seed)[0][0]
             observation, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
             conversation.add_turn(action, observation)
@@ -63,6 +67,24 @@ def plain_loop(config: EvalConfig) -> tuple[int, list[tuple[str, int, int, int]]
         outcomes.append((item.task_id, item.sample, turn, int(bool(info.get("success")))))
     env.close()
     return steps, sorted(outcomes)
+
+
+def python_calls(run: Callable[[], object]) -> int:
+    """Python function calls ``run`` makes in this process (``sys.setprofile``): a count
+    the machine's load does not change."""
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
 
 
 def main() -> None:
@@ -91,6 +113,7 @@ def main() -> None:
                 wall, cpu = time.perf_counter(), cpu_seconds()
                 if workers is None:
                     took, outcomes = plain_loop(config)
+                    times[name].append((time.perf_counter() - wall, cpu_seconds() - cpu))
                     assert took == steps
                 else:
                     run_dir = Path(tmp) / f"{r}-{workers}"
@@ -98,16 +121,21 @@ def main() -> None:
                         config, run_dir, workers=workers, progress=False,
                         allow_oversubscribe=True,
                     )
+                    times[name].append((time.perf_counter() - wall, cpu_seconds() - cpu))
                     records = read_trajectories(run_dir / TRAJECTORIES_NAME)
                     assert sum(rec["turns"] for rec in records) == steps
                     outcomes = sorted(
                         (rec["task_id"], rec["sample"], rec["turns"], int(rec["success"]))
                         for rec in records
                     )
-                times[name].append((time.perf_counter() - wall, cpu_seconds() - cpu))
                 if r == 0 and name == "plain loop":
                     reference = outcomes
                 assert r == 0 and name == "plain loop" or outcomes == reference, name
+    with tempfile.TemporaryDirectory(prefix="bench-runner-calls-") as tmp:
+        plain_calls = python_calls(lambda: plain_loop(config))
+        runner_calls = python_calls(
+            lambda: run_pass_at_k_t(config, Path(tmp) / "run", workers=0, progress=False)
+        )
     load = os.getloadavg()[0]
     print(
         f"{steps} FrozenLake steps a run ({len(tasks)} maps x n={args.n}, oracle, budget 32), "
@@ -122,6 +150,11 @@ def main() -> None:
             f"  {name:28s} cpu {cpu / steps * 1e6:6.1f} µs/step ({cpu / plain_cpu:.2f}x plain)  "
             f"wall {wall / steps * 1e6:6.1f} µs/step ({wall / plain_wall:.2f}x plain)"
         )
+    print(
+        f"  Python calls a step, in process: plain {plain_calls / steps:.1f}, runner "
+        f"{runner_calls / steps:.1f} ({runner_calls / plain_calls:.2f}x; the load does not "
+        "change these)"
+    )
 
 
 if __name__ == "__main__":

@@ -163,8 +163,8 @@ class JsonlAppender:
     before the last is whole, so readers lose at most the torn last line.
 
     ``batch_seconds`` > 0 gathers the lines that come within that many seconds of the
-    first one into one ``write`` (a timer writes them then, as do ``flush`` and
-    ``close``): the runner's lines, one per trajectory, then cost one system call a
+    first one into one ``write`` (a thread of the appender writes them then, as do
+    ``flush`` and ``close``): the runner's lines, one per trajectory, then cost one system call a
     batch instead of one each. A process killed with SIGKILL loses at most the lines of
     the last ``batch_seconds`` (whole lines: a resume runs them again); one that exits
     otherwise, by an exception or a signal the runner handles, writes them all.
@@ -184,7 +184,11 @@ class JsonlAppender:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        # one thread writes each batch ``batch_seconds`` after its first line (a thread
+        # a batch would cost a start each, under load a millisecond)
+        self._flusher: threading.Thread | None = None
+        self._due = threading.Event()
+        self._closing = threading.Event()
         repair_torn_tail(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -198,19 +202,27 @@ class JsonlAppender:
             self._pending.append(line)
             self._pending_bytes += len(line)
             if self._pending_bytes < BATCH_BYTES:
-                if self._timer is None:
-                    self._timer = threading.Timer(self.batch_seconds, self.flush)
-                    self._timer.daemon = True
-                    self._timer.start()
+                if len(self._pending) == 1:
+                    if self._flusher is None:
+                        self._flusher = threading.Thread(
+                            target=self._flush_batches, name="agentenvs-jsonl-batches",
+                            daemon=True,
+                        )
+                        self._flusher.start()
+                    self._due.set()
                 return
         self.flush()
+
+    def _flush_batches(self) -> None:
+        while not self._closing.is_set():
+            self._due.wait()
+            self._closing.wait(self.batch_seconds)
+            self._due.clear()  # a line gathered after this wakes the next round
+            self.flush()
 
     def flush(self) -> None:
         """Write the gathered lines now."""
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             data, self._pending, self._pending_bytes = b"".join(self._pending), [], 0
             if data and self._fd >= 0:
                 self._write(data)
@@ -225,10 +237,13 @@ class JsonlAppender:
             os.fsync(self._fd)
 
     def close(self) -> None:
+        self._closing.set()
+        self._due.set()  # the flusher ends
         self.flush()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:  # never while the flusher writes
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     def __enter__(self) -> JsonlAppender:
         return self
