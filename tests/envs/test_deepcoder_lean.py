@@ -84,7 +84,7 @@ def box() -> Iterator[LocalSandbox]:
 
 def _kinds(box: LocalSandbox) -> set[str]:
     """Which servers the sandbox has idle: "lean" (no imports) and/or "full"."""
-    return {"full" if key[2] else "lean" for key, group in box._warm._idle.items() if group}
+    return {"lean" if key[3] else "full" for key, group in box._warm._idle.items() if group}
 
 
 @pytest.mark.bwrap
@@ -184,7 +184,7 @@ def test_a_lean_fork_has_the_address_space_a_full_one_has(box: LocalSandbox) -> 
     """The memory limit (an address-space rlimit) leaves a lean server's program the room
     a full server's has: the lean fork reserves what numpy and pandas take."""
     full = _vm_kb(box, official.WARM_IMPORTS, ())
-    lean = _vm_kb(box, (), official.WARM_IMPORTS)
-    bare = _vm_kb(box, (), ())
+    lean = _vm_kb(box, official.LEAN_IMPORTS, official.WARM_IMPORTS)
+    bare = _vm_kb(box, official.LEAN_IMPORTS, ())
     assert full - bare > 50 << 10  # numpy and pandas take room (tens of MB at least)
     assert abs(full - lean) < 8 << 10, (full, lean)

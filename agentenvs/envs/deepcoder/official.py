@@ -30,6 +30,7 @@ sandbox, and nothing the program writes is taken as a verdict.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -88,6 +89,23 @@ _MAX_FRAME_BYTES = 128 << 20
 
 #: what a warm runner imports before any program: the preamble's heavy modules
 WARM_IMPORTS = ("numpy", "pandas")
+
+
+def _preamble_modules() -> tuple[str, ...]:
+    """The standard-library modules the preambles import (every program imports them)."""
+    names = set()
+    for node in ast.walk(ast.parse(LCB_IMPORTS + "\n" + APPS_IMPORTS)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return tuple(sorted(names - set(WARM_IMPORTS)))
+
+
+#: what a lean runner imports before any program: the preambles' standard library, which
+#: every program's preamble imports anyway (a full server has them through numpy and
+#: pandas, or imports them in each fork)
+LEAN_IMPORTS = _preamble_modules()
 _FENCE = re.compile(r"```(?:\w+)?\n(.*?)```", re.S)
 _RUNNER_SOURCE: str | None = None
 
@@ -357,7 +375,7 @@ class _Runner:
         self.lean = lean and warm is not None and fits_lean_server(code)
         if self.lean:  # the room in memory a full server's fork has, reserved
             assert warm is not None
-            self.proc = warm(runner_source(), "serve", (), WARM_IMPORTS)
+            self.proc = warm(runner_source(), "serve", LEAN_IMPORTS, WARM_IMPORTS)
         elif warm is not None:  # a fork of a server that has the preamble's imports done
             self.proc = warm(runner_source(), "serve", WARM_IMPORTS)
         else:
