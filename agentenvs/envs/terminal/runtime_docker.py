@@ -165,6 +165,13 @@ class _SpareCount:
     starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
 
     @classmethod
+    def after_fork(cls) -> None:
+        # a forked child has none of its parent's spares nor the threads starting them
+        cls.lock = threading.Lock()
+        cls.held = 0
+        cls.starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
+
+    @classmethod
     def take(cls, wanted: int, cap: int) -> int:
         """How many of ``wanted`` new spares fit under ``cap``, counted as held."""
         with cls.lock:
@@ -858,6 +865,7 @@ def _net(box: _TaskContainer) -> _TaskContainer:
 
 
 _live: weakref.WeakSet[DockerRuntime] = weakref.WeakSet()
+os.register_at_fork(after_in_child=_SpareCount.after_fork)
 
 
 @atexit.register
