@@ -208,11 +208,14 @@ def offline_default() -> bool | None:
 
 
 class DockerRuntime(DockerImages, FreezingDocker):
-    """Task images built on demand; a fresh container per shell session, the next one
+    """Task images built on demand; a fresh container per shell session, the next ones
     opened ahead.
 
     ``session`` removes the previous episode's container (in the background) and
-    starts the shell in a new one; ``close`` removes every container (also at exit).
+    starts the shell in a new one (a spare, when one of the same key is ready);
+    ``close`` removes every container, spares included (also at exit). ``prestart``:
+    ``"demand"`` (spares sized to recent demand, at most ``max_spares``: see
+    ``spares_wanted``), ``"one"`` (one spare of the last key) or ``"off"``.
     """
 
     name = "docker"
