@@ -12,9 +12,11 @@ upgrade, masked text frames, each message sent from the previous reply's callbac
 step, and the round trip of one session against an in-process step; the best round and
 the median of the rounds.
 
-Two arms of the current server run in every round: the default (its token, sent once
-in each session's upgrade, and the Host and Origin checks) and ``--no-auth``; the ratio
-between them is the cost of those checks. ``--baseline REV`` also starts the server of
+Three arms of the current server run in every round, taking turns in alternating order:
+the default (its token, sent once in each session's upgrade, and the Host and Origin
+checks; uvloop where installed), the same on asyncio's own loop
+(``AGENTENVS_SERVER_LOOP=asyncio``), and ``--no-auth``; the ratios are the loop's gain
+and the cost of those checks. ``--baseline REV`` also starts the server of
 git revision ``REV`` (its ``agentenvs``
 package, exported to a temporary folder) and drives both, taking turns, in the same run:
 the ratio between them holds on a loaded machine, where absolute figures do not.
