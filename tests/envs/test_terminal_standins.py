@@ -240,7 +240,7 @@ def test_a_stand_in_gets_the_real_images_workdir(tmp_path: Path) -> None:
         # the work dir is given, the tools the real image lacks are said
         assert info["base_standin"] == (
             "base laude-institute/t-bench/python-3-13:20250620 stood in for by "
-            "agentenvs/tb-python:3.13: pytest, curl present (the real image has none)"
+            "agentenvs/tb-python:3.13: pytest present (the real image has none)"
         )
     finally:
         env.close()
