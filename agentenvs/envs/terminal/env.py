@@ -253,7 +253,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             memory_mb=2048,
             max_processes=256,
             max_file_mb=256,
-            max_open_files=1024, disk_mb=2048,  # disk: what a docker container may fill
+            max_open_files=1024,
+            disk_mb=2048,  # disk: what a docker container may fill
             max_output_bytes=1 << 20,
         )
         self.docker_options: dict[str, Any] = {
@@ -517,9 +518,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             out = f"{head}\n[... output truncated: {cut} of {len(out)} characters omitted ...]\n{tail}"
         notes = []
         if result.timed_out:
-            notes.append(
-                f"[command timed out after {limit_s:g} s and was interrupted]"
-            )
+            notes.append(f"[command timed out after {limit_s:g} s and was interrupted]")
         if result.shell_restarted:
             notes.append(
                 f"[the shell exited; a new shell was started in {self.shell.cwd} "
