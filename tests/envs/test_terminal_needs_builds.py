@@ -1,10 +1,11 @@
 """check-tasks' predictions against what happens: the fixture tasks are written in the
 shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an image, a
 ``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
-a here-document, one with a space after ``<<``, which Docker reads as no here-document
-and its body as steps, a solution and tests that download); each is predicted offline,
-then built and its solution run offline by the env: a task predicted accepted must build
-and pass, a task predicted refused or invalid must not."""
+a ``# escape=\\`` directive (a comment line ending in the escape character) above an
+``ARG`` that ``FROM`` reads, a here-document, one with a space after ``<<``, which Docker
+reads as no here-document and its body as steps, a solution and tests that download);
+each is predicted offline, then built and its solution run offline by the env: a task
+predicted accepted must build and pass, a task predicted refused or invalid must not."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from agentenvs.core.errors import SandboxError, TaskError
 from agentenvs.envs.terminal.data import load_tasks_report
 from agentenvs.envs.terminal.dockerfile import parse
 from agentenvs.envs.terminal.env import TerminalBenchEnv
+from agentenvs.envs.terminal.images import (
+    DEFAULT_IMAGE_MAP,
+    PYTHON_313,
+    offline_dockerfile,
+    plan_bases,
+)
 from agentenvs.envs.terminal.needs import scan_dockerfile, unbuildable
 from agentenvs.envs.terminal.survey import survey
 
@@ -26,6 +33,7 @@ FIXTURES = Path(__file__).parent / "terminal_prediction_fixtures"
 EXPECTED = {
     "redirects": ("accepted", ""),
     "continuations": ("accepted", ""),
+    "escape-directive": ("accepted", ""),
     "heredoc": ("refused", "needs BuildKit (Dockerfile line 4: RUN a here-document (<<EOF))"),
     "heredoc-space": (
         "invalid",
@@ -84,6 +92,18 @@ def test_the_fixtures_are_read_as_docker_reads_them() -> None:
     assert build.envs[0]["TARGET"] == "/app"
     assert [shlex.split(run)[:2] for run in final.runs] == [["python3", "-c"]]  # exec form
     assert scan.images == [] and scan.outside == [] and scan.buildkit == []
+
+
+def test_the_offline_dockerfile_keeps_the_line_after_an_escape_directive() -> None:
+    task = load_tasks_report(FIXTURES)[0]["escape-directive"]
+    plans = plan_bases(
+        task, online=False, present={PYTHON_313}.__contains__, image_map=DEFAULT_IMAGE_MAP
+    )
+    assert [(p.written, p.use) for p in plans] == [("python:3.13-slim", PYTHON_313)]
+    lines = offline_dockerfile(task, plans).splitlines()
+    # the directive, then ARG on its own line (not swallowed as a continuation of it)
+    assert lines[:3] == ["# escape=\\", "ARG PY=3.13", f"FROM {PYTHON_313}"]
+    assert lines[-2:] == ["WORKDIR /app", "COPY greeting.txt /app/"]
 
 
 def test_a_build_no_machine_makes_is_invalid_with_file_and_line() -> None:

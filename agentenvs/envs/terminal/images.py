@@ -44,6 +44,7 @@ from agentenvs.envs.terminal.data import (
     normalize,
     parse_from,
 )
+from agentenvs.envs.terminal.dockerfile import parse
 
 PYTHON_313 = "agentenvs/tb-python:3.13"
 DEBIAN_13 = "agentenvs/tb-debian:13"
@@ -387,24 +388,6 @@ def plan_bases(
     return plans
 
 
-def _logical_lines(text: str) -> list[str]:
-    """Dockerfile lines with their continuations (comment lines inside them dropped)."""
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if pending and stripped.startswith("#"):
-            continue
-        if stripped.endswith("\\"):
-            pending += raw + "\n"
-            continue
-        logical.append(pending + raw)
-        pending = ""
-    if pending:
-        logical.append(pending)
-    return logical
-
-
 def offline_dockerfile(
     task: TerminalTask, plans: list[BasePlan], build_args: Mapping[str, str] | None = None
 ) -> str:
@@ -414,19 +397,24 @@ def offline_dockerfile(
     if not task.dockerfile.is_file():
         return f"FROM {plans[0].use}\n{prelude}\n{_real_workdir(plans[0])}"
     used = {p.written: p for p in plans}
-    out: list[str] = []
+    text = task.dockerfile.read_text(errors="replace")
+    raw = text.splitlines()
+    steps = parse(text)
+    # Docker's parser gives each step's first line; a step's text runs to the next one's
+    # (continuations, comments and here-document bodies kept as written, so the escape
+    # directive above them still reads them)
+    out = raw[: steps[0].line - 1] if steps else raw
     scope = dict(build_args or {})
-    for line in _logical_lines(task.dockerfile.read_text(errors="replace")):
-        joined = " ".join(part.rstrip("\\").strip() for part in line.splitlines()).strip()
-        word, _, rest = joined.partition(" ")
-        upper = word.upper()
-        if upper == "ARG":
-            for item in rest.split():
+    for i, step in enumerate(steps):
+        end = steps[i + 1].line - 1 if i + 1 < len(steps) else len(raw)
+        lines = raw[step.line - 1 : end]
+        if step.instruction == "ARG":
+            for item in step.rest.split():
                 key, eq, value = item.partition("=")
                 scope.setdefault(key, expand(value.strip('"'), scope) if eq else "")
-            out.append(line)
-        elif upper == "FROM":
-            image, _, name = parse_from(rest, scope)
+            out += lines
+        elif step.instruction == "FROM":
+            image, _, name = parse_from(step.arguments_text, scope)
             plan = used.get(image)
             target = plan.use if plan is not None else image
             out.append(f"FROM {target}" + (f" AS {name}" if name else ""))
@@ -434,18 +422,27 @@ def offline_dockerfile(
                 out.append(prelude)
             if plan is not None and (workdir := _real_workdir(plan)):
                 out.append(workdir.rstrip("\n"))
-        elif upper == "SHELL":
+            out += _trailing_blanks(lines)
+        elif step.instruction == "SHELL":
             try:
-                argv = json.loads(rest)
+                argv = json.loads(step.rest)
             except ValueError:
                 argv = None
             if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
                 out.append(f"SHELL {json.dumps([wrapper, *argv])}")
             else:
-                out.append(line)
+                out += lines
         else:
-            out.append(line)
+            out += lines
     return "\n".join(out) + "\n"
+
+
+def _trailing_blanks(lines: list[str]) -> list[str]:
+    """The empty and comment lines that end a step's text (after its last line)."""
+    k = len(lines)
+    while k > 1 and (not lines[k - 1].strip() or lines[k - 1].strip().startswith("#")):
+        k -= 1
+    return lines[k:]
 
 
 def _real_workdir(plan: BasePlan) -> str:
