@@ -267,12 +267,14 @@ def test_check_tasks_offline_refuses_the_network_and_not_redirections(tmp_path: 
     env = TerminalBenchEnv(tasks_path=tasks, runtime="docker", offline=True)
     try:
         why = env.check_tasks()
-        assert set(why) == {*NEEDS_NETWORK, "copy-image", "solution-clones"}
+        # a build that reads past its context is invalid (no machine builds it), as
+        # check-tasks says: not refused
+        assert set(why) == {*NEEDS_NETWORK, "copy-image", "solution-clones"} - {"copy-outside"}
+        assert env.invalid_tasks == {
+            "copy-outside": "Dockerfile:2: the source '../outside.txt' is outside the build context"
+        }
         assert "https://example.org/tool.tgz (Dockerfile line 2)" in why["run-curl"]
         assert "https://example.org/model.bin (ADD, Dockerfile line 2)" in why["add-url"]
-        assert why["copy-outside"] == (
-            "the build reads '../outside.txt', which is not in its context (Dockerfile line 2)"
-        )
         assert why["copy-image"] == (
             "the image 'agentenvs/no-such-assets:1' that the build copies from "
             "(Dockerfile line 2) is not on this machine (offline)"

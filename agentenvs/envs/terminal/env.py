@@ -438,7 +438,19 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         every image built now; a registry or engine that fails raises :class:`Fault`.
         Local: the refusals made at load time. Updates and returns ``unsupported_tasks``;
         ``stood_in`` then holds, for each task still accepted that runs on a stand-in
-        which differs from the base it names, what differs (also ``info["base_standin"]``)."""
+        which differs from the base it names, what differs (also ``info["base_standin"]``).
+        A task whose Dockerfile no machine builds (a step Docker's parser does not know, a
+        ``COPY`` source outside its context: ``needs.unbuildable``) is invalid, as its
+        files are wrong: it moves to ``invalid_tasks`` with file and line, on any runtime."""
+        from agentenvs.envs.terminal.needs import unbuildable
+
+        for task_id, task in list(self.tasks.items()):
+            if task_id != self._task_id and (why := unbuildable(task)) is not None:
+                self.invalid_tasks[task_id] = why
+                del self.tasks[task_id]
+                self.unsupported_tasks.pop(task_id, None)
+                if task_id in self._task_ids:
+                    self._task_ids.remove(task_id)
         if self.runtime_name == "docker":
             from agentenvs.envs.terminal.needs import unmet_on_docker
 

@@ -13,7 +13,8 @@ under the table; without network they are part of the task's refusal instead.
 A task whose Dockerfile ``COPY``/``ADD`` reads a source outside its build context (``..``
 past its root) or missing from it (an absolute source is read from the context's root), or
 has a step that starts with an instruction Docker's parser does not know, is *invalid*,
-with the Dockerfile's path and line: no machine builds it (``needs.unbuildable``).
+with the Dockerfile's path and line: no machine builds it (``needs.unbuildable``; the env's
+``check_tasks`` moves it to ``invalid_tasks``, so both say the same).
 
 A reason names the task's own files and images; to count alike reasons together, the
 quoted names in it are replaced by ``…`` (:func:`reason_kind`).
@@ -76,7 +77,7 @@ def survey(
     infrastructure fault is never counted as a task's need."""
     from agentenvs.core.errors import TaskError
     from agentenvs.envs.terminal.env import TerminalBenchEnv
-    from agentenvs.envs.terminal.needs import network_warnings, unbuildable
+    from agentenvs.envs.terminal.needs import network_warnings
 
     found = []
     for path in paths:
@@ -96,27 +97,20 @@ def survey(
             )
             continue
         try:
-            refused = env.check_tasks(build=build)
             # a Dockerfile that does not parse or reads past its context fails to build
-            # whatever the machine: the task's files are wrong, not this machine
-            broken = {
-                task_id: why
-                for task_id, task in sorted(env.tasks.items())
-                if (why := unbuildable(task)) is not None
-            }
+            # whatever the machine: check_tasks counts it invalid, not refused
+            refused = env.check_tasks(build=build)
             result = DatasetSurvey(
                 path=str(path),
                 folders=len(env.tasks) + len(env.invalid_tasks),
-                accepted=[t for t in env.task_ids if t not in broken],
-                stood_in={t: n for t, n in env.stood_in.items() if t not in broken},
-                refused={t: why for t, why in refused.items() if t not in broken},
-                invalid={**env.invalid_tasks, **broken},
+                accepted=list(env.task_ids),
+                stood_in=dict(env.stood_in),
+                refused=refused,
+                invalid=dict(env.invalid_tasks),
                 warnings={
                     task_id: said
                     for task_id, task in sorted(env.tasks.items())
-                    if task_id not in refused
-                    and task_id not in broken
-                    and (said := network_warnings(task))
+                    if task_id not in refused and (said := network_warnings(task))
                 },
             )
         finally:
