@@ -591,6 +591,7 @@ def cmd_check_tasks(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.runtime == "docker":
         kwargs["offline"] = {"auto": None, "yes": True, "no": False}[args.offline]
+        kwargs["force_build"] = args.force_build
     found = survey(list(args.paths), runtime=args.runtime, build=args.build, **kwargs)
     print(survey_markdown(found, build=args.build))
     if args.json is not None:

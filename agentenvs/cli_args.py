@@ -349,6 +349,9 @@ def add_check_tasks_parser(sub: Any) -> None:
                     "or ask the engine whether it can pull (auto)")
     ct.add_argument("--build", action="store_true",
                     help="docker: build every accepted task's image instead of predicting")
+    ct.add_argument("--force-build", action="store_true",
+                    help="docker: judge a task's Dockerfile even where it names a prebuilt "
+                    "[environment] docker_image (the env's force_build)")
     ct.add_argument("--json", type=Path, default=None,
                     help="also write every task's verdict (accepted, stood in, refused, invalid) here")
 

@@ -596,12 +596,62 @@ def test_a_build_past_its_limit_is_refused_naming_it(build_tasks: Path) -> None:
 def test_a_prebuilt_image_is_run_unless_the_build_is_forced(
     build_tasks: Path, force_build: bool
 ) -> None:
-    env = TerminalBenchEnv(tasks_path=build_tasks, runtime="docker", command_timeout=ROOMY_S)
-    assert env._runtime is None  # the runtime is made at the first reset, with these options
-    env.docker_options["force_build"] = force_build
+    import gymnasium as gym
+
+    import agentenvs  # noqa: F401 - registers the ids
+
+    env = gym.make(
+        "agentenvs/TerminalBench-v0",
+        tasks_path=build_tasks,
+        runtime="docker",
+        command_timeout=ROOMY_S,
+        force_build=force_build,
+    )
     try:
         env.reset(options={"task_id": "prebuilt"})
         obs, *_ = env.step("cat /app/built.txt 2>/dev/null || echo absent")
         assert obs.split()[0] == ("built" if force_build else "absent"), obs
     finally:
         env.close()
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+@pytest.mark.parametrize("force_build", [False, True])
+def test_check_tasks_judges_what_will_run_the_image_or_the_dockerfile(
+    tmp_path: Path, force_build: bool
+) -> None:
+    # an image that is nowhere beside a Dockerfile that builds offline
+    absent = _harbor(
+        tmp_path,
+        "prebuilt-absent",
+        CHECK,
+        toml='\n[environment]\ndocker_image = "agentenvs/no-such-prebuilt:1"\n',
+    )
+    # an image that is here beside a Dockerfile that needs the network
+    present = _harbor(
+        tmp_path,
+        "prebuilt-present",
+        CHECK,
+        toml='\n[environment]\ndocker_image = "agentenvs/terminal:latest"\n',
+    )
+    (present / "environment" / "Dockerfile").write_text(
+        DOCKERFILE + "RUN curl -fsSL https://example.org/tool.tgz -o /tmp/tool.tgz\n"
+    )
+    assert (absent / "environment" / "Dockerfile").is_file()
+    env = TerminalBenchEnv(
+        tasks_path=tmp_path, runtime="docker", offline=True, force_build=force_build
+    )
+    try:
+        refused = env.check_tasks()
+    finally:
+        env.close()
+    if force_build:  # the Dockerfiles are judged: their steps, not the images
+        assert set(refused) == {"prebuilt-present"}, refused
+        assert (
+            "the download https://example.org/tool.tgz (Dockerfile line 4)"
+            in (refused["prebuilt-present"])
+        )
+    else:  # the images are judged: one is here, one cannot be pulled offline
+        assert set(refused) == {"prebuilt-absent"}, refused
+        assert "'agentenvs/no-such-prebuilt:1'" in refused["prebuilt-absent"]
+        assert "[environment] docker_image" in refused["prebuilt-absent"]

@@ -165,7 +165,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
       stand-ins install from at test time), ``build_wheelhouse`` (the binary wheels an
       offline build whose Dockerfile runs pip gets), ``registry`` (None:
       ``AGENTENVS_REGISTRY``; the registry base images on registries other than Docker
-      Hub are pulled through).
+      Hub are pulled through), ``force_build`` (False: a task's ``[environment]
+      docker_image`` beside its Dockerfile is run as Harbor runs it; True: the Dockerfile
+      is built instead, Harbor's ``--force-build``; ``check_tasks`` judges what will run).
     - ``grading``: ``"safe"`` (the default) or ``"official"`` (the harnesses' own way,
       open to the attacks ``docs/terminal.md`` lists; tasks tagged ``agent-processes``,
       whose tests check processes the agent left running, run only under it).
@@ -219,6 +221,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         build_wheelhouse: str | Path | None = None,
         step_rewards: bool = False,
         agent_clock: str = "wall",
+        force_build: bool = False,
     ) -> None:
         super().__init__(
             max_turns=max_turns,
@@ -264,6 +267,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             "wheelhouse": wheelhouse,
             "registry": registry,
             "build_wheelhouse": build_wheelhouse,
+            "force_build": bool(force_build),
         }
         if runtime == "docker":
             from agentenvs.envs.terminal.runtime_docker import NETWORKS, unsupported_reason
@@ -442,9 +446,12 @@ class TerminalBenchEnv(TaskTests, TextEnv):
         A task whose Dockerfile no machine builds (a step Docker's parser does not know, a
         ``COPY`` source outside its context: ``needs.unbuildable``) is invalid, as its
         files are wrong: it moves to ``invalid_tasks`` with file and line, on any runtime."""
+        from agentenvs.envs.terminal.images import as_run
         from agentenvs.envs.terminal.needs import unbuildable
 
         for task_id, task in list(self.tasks.items()):
+            if self.runtime_name == "docker":  # a prebuilt image is run, its Dockerfile unread
+                task = as_run(task, force_build=self.docker_options["force_build"])
             if task_id != self._task_id and (why := unbuildable(task)) is not None:
                 self.invalid_tasks[task_id] = why
                 del self.tasks[task_id]

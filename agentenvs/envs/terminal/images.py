@@ -31,7 +31,7 @@ import json
 import re
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -386,6 +386,26 @@ def plan_bases(
                     )
             plans.append(BasePlan(image, mapped, "mapped", note))
     return plans
+
+
+def prebuilt_view(task: TerminalTask) -> TerminalTask:
+    """``task`` as its ``docker_image`` alone: the image Harbor runs when a task names
+    one beside its Dockerfile (unless told to build: ``force_build``)."""
+    return replace(
+        task,
+        dockerfile=Path("/nonexistent-agentenvs-prebuilt/Dockerfile"),
+        base_image=task.docker_image or task.base_image,
+        platform=None,
+    )
+
+
+def as_run(task: TerminalTask, *, force_build: bool) -> TerminalTask:
+    """``task`` as its image is had: a ``docker_image`` beside a Dockerfile is run as it
+    is, its Dockerfile unread (:func:`prebuilt_view`), unless ``force_build`` (Harbor's
+    ``--force-build``) builds the Dockerfile instead."""
+    if task.docker_image and task.dockerfile.is_file() and not force_build:
+        return prebuilt_view(task)
+    return task
 
 
 def offline_dockerfile(

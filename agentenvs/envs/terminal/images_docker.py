@@ -34,17 +34,6 @@ from agentenvs.sandbox.docker import (
 BUILD_TIMEOUT_S = 600
 
 
-def prebuilt_view(task: TerminalTask) -> TerminalTask:
-    """``task`` as its ``docker_image`` alone: the image Harbor runs when a task names
-    one beside its Dockerfile (unless told to build: ``force_build``)."""
-    return dataclasses.replace(
-        task,
-        dockerfile=Path("/nonexistent-agentenvs-prebuilt/Dockerfile"),
-        base_image=task.docker_image or task.base_image,
-        platform=None,
-    )
-
-
 class BuildTimeout(Exception):
     """An image build that ran past its task's ``build_timeout_sec``."""
 
@@ -198,8 +187,7 @@ class DockerImages:
             tag = self._images.get(task.id)
             if tag is not None:
                 return tag
-            if task.docker_image and task.dockerfile.is_file() and not self.force_build:
-                task = prebuilt_view(task)
+            task = images.as_run(task, force_build=self.force_build)
             plans = self.plan(task)
             offline_build = self.networkless
             if not offline_build and not task.dockerfile.is_file():

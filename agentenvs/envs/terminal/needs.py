@@ -606,11 +606,18 @@ class DockerNeeds:
         return why
 
     def unmet(self, task: TerminalTask) -> str | None:
-        """What ``task`` needs that this machine cannot give (None: nothing)."""
+        """What ``task`` needs that this machine cannot give (None: nothing). A prebuilt
+        ``docker_image`` beside a Dockerfile is judged as the image (pulled, or present
+        offline), its Dockerfile unread, unless the runtime's ``force_build``."""
         runtime = self.runtime
+        prebuilt = task.docker_image is not None and task.dockerfile.is_file()
+        task = images.as_run(task, force_build=getattr(runtime, "force_build", False))
+        prebuilt = prebuilt and not task.dockerfile.is_file()
         try:
             plans = runtime.plan(task)
         except images.UnprovidableError as exc:
+            if prebuilt:  # the image the task names, not a base of its Dockerfile
+                return f"{exc} ([environment] docker_image; force_build builds the Dockerfile)"
             return str(exc)
         for service in task.services:
             # a compose sidecar's image (or its Dockerfile's bases), had as a base image is
