@@ -113,10 +113,21 @@ def test_a_process_left_running_cannot_change_the_verdict(
     assert rc == 0 and out.decode().split() == ['{"answer":', "1,", '"isolated":', "1}", "10"]
 
 
+#: the same trick made certain, for the shared verifier: the answer is a pipe that a
+#: process the agent left running writes, choosing what to write only once a reader has
+#: opened it, so it says 10 to anything before the tests and 99 to the tests (which run
+#: from /tests/test.sh) whatever the timing
+PIPED_SABOTEUR = (
+    "rm -f /app/answer.txt && mkfifo /app/answer.txt\n"
+    "nohup bash -c 'while true; do { if [ -e /tests/test.sh ]; then echo 99; else echo 10; "
+    "fi; } > /app/answer.txt; done' >/dev/null 2>&1 &\n"
+)
+
+
 @pytest.mark.docker("agentenvs/tb-python:3.13")
 def test_the_same_process_changes_a_shared_verdict(tmp_path: Path) -> None:
     # the check above can fail: the tests in the agent's own container (Harbor's shared
-    # mode, graded as Harbor grades) are overwritten by the process the agent left
+    # mode, graded as Harbor grades) read what the process the agent left running says
     shutil.copytree(SEPARATE, tmp_path / "shared")
     toml = tmp_path / "shared" / "task.toml"
     toml.write_text(toml.read_text().replace('environment_mode = "separate"\n', ""))
@@ -125,8 +136,11 @@ def test_the_same_process_changes_a_shared_verdict(tmp_path: Path) -> None:
     )
     try:
         env.reset(options={"task_id": "shared"})
-        env.step(SABOTEUR)
+        env.step(PIPED_SABOTEUR)
+        obs, *_ = env.step("cat /app/answer.txt")
+        assert obs.split()[0] == "10", obs  # the right answer, to anyone but the tests
         _, reward, term, _, info = env.step("submit")
-        assert term and reward == 0.0 and info["rewards"] == {"reward": 0.0}
+        # the tests read 99; the agent's files are all there (shared: not isolated)
+        assert term and reward == 0.0 and info["rewards"] == {"answer": 0.0, "isolated": 0.0}
     finally:
         env.close()
