@@ -167,3 +167,54 @@ def test_changed_task_files_never_get_the_stale_spare(
     # and the first runtime's next session stays a fresh start of the image it had
     first.reset(options={"task_id": TASK})
     assert first.runtime()._current.image != second.runtime()._current.image
+
+
+# ---------------------------------------------------------------- a warm reset's state key
+def _warm(env: TerminalBenchEnv, task_id: str) -> dict[str, object]:
+    """Reset ``env`` onto a spare prepared (and hashed) ahead; the reset's info."""
+    env.reset(options={"task_id": task_id})
+    _settled(env)
+    _, info = env.reset(options={"task_id": task_id})
+    return info
+
+
+@on_docker
+@pytest.mark.parametrize("task_id", [TASK, "tb1-greeting"])
+def test_a_warm_resets_key_is_the_key_read_the_slow_way(
+    envs: list[TerminalBenchEnv], task_id: str
+) -> None:
+    from agentenvs.envs.terminal.state import work_dir_key
+
+    fast, slow = _env(), _env(start_keys=False)
+    envs.extend([fast, slow])
+    info = _warm(fast, task_id)
+    shell, where = fast.shell, fast._state_dir
+    hashed = fast.runtime().start_files(shell, where)
+    assert hashed is not None  # the reset took a spare hashed ahead, untouched since
+    raw = fast._state_key()
+    # the same container read now, and another fresh container read at its reset
+    assert raw == work_dir_key(shell, where, False)
+    assert fast.runtime().start_files(shell, where) is None  # a command ran since
+    assert info["state_key"] == _warm(slow, task_id)["state_key"]
+    assert slow.runtime().start_files(slow.shell, slow._state_dir) is None
+    # the next warm reset of the fast env gets its key ahead again, equal
+    assert _warm(fast, task_id)["state_key"] == info["state_key"]
+
+
+@on_docker
+def test_a_warm_resets_key_changes_with_the_work_dir(envs: list[TerminalBenchEnv]) -> None:
+    env = _env()
+    envs.append(env)
+    start = _warm(env, TASK)["state_key"]
+    snap = env.snapshot()
+    *_, info = env.step("echo more >> /app/data.txt")
+    assert info["state_key"] != start
+    env.restore(snap)  # a new container with the snapshot's files: read, and equal
+    assert env.state_key() == start
+    assert env.runtime().start_files(env.shell, env._state_dir) is None
+    # a change made outside the agent's turns (the control channel) is seen too
+    again = _warm(env, TASK)["state_key"]
+    assert again == start
+    rc, _ = env.shell.control("touch /app/extra.txt")
+    assert rc == 0
+    assert env.state_key() != start

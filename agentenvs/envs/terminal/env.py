@@ -355,6 +355,7 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             solution_path=step.solution_path or task.solution_path,
             max_agent_timeout_sec=step.agent_timeout_sec or task.max_agent_timeout_sec,
             max_test_timeout_sec=step.test_timeout_sec or task.max_test_timeout_sec,
+            verifier_env=(*task.verifier_env, *step.verifier_env),  # the step's win
         )
 
     def action_format(self) -> str:
@@ -615,22 +616,26 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     # ---------------------------------------------------------------- steps
     def _prepare_step(self) -> str | None:
         """As Harbor before a step's agent: the step's ``workdir/`` copied into the work
-        dir and its ``setup.sh`` run there; why that failed (None: it did not)."""
+        dir and its ``setup.sh`` run there, then its healthcheck run until healthy; why the
+        setup failed (None: it did not)."""
         from agentenvs.envs.terminal.images import tar_of
 
         step = self.tasks[self._task_id].steps[self._step_index]
-        if step.workdir is None:
-            return None
-        where = shlex.quote(self.shell.workdir)
-        rc, out = self.shell.control(
-            f"mkdir -p {where} && tar -x -C {where} --no-same-owner",
-            stdin=tar_of([(step.workdir, "/")]),
-        )
-        if rc == 0 and (step.workdir / "setup.sh").is_file():
-            rc, out = self.shell.control(f"cd {where} && bash setup.sh 2>&1", timeout=600)
-        if rc != 0:
-            text = out.decode("utf-8", errors="replace").strip()[-300:]
-            return f"step {step.name!r}: its setup failed (status {rc}): {text}"
+        if step.workdir is not None:
+            where = shlex.quote(self.shell.workdir)
+            rc, out = self.shell.control(
+                f"mkdir -p {where} && tar -x -C {where} --no-same-owner",
+                stdin=tar_of([(step.workdir, "/")]),
+            )
+            if rc == 0 and (step.workdir / "setup.sh").is_file():
+                rc, out = self.shell.control(f"cd {where} && bash setup.sh 2>&1", timeout=600)
+            if rc != 0:
+                text = out.decode("utf-8", errors="replace").strip()[-300:]
+                return f"step {step.name!r}: its setup failed (status {rc}): {text}"
+        if step.healthcheck is not None:  # unhealthy: a Fault, as the task's own
+            from agentenvs.envs.terminal.healthcheck import wait_healthy
+
+            wait_healthy(step.healthcheck, self.shell)
         return None
 
     def _next_step(self) -> str:
@@ -818,7 +823,13 @@ class TerminalBenchEnv(TaskTests, TextEnv):
     def _state_key(self) -> str:
         if self._shell is None or self._lost is not None:
             return "lost"
-        return work_dir_key(self._shell, self._state_dir, self._tested)
+        files = None
+        known = getattr(self._runtime, "start_files", None)
+        if known is not None and not self._tested:
+            # a fresh container nothing ran in since it was hashed as a spare (the tests
+            # run outside the shell, so a tested state is always read)
+            files = known(self._shell, self._state_dir)
+        return work_dir_key(self._shell, self._state_dir, self._tested, files)
 
     def _get_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {

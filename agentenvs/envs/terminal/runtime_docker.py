@@ -56,6 +56,7 @@ import atexit
 import contextlib
 import math
 import os
+import re
 import shutil
 import statistics
 import threading
@@ -111,6 +112,8 @@ DEMAND_WINDOW = 8
 FIRST_START_S = 1.0
 #: what an idle spare (a sleeping container and its shell) is counted to hold in memory
 SPARE_MEMORY_MB = 64
+#: what ``md5sum`` of a whole work dir prints
+_MD5 = re.compile(r"[0-9a-f]{32}  -")
 
 
 def default_max_spares() -> int:
@@ -237,6 +240,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
         registry: str | None = None,
         build_wheelhouse: str | Path | None = None,
         force_build: bool = False,
+        start_keys: bool = True,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, got {network!r}")
@@ -255,6 +259,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
         #: "demand" (spares sized to recent demand, starting state placed), "one" (one
         #: spare of the last key, its starting state placed at reset), "off"
         self.prestart = mode
+        #: whether a "demand" spare hashes its work dir while it waits, so the state key of
+        #: a reset that gets it untouched costs nothing (False: the key is read at reset)
+        self.start_keys = start_keys
         #: the most spares this runtime holds at once ("demand")
         self.max_spares = default_max_spares() if max_spares is None else max_spares
         self.cpus = cpus
@@ -316,6 +323,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._start_times: deque[float] = deque(maxlen=DEMAND_WINDOW)
         #: containers whose starting state a spare's preparation already placed
         self._placed: set[str] = set()
+        #: container id -> (its shell, the shell's command count, work dir, its files' hash)
+        #: as a spare's preparation hashed them
+        self._start_files: dict[str, tuple[ShellSession, int, str, str]] = {}
         self._owned: dict[str, _TaskContainer] = {}
         self._threads: set[threading.Thread] = set()
         self._closed = False
@@ -507,6 +517,8 @@ class DockerRuntime(DockerImages, FreezingDocker):
                 made = self._open(key)
                 if self.prestart == "demand":
                     self._place(made[0], made[1])
+                    if self.start_keys:
+                        self._hash_start(made[0], made[1], key[6])
         except Exception:
             if made is not None:
                 made[1].close()
@@ -550,6 +562,34 @@ class DockerRuntime(DockerImages, FreezingDocker):
             raise SandboxError(f"cannot place the wheelhouse: {out.decode(errors='replace')}")
         with self._lock:
             self._placed.add(box.id)
+
+    def _hash_start(self, box: _TaskContainer, shell: ShellSession, workdir: str) -> None:
+        """Hash the prepared spare's work dir as its state key holds it (``state``), kept
+        with the shell's command count: valid while nothing has run in it since."""
+        from agentenvs.envs.terminal.state import work_dir_files
+
+        where = workdir.rstrip("/") or "/app"  # the env's state dir for this work dir
+        try:
+            files = work_dir_files(shell, where)
+        except SandboxError:
+            return  # the reset reads it then
+        if _MD5.fullmatch(files) is None:
+            return  # timed out or cut short: read at reset instead
+        with self._lock:
+            self._start_files[box.id] = (shell, shell.commands, where, files)
+
+    def start_files(self, shell: ShellSession, where: str) -> str | None:
+        """The hash of ``where``'s files the episode's container had when it was prepared,
+        if ``shell`` is its shell and nothing has run in it since (None: read it now)."""
+        with self._lock:
+            box = self._current
+            found = self._start_files.get(box.id) if box is not None else None
+        if found is None:
+            return None
+        own, count, hashed, files = found
+        if own is not shell or shell.commands != count or hashed != where:
+            return None
+        return files
 
     def _drop_spare(self, spare: _Spare | None) -> None:
         """Remove a spare (in the background); one in flight is removed by its thread,
@@ -609,6 +649,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
             with self._lock:
                 self._owned.pop(member.id, None)
                 self._placed.discard(member.id)
+                self._start_files.pop(member.id, None)
             self.watch.forget(member.id)
 
     def _discard_later(self, box: _TaskContainer) -> None:

@@ -119,6 +119,9 @@ class ShellSession:
         self._broken = b"\n__AE_BROKEN_" + self.nonce.encode() + b"\n"
         self.bash_pid = 0
         self._eval_line = 0
+        #: commands sent so far (run, control, restart): a state read while it is
+        #: unchanged was read of the same shell with nothing run in it since
+        self.commands = 0
         self._start_bash()
 
     # ------------------------------------------------------------------ plumbing
@@ -176,6 +179,7 @@ class ShellSession:
     def restart(self) -> None:
         """A new bash in the last known directory (variables and jobs of the old one are lost)."""
         # the supervisor kills it and waits for its exit marker before starting another
+        self.commands += 1
         self._send(f"R {self.bash_pid}")
         self._start_bash()
 
@@ -189,6 +193,7 @@ class ShellSession:
         ``task_container``) is asked after the command, and when the command failed: one
         past a cap raises that (a ``SandboxError``) instead."""
         check = getattr(self.proc, "check_limits", None)
+        self.commands += 1
         try:
             result = self._run(command, timeout)
         except Exception:
@@ -316,6 +321,7 @@ class ShellSession:
     ) -> tuple[int | None, bytes]:
         """Run ``sh -c command`` beside the shell: (status or None on timeout, output).
         A failure of a sandbox past one of its caps raises that cap's error (see ``run``)."""
+        self.commands += 1
         try:
             return self._control(command, timeout=timeout, stdin=stdin)
         except Exception:

@@ -209,31 +209,40 @@ def read_work_dir(shell: Any, runtime: Any, where: str) -> bytes:
     raise SandboxError(f"cannot read {where} for a snapshot ({why})")
 
 
-def work_dir_key(shell: Any, where: str, tested: bool) -> str:
-    """The state key of a work dir: a hash of its files (git indexes by their staged
-    entries: the index caches stat data that differ between equal states), the shell's
-    directory, and whether the tests ran; ``lost`` when the sandbox died. A work dir
-    past the copy limits (``copies``) is keyed by its entries' metadata in walk order
-    instead (depth, name, type, size, mtime, mode): reading its holes or a tree
-    thousands of dirs deep whole would take minutes."""
+def work_dir_files(shell: Any, where: str) -> str:
+    """The hash of the work dir ``where``'s files that its state key holds (git indexes by
+    their staged entries: the index caches stat data that differ between equal states); a
+    work dir past the copy limits (``copies``) is hashed by its entries' metadata in walk
+    order instead (depth, name, type, size, mtime, mode): reading its holes or a tree
+    thousands of dirs deep whole would take minutes. Raises ``SandboxError`` when the
+    sandbox died."""
     from agentenvs.envs.terminal.copies import DEFAULT_COPY_LIMITS, measure_command
 
     parent, name = where.rsplit("/", 1)
     top = shlex.quote(name)
-    try:
-        rc, out = shell.control(
-            f"{measure_command(where, DEFAULT_COPY_LIMITS)} >/dev/null; "
-            "if [ $? -eq 3 ]; then "
-            f"find {shlex.quote(where)} -printf '%d %f %y %s %T@ %m\\n' 2>/dev/null; else "
-            # anchored patterns: one match per member, where an unanchored one is tried
-            # at every '/' of the path (a tree 1,200 dirs deep took minutes)
-            "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
-            f"--anchored --exclude={top}/.git/index --exclude={top}/'*/.git/index' "
-            f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
-            f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
-            'while read -r g; do echo "$g"; '
-            'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; }; fi | md5sum'
-        )
-    except SandboxError:  # the sandbox died; the next step ends the episode
-        return "lost"
-    return f"{out.decode(errors='replace').strip()}\x00{shell.cwd}\x00{tested}"
+    rc, out = shell.control(
+        f"{measure_command(where, DEFAULT_COPY_LIMITS)} >/dev/null; "
+        "if [ $? -eq 3 ]; then "
+        f"find {shlex.quote(where)} -printf '%d %f %y %s %T@ %m\\n' 2>/dev/null; else "
+        # anchored patterns: one match per member, where an unanchored one is tried
+        # at every '/' of the path (a tree 1,200 dirs deep took minutes)
+        "{ tar -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner "
+        f"--anchored --exclude={top}/.git/index --exclude={top}/'*/.git/index' "
+        f"-C {shlex.quote(parent or '/')} {top} 2>/dev/null; "
+        f"find {shlex.quote(where)} -name .git -prune 2>/dev/null | sort | "
+        'while read -r g; do echo "$g"; '
+        'git -C "${g%/.git}" ls-files --stage 2>/dev/null; done; }; fi | md5sum'
+    )
+    return out.decode(errors="replace").strip()
+
+
+def work_dir_key(shell: Any, where: str, tested: bool, files: str | None = None) -> str:
+    """The state key of a work dir: the hash of its files (``work_dir_files``; ``files``
+    when it is known already: a fresh session's, hashed while it waited as a spare), the
+    shell's directory, and whether the tests ran; ``lost`` when the sandbox died."""
+    if files is None:
+        try:
+            files = work_dir_files(shell, where)
+        except SandboxError:  # the sandbox died; the next step ends the episode
+            return "lost"
+    return f"{files}\x00{shell.cwd}\x00{tested}"
