@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentenvs.core.errors import TaskError
+from agentenvs.core.errors import Fault, TaskError
 from agentenvs.envs.terminal.data import load_task
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.steps import TaskStep, stops_after, trial_rewards
@@ -196,5 +196,85 @@ def test_the_turn_budget_ends_the_trial_at_its_step(tasks: Path) -> None:
         assert [r["rewards"] for r in info["step_results"]] == [{"reward": 1.0}, {"reward": 0.0}]
         assert info["score"] == 0.5 and not info["success"] and reward == 0.0
         assert "Trial rewards (mean of the steps): reward=0.5" in obs
+    finally:
+        env.close()
+
+
+def _step_tables(root: Path, name: str, extend: str, *, task_verifier: str = "") -> Path:
+    """A copy of the two-step fixture with ``extend`` put under its second step's
+    ``[steps.verifier]`` table (its last) and ``task_verifier`` under the task's."""
+    task = _variant(root, name)
+    toml = task / "task.toml"
+    text = toml.read_text().replace(
+        "[verifier]\ntimeout_sec = 60.0\n", f"[verifier]\ntimeout_sec = 60.0\n{task_verifier}"
+    )
+    toml.write_text(text + extend)
+    return task
+
+
+@pytest.mark.parametrize("runtime_env", RUNTIMES)
+def test_a_steps_verifier_env_and_healthcheck_are_applied(runtime_env: str, tmp_path: Path) -> None:
+    task = _step_tables(
+        tmp_path,
+        "step-tables",
+        'env = { WHO = "extend" }\n\n[steps.healthcheck]\n'
+        'command = "test -f /app/.step-ready && touch /app/.healthy"\n'
+        "interval_sec = 0.1\nretries = 2\n",
+        task_verifier='env = { WHO = "task", KEEP = "kept" }\n',
+    )
+    # each step's tests say which variables they were given
+    for step, want in (("write", "task kept"), ("extend", "extend kept")):
+        (task / "steps" / step / "tests" / "test.sh").write_text(
+            "#!/bin/bash\nmkdir -p /logs/verifier\n"
+            f'[ "$WHO $KEEP" = "{want}" ] && echo 1 > /logs/verifier/reward.txt '
+            "|| echo 0 > /logs/verifier/reward.txt\n"
+        )
+    loaded = load_task(task)
+    assert loaded.steps[1].verifier_env == (("WHO", "extend"),)
+    assert loaded.steps[1].healthcheck.retries == 2 and loaded.steps[0].healthcheck is None
+    # a second task whose step 2 never becomes healthy
+    _step_tables(
+        tmp_path,
+        "step-unhealthy",
+        '\n[steps.healthcheck]\ncommand = "false"\ninterval_sec = 0.1\nretries = 1\n',
+    )
+    env = TerminalBenchEnv(
+        tasks_path=tmp_path, runtime=runtime_env, command_timeout=60, max_turns=6
+    )
+    try:
+        env.reset(options={"task_id": "step-tables"})
+        obs, *_ = env.step("test -e /app/.healthy && echo early || echo none")
+        assert obs.split()[0] == "none", obs  # step 1 has no healthcheck
+        obs, _, term, _, info = env.step("submit")
+        assert not term and info["step_results"][0]["rewards"] == {"reward": 1.0}, obs
+        obs, *_ = env.step("test -e /app/.healthy && echo ran || echo none")
+        assert obs.split()[0] == "ran", obs  # after step 2's setup, before its agent
+        obs, reward, term, _, info = env.step("submit")
+        assert term and [r["rewards"] for r in info["step_results"]] == [{"reward": 1.0}] * 2
+
+        env.reset(options={"task_id": "step-unhealthy"})
+        with pytest.raises(Fault, match="unhealthy"):
+            env.step("submit")
+    finally:
+        env.close()
+
+
+@pytest.mark.bwrap
+def test_a_steps_users_and_artifacts_are_refused_with_the_reason(tmp_path: Path) -> None:
+    _step_tables(tmp_path, "step-user", 'user = "nobody"\n')
+    task = _step_tables(tmp_path, "step-artifacts", "")
+    toml = task / "task.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'name = "extend"\n', 'name = "extend"\nartifacts = ["/app/notes.txt"]\n'
+        )
+    )
+    env = TerminalBenchEnv(tasks_path=tmp_path, runtime="local")
+    try:
+        assert "steps[1].verifier.user = 'nobody'" in env.unsupported_tasks["step-user"]
+        assert "opened once per trial" in env.unsupported_tasks["step-user"]
+        assert "steps[1].artifacts" in env.unsupported_tasks["step-artifacts"]
+        with pytest.raises(TaskError, match="once per trial"):
+            env.reset(options={"task_id": "step-user"})
     finally:
         env.close()

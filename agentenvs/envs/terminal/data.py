@@ -619,11 +619,12 @@ def _seconds(source: Path, table: Mapping[str, Any], key: str, default: float) -
     return float(value)
 
 
-def _healthcheck(source: Path, environment: Mapping[str, Any]) -> Healthcheck | None:
+def _healthcheck(
+    source: Path, environment: Mapping[str, Any], name: str = "environment.healthcheck"
+) -> Healthcheck | None:
     table = environment.get("healthcheck")
     if table is None:
         return None
-    name = "environment.healthcheck"
     if not isinstance(table, dict):
         raise TaskError(str(source), name, "expected a table")
     command = table.get("command")
@@ -684,6 +685,7 @@ def load_harbor(task_dir: Path) -> TerminalTask:
     if environment.get("mcp_servers"):
         problems.append("task.toml: MCP servers ([[environment.mcp_servers]]) are not provided")
     steps, strategy = read_steps(source, data)
+    problems += [why for step in steps for why in step.problems]
     separate = read_separate_verifier(source, data, docker_image)
     if steps and separate is not None:
         problems.append("task.toml: a separate verifier of a multi-step task is not provided")

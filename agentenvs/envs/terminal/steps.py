@@ -13,6 +13,15 @@ was missing or unusable, its tests timed out, its setup failed) or when a step's
 ``min_reward`` (a number: the ``reward`` key; a table: each key) is not met, a missing key
 counting as minus infinity.
 
+A step's ``[steps.verifier] env`` (resolved from the host as the task's ``[verifier]
+env`` is) is given to that step's tests over the task's, and its ``[steps.healthcheck]``
+is run until healthy before the step's agent, after its ``workdir/`` and ``setup.sh``
+(unhealthy: a :class:`~agentenvs.core.errors.Fault`, as the task's own). A step's
+``[steps.agent] user``, ``[steps.verifier] user`` or ``artifacts`` refuse the task up
+front (``TaskStep.problems``, then the task's ``problems``): the agent's shell and the
+tests' session are opened once per trial, not per step, and a step's artifacts are
+carried only to a separate verifier, which a multi-step task does not have here.
+
 ``multi_step_reward_strategy``: ``"mean"`` (the default) is each reward key's mean over
 the steps that gave a verifier result (a key a step lacks counts 0 there); ``"final"``
 is the last step run's result as it is (none when that step gave none).
@@ -57,6 +66,12 @@ class TaskStep:
     test_timeout_sec: float | None = None
     #: Harbor's gate: ``{reward key: threshold}`` (a bare number gates ``reward``)
     min_reward: tuple[tuple[str, float], ...] | None = None
+    #: ``[steps.verifier] env``, resolved: given to the step's tests over the task's
+    verifier_env: tuple[tuple[str, str], ...] = ()
+    #: ``[steps.healthcheck]``: run until healthy before the step's agent
+    healthcheck: Any = None
+    #: why the step cannot be played as declared (its users, its artifacts)
+    problems: tuple[str, ...] = ()
 
 
 def _timeout(source: Path, table: Any, field: str) -> float | None:
@@ -86,6 +101,8 @@ def _min_reward(source: Path, field: str, value: Any) -> tuple[tuple[str, float]
 
 def read_steps(source: Path, data: Mapping[str, Any]) -> tuple[tuple[TaskStep, ...], str]:
     """The steps of a ``task.toml`` (empty: a single-step task) and its reward strategy."""
+    from agentenvs.envs.terminal.data import _healthcheck, resolve_env
+
     task_dir = source.parent
     raw = data.get("steps")
     strategy = data.get("multi_step_reward_strategy")
@@ -122,6 +139,18 @@ def read_steps(source: Path, data: Mapping[str, Any]) -> tuple[tuple[TaskStep, .
                 str(source), f"{field}.verifier", "a separate verifier per step is not provided"
             )
         solve = folder / "solution" / "solve.sh"
+        agent = table.get("agent", {})
+        problems = [
+            f"task.toml: {field}.{part}.user = {who.get('user')!r}: the agent's shell and the "
+            "tests' session are opened once per trial here, not per step"
+            for part, who in (("agent", agent), ("verifier", verifier))
+            if isinstance(who, dict) and who.get("user") is not None
+        ]
+        if table.get("artifacts"):
+            problems.append(
+                f"task.toml: {field}.artifacts: a step's artifacts go to a separate "
+                "verifier, which a multi-step task does not have here"
+            )
         steps.append(
             TaskStep(
                 name=name,
@@ -132,6 +161,11 @@ def read_steps(source: Path, data: Mapping[str, Any]) -> tuple[tuple[TaskStep, .
                 agent_timeout_sec=_timeout(source, table.get("agent", {}), f"{field}.agent"),
                 test_timeout_sec=_timeout(source, verifier, f"{field}.verifier"),
                 min_reward=_min_reward(source, f"{field}.min_reward", table.get("min_reward")),
+                verifier_env=resolve_env(source, f"{field}.verifier.env", verifier.get("env", {}))
+                if isinstance(verifier, dict)
+                else (),
+                healthcheck=_healthcheck(source, table, f"{field}.healthcheck"),
+                problems=tuple(problems),
             )
         )
         has_test = (folder / "tests" / "test.sh").is_file() or (
