@@ -503,10 +503,44 @@ def test_an_unhealthy_environment_is_a_fault_not_a_score(fields_env: TerminalBen
 
 
 def test_a_verifier_user_is_refused_with_the_reason(fields_env: TerminalBenchEnv) -> None:
+    # safe grading (the default) on Docker, and the local runtime's one user
     why = fields_env.unsupported_tasks["verifier-other"]
     assert "[verifier] user = 'nobody'" in why
+    if fields_env.runtime_name == "docker":
+        assert "grading='official'" in why
     with pytest.raises(TaskError, match="user"):
         fields_env.reset(options={"task_id": "verifier-other"})
+
+
+#: the tests say who runs them: 1 for nobody, 0 for anyone else
+WHO_RUNS = (
+    '[ "$(id -un)" = nobody ] && echo 1 > /logs/verifier/reward.txt '
+    "|| echo 0 > /logs/verifier/reward.txt\n"
+)
+
+
+@pytest.mark.docker("agentenvs/terminal:latest")
+def test_official_grading_runs_the_tests_as_the_verifier_user(tmp_path: Path) -> None:
+    _with_user(_harbor(tmp_path, "verifier-nobody", WHO_RUNS), "verifier", "nobody")
+    _harbor(tmp_path, "verifier-default", WHO_RUNS)  # the image's user: root
+    env = TerminalBenchEnv(
+        tasks_path=tmp_path, runtime="docker", grading="official", command_timeout=ROOMY_S
+    )
+    try:
+        assert env.unsupported_tasks == {}
+        rewards = {}
+        for task_id in ("verifier-nobody", "verifier-default"):
+            env.reset(options={"task_id": task_id})
+            obs, reward, term, *_ = env.step("submit")
+            assert term, obs
+            rewards[task_id] = reward
+        assert rewards == {"verifier-nobody": 1.0, "verifier-default": 0.0}
+        # the agent's shell is still root's after the tests ran as nobody
+        env.reset(options={"task_id": "verifier-nobody"})
+        obs, *_ = env.step("id -un")
+        assert obs.split()[0] == "root", obs
+    finally:
+        env.close()
 
 
 @pytest.mark.bwrap

@@ -342,6 +342,33 @@ class FreezingDocker:
 
         return ShellSession(spawn, init=init, max_output_bytes=max_output_bytes, workdir=workdir)
 
+    def verifier_session(self, task: TerminalTask) -> ShellSession | None:
+        """A new session in the current container as the task's ``[verifier] user``
+        (``docker exec --user``, as Harbor runs the test script), for the tests under
+        official grading; ``/logs/verifier`` made writable to that user first, as Harbor's
+        mounted one is. None where the tests run as root (no such user, or root's name)."""
+        from agentenvs.envs.terminal.runtime_docker import ROOT_USERS
+
+        if task.verifier_user is None or task.verifier_user in ROOT_USERS:
+            return None
+        box, key = self._current, self._current_key
+        if box is None or key is None:
+            raise SandboxError("no container to run the tests in")
+        _, _, env, _, max_output_bytes, _, workdir = key
+        rc, out, _, _, _ = box.exec(
+            ["sh", "-c", "mkdir -p /logs/verifier && chmod 0777 /logs/verifier"],
+            user="0:0",
+            timeout=60,
+        )
+        if rc != 0:
+            raise SandboxError(f"cannot prepare /logs/verifier: {out.decode(errors='replace')}")
+        user = task.verifier_user
+
+        def spawn(argv: Sequence[str]) -> DockerProcess:
+            return _ShellProcess(box, argv, user=user, env=dict(env), workdir=workdir)
+
+        return ShellSession(spawn, init="", max_output_bytes=max_output_bytes, workdir=workdir)
+
     def _restart(self, box: _TaskContainer, *, start: bool = True) -> None:
         """Kill every process of ``box`` through the engine (its files stay), then start
         it again: nothing inside can outlive or refuse this."""
