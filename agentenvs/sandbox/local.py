@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import shutil
 import subprocess
@@ -153,6 +154,11 @@ class LocalSandbox(Sandbox):
             caller beyond them waits for one to come back (``_local_warm``). Default
             ``"cpus"``: the CPUs this process may use; None: no cap, a cold server
             whenever none is idle.
+        strict_spares: case workers (``run_python_cases``) kept started ahead, at most
+            this many: a call takes one that has read nothing yet instead of starting
+            bwrap and the worker itself, and the next is started in the background. A
+            spare is its own sandbox (pid 1 of its own namespaces, a fresh ``/work``), so
+            no program reaches it; 0: a fresh worker started by each call.
     """
 
     backend = "local"
@@ -166,7 +172,14 @@ class LocalSandbox(Sandbox):
         tmpfs: Mapping[str, int] | None = None,
         ro_binds: Mapping[str, str] | None = None,
         warm_servers: int | Literal["cpus"] | None = "cpus",
+        strict_spares: int = 1,
     ) -> None:
+        if (
+            isinstance(strict_spares, bool)
+            or not isinstance(strict_spares, int)
+            or strict_spares < 0
+        ):
+            raise ValueError(f"strict_spares must be an integer >= 0, got {strict_spares!r}")
         if warm_servers == "cpus":
             warm_servers = usable_cpus()
         elif warm_servers is not None and (
@@ -221,6 +234,12 @@ class LocalSandbox(Sandbox):
             self, _cleanup, self._procs, self._killed, self._lock, self.workdir, self._cgroup
         )
         self._warm = WarmServers(self, warm_servers)
+        # case workers started ahead, each with the key of its command line; the threads
+        # starting one
+        self._spares_max = strict_spares
+        self._spares: list[tuple[tuple[str, ...], subprocess.Popen[bytes]]] = []
+        self._spare_starts: set[threading.Thread] = set()
+        self._spare_lock = threading.Lock()
 
     # -- command lines
     def _bwrap_argv(
@@ -542,12 +561,104 @@ class LocalSandbox(Sandbox):
         self._check_open()
         return self._stream_cases(source, list(cases), timeout_per_case)
 
+    # -- case workers started ahead
+    def _worker_start(self) -> tuple[tuple[str, ...], list[str]]:
+        """A case worker's command and its key: everything its bwrap command line is made
+        of (limits, binds, masks, the worker's own text), so that a spare started for
+        another is never taken."""
+        command = harness.worker_argv(self._python)
+        line = self._bwrap_argv(WORKDIR, None, seccomp_fd=None, scratch=True)
+        return (*line, *command), command
+
+    def _take_spare(self, key: tuple[str, ...]) -> subprocess.Popen[bytes] | None:
+        """A spare started for ``key`` that still waits untouched, or None; every other
+        spare (dead, or started for another key) is discarded."""
+        with self._spare_lock:
+            spares, self._spares = self._spares, []
+        took, keep, drop = None, [], []
+        for k, proc in spares:
+            if k != key or not self._spare_waits(proc):
+                drop.append(proc)
+            elif took is None:
+                took = proc
+            else:
+                keep.append((k, proc))
+        with self._spare_lock:
+            self._spares[:0] = keep
+        for proc in drop:
+            self._forget(proc)
+        return took
+
+    @staticmethod
+    def _spare_waits(proc: subprocess.Popen[bytes]) -> bool:
+        """Still running, and silent: a worker says nothing before it has read a program,
+        so anything on its stdout (its end, closed) means it was killed or has exited."""
+        assert proc.stdout is not None
+        if proc.poll() is not None:
+            return False
+        poll = select.poll()
+        poll.register(proc.stdout.fileno(), select.POLLIN)
+        return not poll.poll(0)
+
+    def _start_spares(self, key: tuple[str, ...], command: list[str]) -> None:
+        """Start spares in the background up to ``strict_spares``."""
+        with self._spare_lock:
+            want = self._spares_max - len(self._spares) - len(self._spare_starts)
+            if self._closed or want <= 0:
+                return
+            for _ in range(want):
+                t = threading.Thread(
+                    target=self._start_spare,
+                    args=(key, command),
+                    name="agentenvs-spare",
+                    daemon=True,
+                )
+                self._spare_starts.add(t)
+                t.start()
+
+    def _start_spare(self, key: tuple[str, ...], command: list[str]) -> None:
+        me = threading.current_thread()
+        proc = None
+        try:
+            # through _popen like any worker: the launcher thread forks it, the cgroup
+            # holds it, close() and the finalizer kill it
+            proc = self._popen(command, scratch=True)
+        except Exception:  # closed meanwhile, or bwrap failed: the next call starts its own
+            pass
+        finally:
+            with self._spare_lock:
+                self._spare_starts.discard(me)
+                keep = proc is not None and not self._closed
+                if keep:
+                    assert proc is not None
+                    self._spares.append((key, proc))
+        if proc is not None and not keep:
+            self._forget(proc)
+
+    def _drop_spares(self) -> None:
+        """Wait for the spares being started, then kill every spare."""
+        with self._spare_lock:
+            starting = list(self._spare_starts)
+        for t in starting:
+            t.join(_WORKER_START_S)
+        with self._spare_lock:
+            spares, self._spares = self._spares, []
+        for _, proc in spares:
+            self._forget(proc)
+
     def _stream_cases(self, source: str, cases: list[PyCase], timeout: float) -> Iterator[CaseRun]:
         if not cases:
             return
         # a fresh tmpfs work dir per call: nothing of an earlier call (another episode,
-        # another program) is there, and its size is capped in total
-        proc = self._popen(harness.worker_argv(self._python), scratch=True)
+        # another program) is there, and its size is capped in total. A spare is such a
+        # worker started ahead, that has read nothing yet
+        key, command = self._worker_start()
+        proc = self._take_spare(key) if self._spares_max else None
+        spare = proc is not None
+        if proc is None:
+            proc = self._popen(command, scratch=True)
+        if self._spares_max:
+            self._start_spares(key, command)
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None
@@ -559,6 +670,17 @@ class LocalSandbox(Sandbox):
             # the host's round trip is off the critical path
             reader.feed(harness.encode_case(cases[0]))
             ready = reader.next(_WORKER_START_S)
+            if spare and ready is None and reader.ended:
+                # the spare ended before it said ready (killed from outside while it
+                # waited): nothing of the program ran, so a fresh worker takes the call
+                reader.close()
+                reader = None
+                self._forget(proc)
+                proc = self._popen(command, scratch=True)
+                reader = _LineReader(proc)
+                reader.feed(harness.encode_header(source, timeout, self.limits))
+                reader.feed(harness.encode_case(cases[0]))
+                ready = reader.next(_WORKER_START_S)
             if ready is None or not ready.get("ready"):
                 self._not_started(proc, reader)
             for i in range(len(cases)):
@@ -666,9 +788,12 @@ class LocalSandbox(Sandbox):
         _files.clear_dir(self.workdir)
 
     def _kill_all(self) -> None:
+        # spares stay: they have read nothing of any episode
+        with self._spare_lock:
+            spares = {proc for _, proc in self._spares}
         with self._lock:
-            live = list(self._procs)
-            self._procs.clear()
+            live = [p for p in self._procs if p not in spares]
+            self._procs.difference_update(live)
             # what this kills ends by our own hand: never a fault
             self._killed.update(live)
         for proc in live:
@@ -678,6 +803,7 @@ class LocalSandbox(Sandbox):
         # a second caller waits until the first one's cleanup is done
         with self._close_lock:
             self._closed = True
+            self._drop_spares()
             self._warm.close()
             self._finalizer()
 
