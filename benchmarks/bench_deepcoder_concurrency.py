@@ -5,8 +5,11 @@ sandbox. Official rules (each program a fork of a warm server), three ways: "new
 default: servers capped at the usable CPUs, callers beyond them queued, programs that
 cannot tell numpy and pandas are missing on a lean server); "capped" (the same, the full
 server only: ``execute(lean=False)``); "old" (no cap, ``warm_servers=None``: a cold server
-whenever none is idle; the full server only). Strict rules (a fresh sandboxed worker per
-program, the same either way) for reference.
+whenever none is idle; the full server only); "cap 2x"/"cap 4x" (the default's grading
+with the cap at twice and four times the usable CPUs) and "uncapped" (the same, no cap).
+Strict rules (a sandboxed case worker per program) two ways: "spare" (the default: a
+worker started ahead, taken by the call) and "fresh" (``strict_spares=0``: each call
+starts its own), with all of a problem's cases and with its first case alone ("1case").
 
 Each round takes a fresh sandbox per variant and concurrency and grades the programs
 twice: the first batch pays the servers' starts, the second finds them started. Rounds
@@ -15,7 +18,7 @@ p50/p99 of one program's time from its call to its verdict, queueing included), 
 the ratios against the old behaviour.
 
 Usage: python benchmarks/bench_deepcoder_concurrency.py [--rounds 3] [--programs 64]
-       [--levels 1,4,16]
+       [--levels 1,4,16] [--only official,strict]  (variants whose name starts so)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.data import CodeTask, load_tasks
@@ -58,6 +62,10 @@ def grade_strict(box: LocalSandbox, task: CodeTask) -> None:
     assert all(r.error is None for r in runs), [r.error for r in runs]
 
 
+def grade_strict_one(box: LocalSandbox, task: CodeTask) -> None:
+    grade_strict(box, replace(task, tests=task.tests[:1]))
+
+
 def batch(
     box: LocalSandbox,
     grade: Callable[[LocalSandbox, CodeTask], None],
@@ -87,24 +95,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--programs", type=int, default=64, help="programs a batch")
     parser.add_argument("--levels", default="1,4,16", help="callers at once, comma-separated")
+    parser.add_argument("--only", default="", help="variant name prefixes, comma-separated")
     args = parser.parse_args()
     levels = tuple(int(x) for x in args.levels.split(","))
     pool = [t for t in load_tasks().tasks.values() if t.reference]
     tasks = [pool[i % len(pool)] for i in range(args.programs)]
-    variants: dict[str, tuple[object, Callable[[LocalSandbox, CodeTask], None]]] = {
-        "official new": ("cpus", grade_official),
-        "official capped": ("cpus", grade_official_full),
-        "official old": (None, grade_official_full),
-        "strict": ("cpus", grade_strict),
+    cpus = len(os.sched_getaffinity(0))
+    variants: dict[str, tuple[dict[str, object], Callable[[LocalSandbox, CodeTask], None]]] = {
+        "official new": ({}, grade_official),
+        "official capped": ({}, grade_official_full),
+        "official old": ({"warm_servers": None}, grade_official_full),
+        "official cap 2x": ({"warm_servers": 2 * cpus}, grade_official),
+        "official cap 4x": ({"warm_servers": 4 * cpus}, grade_official),
+        "official uncapped": ({"warm_servers": None}, grade_official),
+        "strict spare": ({}, grade_strict),
+        "strict fresh": ({"strict_spares": 0}, grade_strict),
+        "strict 1case spare": ({}, grade_strict_one),
+        "strict 1case fresh": ({"strict_spares": 0}, grade_strict_one),
     }
+    if args.only:
+        prefixes = tuple(x.strip() for x in args.only.split(","))
+        variants = {k: v for k, v in variants.items() if k.startswith(prefixes)}
     # (variant, callers, batch) -> per-round programs/s, p50, p99
     got: dict[tuple[str, int, int], list[tuple[float, float, float]]] = {}
     for r in range(args.rounds):
         order = list(variants) if r % 2 == 0 else list(reversed(variants))
         for callers in levels:
             for name in order:
-                cap, grade = variants[name]
-                with LocalSandbox(LIMITS, warm_servers=cap) as box:  # type: ignore[arg-type]
+                kw, grade = variants[name]
+                with LocalSandbox(LIMITS, **kw) as box:  # type: ignore[arg-type]
                     for b in (0, 1):
                         rate, each = batch(box, grade, tasks, callers)
                         got.setdefault((name, callers, b), []).append(
@@ -126,6 +145,38 @@ def main() -> None:
             f"{name:<18} {('first', 'second')[b]:<6} {callers:>7} {m[0]:>7.1f} "
             f"{m[1] * 1000:>7.0f} {m[2] * 1000:>7.0f}"
         )
+
+    def against(title: str, base: str, names: tuple[str, ...]) -> None:
+        if not all((n, levels[0], 0) in med for n in (base, *names)):
+            return
+        print(title)
+        for b in (0, 1):
+            for callers in levels:
+                old = med[(base, callers, b)]
+                for name in names:
+                    new = med[(name, callers, b)]
+                    print(
+                        f"  {('first', 'second')[b]} batch, {callers:>2} callers, {name:<18}: "
+                        f"{new[0] / old[0]:.2f}x programs/s, p50 {new[1] / old[1]:.2f}x, "
+                        f"p99 {new[2] / old[2]:.2f}x; p99/p50 {new[2] / new[1]:.1f} "
+                        f"(base {old[2] / old[1]:.1f})"
+                    )
+
+    against(
+        "official rules, against no cap (the default's grading, warm_servers=None):",
+        "official uncapped",
+        ("official new", "official cap 2x", "official cap 4x"),
+    )
+    against("strict rules, spare against fresh:", "strict fresh", ("strict spare",))
+    against(
+        "strict rules, one case, spare against fresh:",
+        "strict 1case fresh",
+        ("strict 1case spare",),
+    )
+    if not all(
+        (n, levels[0], 0) in med for n in ("official old", "official new", "official capped")
+    ):
+        return
     print("official rules, against the old behaviour (no cap, full server only):")
     for b in (0, 1):
         for callers in levels:

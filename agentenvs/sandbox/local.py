@@ -240,6 +240,9 @@ class LocalSandbox(Sandbox):
         self._spares: list[tuple[tuple[str, ...], subprocess.Popen[bytes]]] = []
         self._spare_starts: set[threading.Thread] = set()
         self._spare_lock = threading.Lock()
+        # a spare arriving, and how many callers wait for one
+        self._spare_came = threading.Condition(self._spare_lock)
+        self._spare_waiters = 0
 
     # -- command lines
     def _bwrap_argv(
@@ -573,7 +576,23 @@ class LocalSandbox(Sandbox):
     def _take_spare(self, key: tuple[str, ...]) -> subprocess.Popen[bytes] | None:
         """A spare started for ``key`` that still waits untouched, or None; every other
         spare (dead, or started for another key) is discarded."""
-        with self._spare_lock:
+        with self._spare_came:
+            # a spare on its way is nearer than a start of the caller's own: wait for it,
+            # one caller for each (the others start their own at once)
+            deadline = time.monotonic() + _WORKER_START_S
+            while (
+                not self._spares
+                and len(self._spare_starts) > self._spare_waiters
+                and not self._closed
+            ):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._spare_waiters += 1
+                try:
+                    self._spare_came.wait(left)
+                finally:
+                    self._spare_waiters -= 1
             spares, self._spares = self._spares, []
         took, keep, drop = None, [], []
         for k, proc in spares:
@@ -626,7 +645,8 @@ class LocalSandbox(Sandbox):
         except Exception:  # closed meanwhile, or bwrap failed: the next call starts its own
             pass
         finally:
-            with self._spare_lock:
+            with self._spare_came:
+                self._spare_came.notify_all()
                 self._spare_starts.discard(me)
                 keep = proc is not None and not self._closed
                 if keep:
