@@ -503,38 +503,42 @@ def test_an_unhealthy_environment_is_a_fault_not_a_score(fields_env: TerminalBen
 
 
 def test_a_verifier_user_is_refused_with_the_reason(fields_env: TerminalBenchEnv) -> None:
-    # safe grading (the default) on Docker, and the local runtime's one user
-    why = fields_env.unsupported_tasks["verifier-other"]
+    if fields_env.runtime_name == "docker":  # run as that user: see below
+        assert "verifier-other" not in fields_env.unsupported_tasks
+        return
+    why = fields_env.unsupported_tasks["verifier-other"]  # the local runtime's one user
     assert "[verifier] user = 'nobody'" in why
-    if fields_env.runtime_name == "docker":
-        assert "grading='official'" in why
     with pytest.raises(TaskError, match="user"):
         fields_env.reset(options={"task_id": "verifier-other"})
 
 
-#: the tests say who runs them: 1 for nobody, 0 for anyone else
+#: the tests say who runs them through pytest (under safe grading the verifier's own,
+#: its verdict on the channel): 1 for nobody, 0 for anyone else
 WHO_RUNS = (
-    '[ "$(id -un)" = nobody ] && echo 1 > /logs/verifier/reward.txt '
-    "|| echo 0 > /logs/verifier/reward.txt\n"
+    "python3 -m pytest -p no:cacheprovider /tests/test_who.py -rA "
+    "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
 )
+TEST_WHO = "import getpass\n\n\ndef test_who():\n    assert getpass.getuser() == 'nobody'\n"
 
 
 @pytest.mark.docker("agentenvs/terminal:latest")
-def test_official_grading_runs_the_tests_as_the_verifier_user(tmp_path: Path) -> None:
-    _with_user(_harbor(tmp_path, "verifier-nobody", WHO_RUNS), "verifier", "nobody")
-    _harbor(tmp_path, "verifier-default", WHO_RUNS)  # the image's user: root
+@pytest.mark.parametrize("grading", ["safe", "official"])
+def test_docker_runs_the_tests_as_the_verifier_user(tmp_path: Path, grading: str) -> None:
+    for task_id in ("verifier-nobody", "verifier-default"):  # default: the image's, root
+        (_harbor(tmp_path, task_id, WHO_RUNS) / "tests" / "test_who.py").write_text(TEST_WHO)
+    _with_user(tmp_path / "verifier-nobody", "verifier", "nobody")
     env = TerminalBenchEnv(
-        tasks_path=tmp_path, runtime="docker", grading="official", command_timeout=ROOMY_S
+        tasks_path=tmp_path, runtime="docker", grading=grading, command_timeout=ROOMY_S
     )
     try:
         assert env.unsupported_tasks == {}
-        rewards = {}
+        seen = {}
         for task_id in ("verifier-nobody", "verifier-default"):
             env.reset(options={"task_id": task_id})
-            obs, reward, term, *_ = env.step("submit")
-            assert term, obs
-            rewards[task_id] = reward
-        assert rewards == {"verifier-nobody": 1.0, "verifier-default": 0.0}
+            obs, reward, term, _, info = env.step("submit")
+            assert term and info.get("grading_findings", []) == [], obs
+            seen[task_id] = (reward, info["tests_passed"])
+        assert seen == {"verifier-nobody": (1.0, 1), "verifier-default": (0.0, 0)}
         # the agent's shell is still root's after the tests ran as nobody
         env.reset(options={"task_id": "verifier-nobody"})
         obs, *_ = env.step("id -un")

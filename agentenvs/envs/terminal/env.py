@@ -298,16 +298,6 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 "its tests check processes the agent left running, which safe grading stops "
                 "before the tests; grade it with grading='official'"
             )
-        if self.grading == "safe" and self.runtime_name == "docker" and task.verifier_user:
-            from agentenvs.envs.terminal.runtime_docker import ROOT_USERS
-
-            if task.verifier_user not in ROOT_USERS:
-                return (
-                    f"task.toml: [verifier] user = {task.verifier_user!r}: safe grading runs "
-                    "the tests in the grader's own root session (its toolchain and verdict "
-                    "channel checked there); grade it with grading='official', which runs "
-                    "them as that user"
-                )
         return None
 
     def _reset_episode_state(self) -> None:

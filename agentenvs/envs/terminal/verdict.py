@@ -240,15 +240,34 @@ class TaskTests:
             script = "/tests/run-tests.sh" if task.layout == "tb1" else "/tests/test.sh"
             assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
             marker = f"__AE_VERIFIER_{stage.mark}__"
+            # a [verifier] user runs the tests in a session of its own (Docker), its HOME
+            # its own; the toolchain is world-readable, the channel checks each process
+            opener = getattr(runtime, "verifier_session", None)
+            runner = opener(task) if opener is not None else None
+            if runner is not None:
+                grader.control(f"rm -f {OFFLINE_LOG}")
+                rc, out = grader.control(
+                    f"chown -R {shlex.quote(task.verifier_user)} {shlex.quote(stage.home)}"
+                )
+                if rc != 0:
+                    runner.close()
+                    raise SandboxError(
+                        f"cannot give the verifier's home to {task.verifier_user!r}: "
+                        + out.decode(errors="replace")[-300:]
+                    )
             started = time.monotonic()
-            rc, out = grader.control(
-                f"rm -f {OFFLINE_LOG}; cd {shlex.quote(grader.workdir)} && env -i {assigns} "
-                f"timeout -s KILL {limit:g} bash {script} 2>&1; "
-                f"printf '\\n{marker}%d\\n' $?; "
-                "cat /logs/verifier/reward.json 2>/dev/null; "
-                f"printf '\\n{marker}\\n'; cat /logs/verifier/reward.txt 2>/dev/null; exit 0",
-                timeout=limit + 30,
-            )
+            try:
+                rc, out = (runner or grader).control(
+                    f"rm -f {OFFLINE_LOG} 2>/dev/null; cd {shlex.quote(grader.workdir)} && "
+                    f"env -i {assigns} timeout -s KILL {limit:g} bash {script} 2>&1; "
+                    f"printf '\\n{marker}%d\\n' $?; "
+                    "cat /logs/verifier/reward.json 2>/dev/null; "
+                    f"printf '\\n{marker}\\n'; cat /logs/verifier/reward.txt 2>/dev/null; exit 0",
+                    timeout=limit + 30,
+                )
+            finally:
+                if runner is not None:
+                    runner.close()
             # (the control channel drops a leading newline: a silent script's marker is first)
             text = "\n" + out.decode("utf-8", errors="replace")
             output, _, tail = text.partition(f"\n{marker}")
