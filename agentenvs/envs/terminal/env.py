@@ -401,7 +401,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
 
     def _new_session(self, task: TerminalTask) -> ShellSession:
         if self._shell is not None:
-            self._shell.close()
+            # docker: closed in the background before its container goes
+            retire = getattr(self._runtime, "retire_shell", None)
+            (retire or ShellSession.close)(self._shell)
             self._shell = None
         # docker exec gives the image's ENV itself; locally, the Dockerfile's ENV (expanded)
         init = (

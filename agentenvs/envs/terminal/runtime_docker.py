@@ -56,6 +56,7 @@ import atexit
 import contextlib
 import math
 import os
+import queue
 import re
 import shutil
 import statistics
@@ -64,7 +65,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +325,10 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._start_files: dict[str, tuple[ShellSession, int, str, str]] = {}
         self._owned: dict[str, _TaskContainer] = {}
         self._threads: set[threading.Thread] = set()
+        #: the thread that removes containers and closes retired shells, and its queue
+        self._remover: threading.Thread | None = None
+        self._remover_pid = 0
+        self._removals: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closed = False
         self._pid = os.getpid()
         _live.add(self)
@@ -649,15 +654,44 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self.watch.forget(member.id)
 
     def _discard_later(self, box: _TaskContainer) -> None:
-        def work() -> None:
-            self._discard(box)
-            with self._lock:
-                self._threads.discard(threading.current_thread())
+        self._later(lambda: self._discard(box))
 
-        thread = threading.Thread(target=work, daemon=True, name="agentenvs-tb-remove")
+    def retire_shell(self, shell: ShellSession) -> None:
+        """Close an episode's shell in the background (before its container goes): a
+        reset waits for neither."""
+        self._later(shell.close)
+
+    def _later(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on the runtime's remover thread (started once, not once a
+        removal: a thread's start is what a reset waited on), in order."""
         with self._lock:
-            self._threads.add(thread)
-        thread.start()
+            closed = self._closed
+        if closed:  # close() has let the remover go: done here
+            work()
+            return
+        with self._lock:
+            thread = self._remover
+            if thread is None or not thread.is_alive() or self._remover_pid != os.getpid():
+                self._removals = queue.SimpleQueue()
+                thread = threading.Thread(
+                    target=self._remove_loop,
+                    args=(self._removals,),
+                    daemon=True,
+                    name="agentenvs-tb-remove",
+                )
+                self._remover, self._remover_pid = thread, os.getpid()
+                self._threads.add(thread)
+                thread.start()
+            self._removals.put(work)
+
+    def _remove_loop(self, removals: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (work := removals.get()) is not None:
+            try:
+                work()
+            except Exception:  # noqa: BLE001 - one failed removal leaves the next to run
+                pass
+        with self._lock:
+            self._threads.discard(threading.current_thread())
 
     def diagnose(self, exc: BaseException, box: _TaskContainer | None = None) -> Fault | None:
         """The Fault that a failure of the episode's container (or ``box``) is; None: the
@@ -870,6 +904,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
                 return  # a forked child must not remove its parent's containers
             self._closed = True
             self._current = None
+            self._removals.put(None)  # the remover ends after what is queued
             threads = list(self._threads)
             bytecode, self._bytecode = list(self._bytecode.values()), {}
         for made in bytecode:  # this runtime's compiled copies of the verifier's packages
