@@ -19,6 +19,8 @@ the ratios against the old behaviour.
 
 Usage: python benchmarks/bench_deepcoder_concurrency.py [--rounds 3] [--programs 64]
        [--levels 1,4,16] [--only official,strict]  (variants whose name starts so)
+       [--gap 0.5]  (a pause after each program: one call after another with the spare
+       started, ``--levels 1 --only "strict 1case"``)
 """
 
 from __future__ import annotations
@@ -71,13 +73,17 @@ def batch(
     grade: Callable[[LocalSandbox, CodeTask], None],
     tasks: list[CodeTask],
     callers: int,
+    gap: float = 0.0,
 ) -> tuple[float, list[float]]:
-    """Programs/s and each program's seconds, ``callers`` at once."""
+    """Programs/s and each program's seconds, ``callers`` at once; each caller pauses
+    ``gap`` seconds after a program (the pause counts in programs/s, not in its time)."""
 
     def one(task: CodeTask) -> float:
         start = time.perf_counter()
         grade(box, task)
-        return time.perf_counter() - start
+        took = time.perf_counter() - start
+        time.sleep(gap)
+        return took
 
     start = time.perf_counter()
     with ThreadPoolExecutor(callers) as pool:
@@ -95,6 +101,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--programs", type=int, default=64, help="programs a batch")
     parser.add_argument("--levels", default="1,4,16", help="callers at once, comma-separated")
+    parser.add_argument(
+        "--gap", type=float, default=0.0, help="seconds each caller pauses between programs"
+    )
     parser.add_argument("--only", default="", help="variant name prefixes, comma-separated")
     args = parser.parse_args()
     levels = tuple(int(x) for x in args.levels.split(","))
@@ -125,7 +134,7 @@ def main() -> None:
                 kw, grade = variants[name]
                 with LocalSandbox(LIMITS, **kw) as box:  # type: ignore[arg-type]
                     for b in (0, 1):
-                        rate, each = batch(box, grade, tasks, callers)
+                        rate, each = batch(box, grade, tasks, callers, args.gap)
                         got.setdefault((name, callers, b), []).append(
                             (rate, pct(each, 0.5), pct(each, 0.99))
                         )

@@ -675,6 +675,10 @@ class LocalSandbox(Sandbox):
         key, command = self._worker_start()
         proc = self._take_spare(key) if self._spares_max else None
         spare = proc is not None
+        if proc is not None and self._cgroup is not None:
+            # the cgroup's OOM kills and refused forks count from the call, not the start
+            with self._lock:
+                self._oom_at[proc] = self._cgroup.refusals()
         if proc is None:
             proc = self._popen(command, scratch=True)
         if self._spares_max:

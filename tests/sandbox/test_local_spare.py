@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -19,6 +20,7 @@ from dataclasses import replace
 import pytest
 from _services import require_bwrap
 
+from agentenvs.core.errors import Fault
 from agentenvs.sandbox._local_procs import _pid1
 from agentenvs.sandbox.base import PyCase
 from agentenvs.sandbox.local import LocalSandbox
@@ -121,6 +123,40 @@ def test_a_spare_killed_from_outside_is_not_used(box: LocalSandbox, wait: bool) 
     assert cases(box, ECHO, "56") == ["10\n", "12\n"]
     assert spare.poll() is not None
     assert ready_spares(box)[0] is not spare
+
+
+def test_a_spare_killed_during_its_call_is_a_fault(box: LocalSandbox) -> None:
+    # taken, then killed from the host while the program runs: the same fault as a fresh
+    # worker's (test_sandbox_faults.py)
+    cases(box, ECHO)
+    (spare,) = ready_spares(box)
+    got: list[BaseException | list[str]] = []
+
+    def call() -> None:
+        try:
+            got.append(cases(box, "import time\nprint(1, flush=True)\ntime.sleep(30)"))
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            got.append(exc)
+
+    t = threading.Thread(target=call)
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # taken, and the program's case runs below pid 1
+        pid1 = _pid1(spare)
+        with box._spare_lock:
+            taken = all(p is not spare for _, p in box._spares)
+        if taken and pid1 is not None and os.path.exists(f"/proc/{pid1}/task/{pid1}/children"):
+            with open(f"/proc/{pid1}/task/{pid1}/children") as f:
+                if f.read().split():
+                    break
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert pid1 is not None
+    os.kill(pid1, signal.SIGKILL)
+    t.join(120)
+    assert len(got) == 1 and isinstance(got[0], Fault), got
+    assert "killed from outside" in str(got[0]) and got[0].kind == "sandbox"
+    assert cases(box, ECHO, "3") == ["6\n"]
 
 
 def test_a_program_cannot_reach_a_waiting_spare() -> None:
