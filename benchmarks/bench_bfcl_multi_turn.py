@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import statistics
 import time
 from collections.abc import Callable
 
@@ -28,14 +29,14 @@ ENV_ID = "agentenvs/BFCLMultiTurn-v0"
 
 
 def per_call(fn: Callable[[], object], number: int) -> float:
-    """Best of three timings, in microseconds per call."""
-    best = float("inf")
-    for _ in range(3):
+    """The median of five timings, in microseconds per call."""
+    times = []
+    for _ in range(5):
         start = time.perf_counter()
         for _ in range(number):
             fn()
-        best = min(best, time.perf_counter() - start)
-    return best / number * 1e6
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / number * 1e6
 
 
 def gold_rate(repeats: int = 20) -> None:

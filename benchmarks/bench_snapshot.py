@@ -10,6 +10,7 @@ state to another process. Prints absolute times and the ratios measured in this 
 from __future__ import annotations
 
 import copy
+import statistics
 import time
 from collections.abc import Callable
 
@@ -20,14 +21,14 @@ from agentenvs.core import Snapshot
 
 
 def per_call(fn: Callable[[], object], number: int) -> float:
-    """Best of three timings, in microseconds per call."""
-    best = float("inf")
-    for _ in range(3):
+    """The median of five timings, in microseconds per call."""
+    times = []
+    for _ in range(5):
         start = time.perf_counter()
         for _ in range(number):
             fn()
-        best = min(best, time.perf_counter() - start)
-    return best / number * 1e6
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / number * 1e6
 
 
 def measure(map_name: str) -> None:
@@ -51,7 +52,9 @@ def measure(map_name: str) -> None:
     print(f"  snapshot + restore:                {fast:8.2f} us")
     print(f"  snapshot -> bytes -> restore:      {wire:8.2f} us")
     print(f"  copy.deepcopy(env):                {deep:8.2f} us")
-    print(f"  ratio deepcopy / snapshot+restore: {deep / fast:6.1f}x (via bytes: {deep / wire:.1f}x)")
+    print(
+        f"  ratio deepcopy / snapshot+restore: {deep / fast:6.1f}x (via bytes: {deep / wire:.1f}x)"
+    )
 
 
 def main() -> None:
