@@ -16,8 +16,10 @@ Each measures:
 - DeepCoder-MT episodes/s: ``reset`` + one ``step`` with the task's reference solution
   over the bundled tasks (local sandbox, then Docker).
 
-Prints p50/p99 of each, side by side, and the ratios (the fast path must stay at least
-10x faster than a fresh interpreter per case).
+Prints p50/p99 of each (the rounds' samples pooled, never the best round), side by side,
+and the ratios: by the worker's own time the fast path should stay at least 10x faster
+than a fresh interpreter per case; the host's view adds the call's own costs and moves
+most with the machine's load.
 
     python benchmarks/bench_sandbox_cases.py [--before REV]
 """
