@@ -218,3 +218,25 @@ def test_a_warm_resets_key_changes_with_the_work_dir(envs: list[TerminalBenchEnv
     rc, _ = env.shell.control("touch /app/extra.txt")
     assert rc == 0
     assert env.state_key() != start
+
+
+# harbor-count's starting state is its files alone; tb1-greeting's Dockerfile runs setup.sh
+@pytest.mark.parametrize(("task_id", "ahead"), [(TASK, True), ("tb1-greeting", False)])
+def test_a_local_resets_key_is_read_once_and_stays_exact(task_id: str, ahead: bool) -> None:
+    from agentenvs.envs.terminal.state import work_dir_key
+
+    env = TerminalBenchEnv(tasks_path=FIXTURES, runtime="local", command_timeout=60)
+    try:
+        _, first = env.reset(options={"task_id": task_id})
+        _, info = env.reset(options={"task_id": task_id})
+        runtime, shell, where = env.runtime(), env.shell, env._state_dir
+        known = runtime.start_files(shell, where)
+        # the second session's files hashed at the first; never after a setup.sh
+        assert (known is not None) == ahead
+        assert info["state_key"] == first["state_key"]
+        assert env._state_key() == work_dir_key(shell, where, False)  # read the slow way
+        *_, changed = env.step("echo more >> /app/added.txt")
+        assert changed["state_key"] != info["state_key"]
+        assert runtime.start_files(env.shell, where) is None
+    finally:
+        env.close()

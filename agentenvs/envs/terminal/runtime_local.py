@@ -21,9 +21,11 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import hashlib
 import importlib.util
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -316,6 +318,10 @@ class LocalRuntime:
             ) from exc
         #: the process of the latest session (the agent's, or the grader's after a freeze)
         self._proc: subprocess.Popen[bytes] | None = None
+        #: (shell, its command count, digest of the files unpacked) of a starting state
+        #: that is those files alone in an empty /app; digest -> the hash of /app's files
+        self._start: tuple[ShellSession, int, str] | None = None
+        self._start_hashes: dict[str, str] = {}
         #: what the next session binds besides the sandbox's own (the verifier's, once)
         self._binds: dict[str, str] = {}
         self.env = {
@@ -329,6 +335,7 @@ class LocalRuntime:
         """A new namespace with an empty /app and a shell in it (the old one is ended)."""
         self.box._kill_all()
         self._proc = None
+        self._start = None
         self._task_limits(task)
         env = {**self.env, **dict(task.env), **dict(task.environment_env)}
         binds, self._binds = self._binds, {}
@@ -413,9 +420,14 @@ class LocalRuntime:
             if not path.exists() or task.context.resolve() not in [path, *path.parents]:
                 raise SandboxError(f"{task.dockerfile}: COPY source {src!r} not in the context")
             pairs.append((path, dest))
-        rc, out = shell.control("tar -x -C / --no-same-owner", stdin=tar_of(pairs), timeout=60)
+        data = tar_of(pairs)
+        rc, out = shell.control("tar -x -C / --no-same-owner", stdin=data, timeout=60)
         if rc != 0:
             raise SandboxError(f"cannot unpack the task's files: {out.decode(errors='replace')}")
+        if not task.runs_setup and task.healthcheck is None:
+            # the same bytes unpacked into an empty /app: the same files, whose hash (the
+            # state key's) is read once (``start_files``)
+            self._start = (shell, shell.commands, hashlib.sha256(data).hexdigest())
         if task.runs_setup:
             rc, out = shell.control(
                 "rm -f /app/.keep; if [ -f /app/setup.sh ]; then cd /app && APP_DIR=/app "
@@ -430,6 +442,29 @@ class LocalRuntime:
             from agentenvs.envs.terminal.healthcheck import wait_healthy
 
             wait_healthy(task.healthcheck, shell)
+
+    def start_files(self, shell: ShellSession, where: str) -> str | None:
+        """The hash of /app's files (``state.work_dir_files``) of a starting state that is
+        the task's files alone, unpacked by ``shell`` with nothing run since: read at the
+        first such state of the same files, then reused (None: read it now)."""
+        start = self._start
+        if where != "/app" or start is None or start[0] is not shell:
+            return None
+        if shell.commands != start[1]:
+            return None
+        files = self._start_hashes.get(start[2])
+        if files is None:
+            from agentenvs.envs.terminal.state import work_dir_files
+
+            try:
+                files = work_dir_files(shell, where)
+            except SandboxError:
+                return None
+            if re.fullmatch(r"[0-9a-f]{32}  -", files) is None:
+                return None  # timed out or cut short: not kept
+            self._start_hashes[start[2]] = files
+            self._start = (shell, shell.commands, start[2])  # the read changed nothing
+        return files
 
     def freeze(
         self,
