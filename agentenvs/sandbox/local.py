@@ -732,6 +732,11 @@ class LocalSandbox(Sandbox):
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=1)
             yield from unanswered(len(cases) - done)
+        except Fault:
+            # something outside is killing or stopping the sandbox's processes: the spares
+            # go too, and the next call starts its own
+            self._drop_spares()
+            raise
         finally:
             if reader is not None:
                 reader.close()
