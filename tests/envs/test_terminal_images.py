@@ -71,6 +71,32 @@ def test_harbor_task_toml_network_timeouts_and_problems(tmp_path: Path) -> None:
         load_task(d)
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        "public.ecr.aws/docker/library/python:3.11-slim",
+        "mirror.gcr.io/library/python:3.11-slim",
+        "docker.io/library/python:3.11-slim",
+        "docker.io/python:3.11-slim",
+        "registry-1.docker.io/library/python:3.11-slim",
+        "index.docker.io/library/python:3.11-slim",
+        "python:3.11-slim@sha256:" + "0" * 64,
+    ],
+)
+def test_official_mirrors_name_the_official_image(written: str) -> None:
+    assert normalize(written) == "python:3.11-slim"
+    assert map_image(written, DEFAULT_IMAGE_MAP) == map_image("python:3.11-slim", DEFAULT_IMAGE_MAP)
+    assert map_image(written, DEFAULT_IMAGE_MAP) is not None
+
+
+def test_only_official_layouts_lose_their_namespace() -> None:
+    assert normalize("public.ecr.aws/docker/library/gcc:14") == "gcc:14"
+    # a Docker Hub user named docker, and another gallery namespace, keep their names
+    assert normalize("docker/library/tool:1") == "docker/library/tool:1"
+    assert normalize("public.ecr.aws/someone/python:3.11") == "someone/python:3.11"
+    assert map_image("public.ecr.aws/someone/python:3.11", DEFAULT_IMAGE_MAP) is None
+
+
 def test_official_names_map_to_local_images() -> None:
     assert normalize("mirror.example:5000/library/python:3.13") == "python:3.13"
     assert normalize("localhost/me/tool@sha256:" + "0" * 64) == "me/tool:latest"

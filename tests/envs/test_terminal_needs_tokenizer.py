@@ -17,10 +17,12 @@ import pytest
 from agentenvs.envs.terminal.data import load_tasks_report
 from agentenvs.envs.terminal.env import TerminalBenchEnv
 from agentenvs.envs.terminal.needs import (
+    PIP_INSTALL_VALUE_OPTIONS,
     apt_installs,
     downloads,
     network_uses,
     network_warnings,
+    pip_install_value_options,
     pip_installs,
     pip_requirements,
     scan_dockerfile,
@@ -379,3 +381,50 @@ def test_a_run_here_document_is_its_script(tmp_path: Path) -> None:
     assert stage.lines == [2, 6, 9]
     assert [pip_installs(run) for run in stage.runs] == [["rich"], [], []]
     assert [downloads(run) for run in stage.runs] == [[], [], ["https://example.org/b.tgz"]]
+
+
+@pytest.mark.parametrize(
+    ("line", "names"),
+    [
+        ("pip install --retries 3 requests", ["requests"]),
+        ("pip install --timeout=5 requests", ["requests"]),
+        ("pip install --index-url https://example.org/simple flask", ["flask"]),
+        ("pip install -i https://example.org/simple flask", ["flask"]),
+        ("pip install --no-cache-dir numpy", ["numpy"]),
+        ("pip install --target /x numpy", ["numpy"]),
+        ("pip install --config-settings k=v numpy", ["numpy"]),
+        ("pip install --progress-bar off numpy", ["numpy"]),
+        ("pip install -qU -rreq.txt numpy -t /x pandas -- rich", ["numpy", "pandas", "rich"]),
+        ("pip3.11 install --pre --user --retries 5 --default-timeout 60 a b", ["a", "b"]),
+        ("uv pip install --python 3.11 --index-strategy unsafe-best-match a", ["a"]),
+        ("uv pip install --system --link-mode copy -p /usr/bin/python3 a b", ["a", "b"]),
+        ("uv add --optional dev --rev main a", ["a"]),
+    ],
+)
+def test_install_options_and_their_values_are_no_packages(line: str, names: list[str]) -> None:
+    assert pip_installs(line) == names
+
+
+def test_apt_options_and_their_values_are_no_packages() -> None:
+    script = (
+        "apt-get -o Dpkg::Options::=--force-confnew install -y -t bookworm-backports vim\n"
+        "apt-get install -y -c /etc/apt.conf --option=Acquire::Retries=3 -qq jq\n"
+    )
+    assert apt_installs(script) == ["vim", "jq"]
+
+
+def test_the_pip_table_is_the_installed_pips_parser() -> None:
+    # pip's own parser (where it imports) and the table must say the same, so a newer pip
+    # that adds an option taking a value fails here until the table has it
+    pytest.importorskip("pip._internal.commands")
+    from pip._internal.commands import create_command
+
+    parser = create_command("install").parser
+    read = {
+        name
+        for option in parser._get_all_options()
+        if option.takes_value()
+        for name in (*option._short_opts, *option._long_opts)
+    }
+    assert read == set(PIP_INSTALL_VALUE_OPTIONS)
+    assert pip_install_value_options() == frozenset(read)

@@ -64,12 +64,16 @@ LOCAL_STANDIN_BASES = re.compile(
 
 def normalize(image: str) -> str:
     """The image's name without its registry host and ``library/`` (a mirror's copy of an
-    official image is that image): ``<host>/library/python:3.13`` -> ``python:3.13``; no
-    tag -> ``:latest``; a digest is dropped."""
+    official image is that image): ``<host>/library/python:3.13`` and
+    ``<host>/docker/library/python:3.13`` (the public ECR gallery's layout) ->
+    ``python:3.13``; no tag -> ``:latest``; a digest is dropped."""
     name = image.strip().split("@", 1)[0]
     parts = name.split("/")
     # Docker's reference grammar: a first part with a dot or a port, or localhost, is a host
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+    hosted = len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost")
+    if hosted:
+        parts = parts[1:]
+    if hosted and len(parts) > 2 and parts[:2] == ["docker", "library"]:
         parts = parts[1:]
     if len(parts) > 1 and parts[0] == "library":
         parts = parts[1:]

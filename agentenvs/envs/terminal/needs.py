@@ -126,7 +126,98 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_PIP_VALUE_OPTIONS = ("-r", "--requirement", "-c", "-e", "--editable", "-i", "--index-url")
+#: the options of ``pip install`` that take a value (pip 26.3's parser; a test compares
+#: this with the installed pip's parser, which is read first where it imports)
+PIP_INSTALL_VALUE_OPTIONS = frozenset(
+    {
+        "-C", "-c", "-e", "-f", "-i", "-r", "-t",
+        "--abi", "--all-releases", "--build-constraint", "--cache-dir", "--cert",
+        "--client-cert", "--config-settings", "--constraint", "--default-timeout",
+        "--editable", "--exists-action", "--extra-index-url", "--find-links", "--group",
+        "--implementation", "--index-url", "--keyring-provider", "--local-log", "--log",
+        "--log-file", "--no-binary", "--only-binary", "--only-final", "--platform",
+        "--prefix", "--progress-bar", "--proxy", "--pypi-url", "--python",
+        "--python-version", "--refresh-package", "--report", "--requirement",
+        "--requirements-from-script", "--resume-retries", "--retries", "--root",
+        "--root-user-action", "--source", "--source-dir", "--source-directory", "--src",
+        "--target", "--timeout", "--trusted-host", "--upgrade-strategy",
+        "--uploaded-prior-to", "--use-deprecated", "--use-feature",
+    }
+)  # fmt: skip
+
+#: the options of ``uv pip install`` and ``uv add`` that take a value (uv's own beside
+#: pip's spellings)
+UV_INSTALL_VALUE_OPTIONS = frozenset(
+    {
+        "-C", "-P", "-c", "-e", "-f", "-g", "-i", "-m", "-p", "-r", "-t", "-w",
+        "--allow-insecure-host", "--annotation-style", "--bounds", "--branch",
+        "--build-constraints", "--cache-dir", "--color", "--config-file",
+        "--config-setting", "--config-settings", "--config-settings-package",
+        "--constraints", "--default-index", "--directory", "--editable", "--exclude-newer",
+        "--exclude-newer-package", "--excludes", "--extra", "--extra-index-url",
+        "--find-links", "--fork-strategy", "--group", "--index", "--index-strategy",
+        "--index-url", "--keyring-provider", "--link-mode", "--marker", "--no-binary",
+        "--no-build-isolation-package", "--no-sources-package", "--only-binary",
+        "--optional", "--overrides", "--package", "--prefix", "--prerelease", "--project",
+        "--python", "--python-platform", "--python-preference", "--python-version",
+        "--refresh-package", "--reinstall-package", "--requirements", "--resolution",
+        "--rev", "--script", "--tag", "--target", "--torch-backend", "--trusted-host",
+        "--upgrade-package", "--with", "--with-editable", "--with-requirements",
+    }
+)  # fmt: skip
+
+#: the options of ``apt-get``/``apt`` that take a value
+APT_VALUE_OPTIONS = frozenset(
+    {
+        "-a", "-c", "-o", "-t", "--config-file", "--default-release", "--host-architecture",
+        "--option", "--target-release",
+    }
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def pip_install_value_options() -> frozenset[str]:
+    """The options of ``pip install`` that take a value, from the installed pip's own
+    parser (:data:`PIP_INSTALL_VALUE_OPTIONS` where pip does not import or has moved)."""
+    try:
+        from pip._internal.commands import create_command
+
+        parser = create_command("install").parser
+        found = frozenset(
+            name
+            for option in parser._get_all_options()
+            if option.takes_value()
+            for name in (*option._short_opts, *option._long_opts)
+        )
+    except Exception:  # pip's internals are not an API: the table stands in
+        return PIP_INSTALL_VALUE_OPTIONS
+    return found or PIP_INSTALL_VALUE_OPTIONS
+
+
+def _operands(args: list[str], valued: frozenset[str]) -> list[str]:
+    """The words of ``args`` that are no option and no option's value, read as optparse
+    and clap read them: ``--opt value``, ``--opt=value``, ``-xVALUE``, and everything
+    after ``--`` (an abbreviated long option is read as a flag)."""
+    found: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if word == "--":
+            found += args[i:]
+            break
+        if word.startswith("--"):
+            if "=" not in word and word in valued:
+                i += 1
+        elif word.startswith("-") and len(word) > 1:
+            # short flags bundle (``-qU``); the first that takes a value takes the rest
+            for k in range(1, len(word)):
+                if "-" + word[k] in valued:
+                    i += k == len(word) - 1
+                    break
+        else:
+            found.append(word)
+    return found
 
 
 def _requirement(word: str) -> str | None:
@@ -183,7 +274,7 @@ def apt_installs(script: str, env: Mapping[str, str] | None = None) -> list[str]
         cmd = _strip_prefix(cmd)
         if not cmd or Path(cmd[0]).name not in ("apt-get", "apt"):
             continue
-        words = [w for w in cmd[1:] if not w.startswith("-")]
+        words = _operands(cmd[1:], APT_VALUE_OPTIONS)
         if words and words[0] == "install":
             found += [re.split(r"[=:]", w, maxsplit=1)[0] for w in words[1:] if "$" not in w]
     return found
@@ -207,24 +298,18 @@ def pip_requirements(
             continue
         tool = Path(cmd[0]).name
         args = cmd[1:]
-        if tool in ("pip", "pip3") and args[:1] == ["install"]:
-            args = args[1:]
+        if re.match(r"^pip3?(\.\d+)?$", tool) and args[:1] == ["install"]:
+            args = _operands(args[1:], pip_install_value_options())
         elif tool == "uv" and args[:1] == ["add"]:
-            args = args[1:]
+            args = _operands(args[1:], UV_INSTALL_VALUE_OPTIONS)
         elif tool == "uv" and args[:2] == ["pip", "install"]:
-            args = args[2:]
+            args = _operands(args[2:], UV_INSTALL_VALUE_OPTIONS)
         elif tool == "uvx":
             args = [a for i, a in enumerate(args) if i and args[i - 1] in ("-w", "--with")]
+            args += [a.split("=", 1)[1] for a in cmd[1:] if a.startswith("--with=")]
         else:
             continue
-        skip = False
         for word in args:
-            if skip:
-                skip = False
-                continue
-            if word in _PIP_VALUE_OPTIONS:
-                skip = True
-                continue
             name = _requirement(word)
             if name is not None:
                 pin = re.search(r"==\s*([^\s;,\[]+)$", word)
