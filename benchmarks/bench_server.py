@@ -461,7 +461,7 @@ def main() -> None:
         }
         if args.baseline:
             servers[f"baseline {args.baseline}"] = (
-                export_revision(args.baseline, Path(tmp)), (), None
+                export_revision(args.baseline, Path(tmp)), ("--token", token), None
             )
         running = {
             name: start_server(root, args.sessions, extra, loop)
