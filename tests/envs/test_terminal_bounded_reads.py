@@ -32,8 +32,9 @@ RSS_BOUND_MB = 96
 BOMBS = {
     # 4 x 200 MiB of holes in the work dir
     "many-sparse": "for i in 1 2 3 4; do truncate -s 200M /app/sparse$i; done",
-    # one file as large as the sandbox lets a file be (256 MiB), all holes
-    "one-huge-sparse": "truncate -s 256M /app/huge",
+    # one file far past every copy limit, all holes: no file-size limit stops it (as in
+    # Harbor's containers; a real task's tests truncate a file to the free space + 8 GiB)
+    "one-huge-sparse": "truncate -s 8G /app/huge",
     # a .pth the interpreter reads at start, made of holes (the user site is copied
     # on local, the work dir on both)
     "sparse-pth": (
@@ -166,6 +167,27 @@ def test_snapshot_refuses_the_bomb_unread(runtime: str, bomb: str) -> None:
     assert got["lost"], got
     _names_limit(got["lost"], PASSES[bomb])
     assert got["honest"] is True, got
+
+
+#: a sparse file of 8 GiB made in the work dir, its size said back
+EIGHT_GIB = "truncate -s 8G /app/big && stat -c made=%s /app/big"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_sparse_8g_file_is_made_and_never_read_whole(runtime: str) -> None:
+    """The sandbox sets no file-size limit (Harbor's containers set none): an 8 GiB sparse
+    file is made, and the snapshot that a step reward grades still refuses to copy it."""
+    got = _run(runtime, "snapshot", EIGHT_GIB)
+    assert "made=8589934592" in got["obs"], got
+    assert got["grew_mb"] < RSS_BOUND_MB, got
+    _names_limit(got["lost"], "max_bytes")
+    assert got["honest"] is True, got
+    if runtime == "local":  # the freeze's copy before grading refuses it too
+        got = _run(runtime, "submit", EIGHT_GIB)
+        assert got["terminated"] and got["reward"] == 0.0, got
+        assert len(got["findings"]) == 1, got
+        _names_limit(got["findings"][0], "max_bytes")
 
 
 @pytest.mark.slow

@@ -24,6 +24,9 @@ from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox import limits_info
 from agentenvs.sandbox.base import Limits
 
+#: ``Limits.max_file_mb`` that bounds no file in practice (1 PiB; RLIMIT_FSIZE takes it)
+NO_FILE_SIZE_LIMIT_MB = 1 << 30
+
 RUNTIMES = ("local", "docker")
 SYSTEM_PROMPT = (
     "You are an AI assistant solving a task in a Linux terminal. You act only through "
@@ -255,7 +258,9 @@ class TerminalBenchEnv(TaskTests, TextEnv):
             cpu_seconds=3600,
             memory_mb=2048,
             max_processes=256,
-            max_file_mb=256,
+            # no file-size limit (Harbor sets none: a sparse file may be any size); the
+            # disk is bounded by the tmpfs sizes, the disk watch and storage_mb
+            max_file_mb=NO_FILE_SIZE_LIMIT_MB,
             max_open_files=1024,
             disk_mb=2048,  # disk: what a docker container may fill
             max_output_bytes=1 << 20,

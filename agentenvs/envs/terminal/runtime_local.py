@@ -63,7 +63,10 @@ from agentenvs.sandbox._leftovers import owned_mkdtemp
 from agentenvs.sandbox.base import Limits
 
 PYLIB = "/opt/agentenvs/pylib"
+#: the sandbox's writable dirs and their sizes (these bound the disk, with /work's
+#: ``Limits.disk_mb``: no file-size limit does; /tmp is set here, not from the file size)
 TMPFS_MB = {
+    "/tmp": 256,
     "/app": 512,
     "/tests": 64,
     "/logs": 16,

@@ -3,8 +3,8 @@
 It runs as root (the container is the boundary) with only the capabilities that managing
 files and its own processes needs (:data:`CAPABILITIES`), no new privileges, Docker's init,
 and limits: memory (no swap beyond it), pids, CPU, the size of one file
-(``Limits.max_file_mb``, RLIMIT_FSIZE), ``/dev/shm`` (``Limits.shm_mb``), its log, and the
-host disk its writable layer and bind-mounted files may fill (``Limits.disk_mb``: a
+(``Limits.max_file_mb``, RLIMIT_FSIZE: none in practice by default, as in Harbor's
+containers), ``/dev/shm`` (``Limits.shm_mb``), its log, and the host disk its writable layer and bind-mounted files may fill (``Limits.disk_mb``: a
 storage quota where the engine's driver has one, and a :class:`DiskWatch` that stops the
 container past it, see ``agentenvs.sandbox._docker_disk``). It carries the docker sandbox
 backend's labels (so its orphan sweep removes those of dead processes) and the task's id.
