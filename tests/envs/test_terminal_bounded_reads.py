@@ -229,3 +229,36 @@ def test_measure_walks_a_tree_10000_deep_without_recursion(tmp_path) -> None:  #
     finally:
         subprocess.run(["rm", "-rf", "--", str(root)], check=False)
     assert not root.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_one_file_filling_the_disk_is_stopped_by_the_disk_bounds(runtime: str) -> None:
+    """Without a file-size limit a single file of real data is stopped by what bounds the
+    disk: the work dir's tmpfs on local (``ENOSPC``), the disk cap on Docker (the
+    container is stopped and the episode ends)."""
+    from agentenvs.envs.terminal.env import NO_FILE_SIZE_LIMIT_MB, TerminalBenchEnv
+    from agentenvs.sandbox.base import Limits
+
+    _need(runtime)
+    limits = Limits(
+        cpu_seconds=3600,
+        memory_mb=512,
+        max_processes=64,
+        max_file_mb=NO_FILE_SIZE_LIMIT_MB,
+        max_open_files=1024,
+        disk_mb=256,
+        shm_mb=32,
+    )
+    fixtures = os.path.join(os.path.dirname(__file__), "terminal_fixtures")
+    env = TerminalBenchEnv(tasks_path=fixtures, runtime=runtime, limits=limits, command_timeout=120)
+    try:
+        env.reset(options={"task_id": "tb1-greeting"})
+        obs, reward, term, _, info = env.step("head -c 3G /dev/zero > /app/big; echo rc=$?")
+        if runtime == "docker":
+            assert term and reward == 0.0, obs
+            assert info["sandbox_lost"].startswith("disk cap"), info
+        else:
+            assert "No space left" in obs and "rc=1" in obs, obs
+    finally:
+        env.close()
