@@ -3,7 +3,8 @@ shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an im
 ``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
 a ``# escape=\\`` directive (a comment line ending in the escape character) above an
 ``ARG`` that ``FROM`` reads, a here-document, one with a space after ``<<``, which Docker
-reads as no here-document and its body as steps, a solution and tests that download);
+reads as no here-document and its body as steps, a solution and tests that download, a build installing wheels of its own context with
+``--no-index``);
 each is predicted offline, then built and its solution run offline by the env: a task
 predicted accepted must build and pass, a task predicted refused or invalid must not."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,8 @@ FIXTURES = Path(__file__).parent / "terminal_prediction_fixtures"
 #: each fixture's verdict offline, and a phrase its reason must hold
 EXPECTED = {
     "redirects": ("accepted", ""),
+    # its build installs from wheels in its own context with --no-index: nothing to fetch
+    "local-wheels": ("accepted", ""),
     "continuations": ("accepted", ""),
     "escape-directive": ("accepted", ""),
     "heredoc": ("refused", "needs BuildKit (Dockerfile line 4: RUN a here-document (<<EOF))"),
@@ -113,6 +117,26 @@ def test_a_build_no_machine_makes_is_invalid_with_file_and_line() -> None:
     assert broken == {t: EXPECTED[t][1] for t in ("copy-outside", "heredoc-space")}
 
 
+def write_wheel(folder: Path) -> None:
+    """A wheel of a package made up for the test, ``Tiny-Greeter`` 1.0, its file named in
+    the normalized spelling (``tiny_greeter-...``) as wheels are, the requirement in another."""
+    files = {
+        "tiny_greeter/__init__.py": 'GREETING = "hello from a local wheel\\n"\n',
+        "tiny_greeter-1.0.dist-info/METADATA": (
+            "Metadata-Version: 2.1\nName: Tiny-Greeter\nVersion: 1.0\n"
+        ),
+        "tiny_greeter-1.0.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: agentenvs-tests\nRoot-Is-Purelib: true\n"
+            "Tag: py3-none-any\n"
+        ),
+    }
+    record = "".join(f"{name},,\n" for name in files) + "tiny_greeter-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(folder / "tiny_greeter-1.0-py3-none-any.whl", "w") as whl:
+        for name, text in files.items():
+            whl.writestr(name, text)
+        whl.writestr("tiny_greeter-1.0.dist-info/RECORD", record)
+
+
 def verdicts(found: object) -> dict[str, tuple[str, str]]:
     out = {t: ("accepted", "") for t in found.accepted}  # type: ignore[attr-defined]
     out |= {t: ("refused", why) for t, why in found.refused.items()}  # type: ignore[attr-defined]
@@ -135,6 +159,7 @@ def runs_offline(env: TerminalBenchEnv, task_id: str) -> tuple[bool, str]:
 def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     shutil.copytree(FIXTURES, tasks)
+    write_wheel(tasks / "local-wheels" / "wheels")
     (found,) = survey([tasks], runtime="docker", offline=True)
     predicted = verdicts(found)
     assert {t: v for t, (v, _) in predicted.items()} == {t: v for t, (v, _) in EXPECTED.items()}

@@ -13,7 +13,8 @@ already has, or from a local wheelhouse, and says clearly what it cannot provide
   Virtual environments see the image's packages (``--system-site-packages``); a
   requirement is met when its distribution is installed (any version: a pin is noted,
   not enforced) or installable from the wheelhouse (``AGENTENVS_WHEELHOUSE``).
-- ``pip``/``pip3``: ``install`` as above, other subcommands go to the real pip.
+- ``pip``/``pip3``: ``install`` as above, other subcommands and an ``install --no-index``
+  (whose sources are the task's own files) go to the real pip.
 - ``apt-get``/``apt``: ``update``/``clean`` succeed; ``install`` succeeds when every
   package is installed in the image (or is one of these stand-ins), else fails naming
   the missing ones.
@@ -553,7 +554,10 @@ _PIP_VALUED = {
 
 
 def pip(args: list[str], uv_venv: bool = False) -> int:
-    if not args or args[0] != "install":
+    # anything but an install, and an install that reads no index (its sources are the
+    # command's own files and --find-links: nothing of it needs the network), is the
+    # image's own pip's to do as written; the verifier never runs the image's pip
+    if not args or args[0] != "install" or (VERIFIER is None and "--no-index" in args):
         real = real_tool("pip3") or real_tool("pip")
         if real is None:
             say("pip is not installed in the image")
