@@ -3,10 +3,10 @@ shapes published task sets have (a ``RUN`` that downloads, ``COPY --from`` an im
 ``COPY`` from outside the build context, ``2>/dev/null`` redirections, continuation lines,
 a ``# escape=\\`` directive (a comment line ending in the escape character) above an
 ``ARG`` that ``FROM`` reads, a here-document, one with a space after ``<<``, which Docker
-reads as no here-document and its body as steps, a solution and tests that download, a build installing wheels of its own context with
-``--no-index``);
-each is predicted offline, then built and its solution run offline by the env: a task
-predicted accepted must build and pass, a task predicted refused or invalid must not."""
+reads as no here-document and its body as steps, a solution and tests that download, a
+build installing wheels of its own context with ``--no-index``); each is predicted
+offline, then built and its solution run offline by the env: a task predicted accepted
+must build and pass, a task predicted refused or invalid must not."""
 
 from __future__ import annotations
 
