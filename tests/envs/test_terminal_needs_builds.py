@@ -117,24 +117,37 @@ def test_a_build_no_machine_makes_is_invalid_with_file_and_line() -> None:
     assert broken == {t: EXPECTED[t][1] for t in ("copy-outside", "heredoc-space")}
 
 
-def write_wheel(folder: Path) -> None:
-    """A wheel of a package made up for the test, ``Tiny-Greeter`` 1.0, its file named in
-    the normalized spelling (``tiny_greeter-...``) as wheels are, the requirement in another."""
+def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> None:
+    """A wheel of ``files`` whose metadata names ``name`` ``version``, its file named in
+    the normalized spelling, as wheels are."""
+    dist = f"{name.lower().replace('-', '_')}-{version}"
     files = {
-        "tiny_greeter/__init__.py": 'GREETING = "hello from a local wheel\\n"\n',
-        "tiny_greeter-1.0.dist-info/METADATA": (
-            "Metadata-Version: 2.1\nName: Tiny-Greeter\nVersion: 1.0\n"
-        ),
-        "tiny_greeter-1.0.dist-info/WHEEL": (
+        **files,
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/WHEEL": (
             "Wheel-Version: 1.0\nGenerator: agentenvs-tests\nRoot-Is-Purelib: true\n"
             "Tag: py3-none-any\n"
         ),
     }
-    record = "".join(f"{name},,\n" for name in files) + "tiny_greeter-1.0.dist-info/RECORD,,\n"
-    with zipfile.ZipFile(folder / "tiny_greeter-1.0-py3-none-any.whl", "w") as whl:
-        for name, text in files.items():
-            whl.writestr(name, text)
-        whl.writestr("tiny_greeter-1.0.dist-info/RECORD", record)
+    record = "".join(f"{path},,\n" for path in files) + f"{dist}.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as whl:
+        for path, text in files.items():
+            whl.writestr(path, text)
+        whl.writestr(f"{dist}.dist-info/RECORD", record)
+
+
+def write_wheels(folder: Path) -> None:
+    """The wheels local-wheels installs: ``Tiny-Greeter`` 1.0, a package made up for the
+    test (the requirement spells it otherwise than its file), and ``tomli`` 99.0, which
+    python:3.13-slim does not have and the stand-in has from Debian (no RECORD: pip cannot
+    replace it), a module that only re-exports the standard library's ``tomllib``."""
+    _wheel(
+        folder,
+        "Tiny-Greeter",
+        "1.0",
+        {"tiny_greeter/__init__.py": 'GREETING = "hello from a local wheel\\n"\n'},
+    )
+    _wheel(folder, "tomli", "99.0", {"tomli/__init__.py": "from tomllib import *  # noqa\n"})
 
 
 def verdicts(found: object) -> dict[str, tuple[str, str]]:
@@ -159,7 +172,7 @@ def runs_offline(env: TerminalBenchEnv, task_id: str) -> tuple[bool, str]:
 def test_check_tasks_predicts_what_the_offline_build_and_run_do(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     shutil.copytree(FIXTURES, tasks)
-    write_wheel(tasks / "local-wheels" / "wheels")
+    write_wheels(tasks / "local-wheels" / "wheels")
     (found,) = survey([tasks], runtime="docker", offline=True)
     predicted = verdicts(found)
     assert {t: v for t, (v, _) in predicted.items()} == {t: v for t, (v, _) in EXPECTED.items()}

@@ -39,6 +39,8 @@ WHEELHOUSE = os.environ.get("AGENTENVS_WHEELHOUSE", "/opt/agentenvs/wheelhouse")
 #: packages these stand-ins replace, for apt-get install
 PROVIDED_PACKAGES = {"curl", "wget", "ca-certificates", "python3-pip", "pipx"}
 UV_VERSION = "uv 0.7.13 (agentenvs offline stand-in)"
+#: where Debian's python3-* packages live
+DIST_PACKAGES = Path("/usr/lib/python3/dist-packages")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -553,16 +555,32 @@ _PIP_VALUED = {
 }
 
 
+def _distribution_managed() -> bool:
+    """Whether the distribution installed Python packages pip cannot uninstall (their
+    metadata has no RECORD)."""
+    try:
+        return any(
+            not (info / "RECORD").exists() for info in DIST_PACKAGES.glob("*.dist-info")
+        )
+    except OSError:
+        return False
+
+
 def pip(args: list[str], uv_venv: bool = False) -> int:
     # anything but an install, and an install that reads no index (its sources are the
     # command's own files and --find-links: nothing of it needs the network), is the
     # image's own pip's to do as written; the verifier never runs the image's pip
-    if not args or args[0] != "install" or (VERIFIER is None and "--no-index" in args):
+    own_sources = VERIFIER is None and args[:1] == ["install"] and "--no-index" in args
+    if not args or args[0] != "install" or own_sources:
         real = real_tool("pip3") or real_tool("pip")
         if real is None:
             say("pip is not installed in the image")
             return 1
-        os.execv(real, [real, *args])
+        # packages the distribution installed (no RECORD: pip cannot replace them, e.g.
+        # the Debian pytest and pluggy of the stand-in bases, which python:3.X images do
+        # not have) are left in place and the wheels installed beside them
+        extra = ["--ignore-installed"] if own_sources and _distribution_managed() else []
+        os.execv(real, [real, *args, *extra])
     reqs: list[str] = []
     i, args = 0, args[1:]
     system = False
