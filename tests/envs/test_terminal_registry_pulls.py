@@ -269,6 +269,9 @@ def test_a_pull_the_registry_fails_is_a_registry_fault_naming_image_and_registry
     image = f"{addr}/library/python:3.13-slim"
     harbor_task(tmp_path, "failed-pull", image)
     env = make_env(tmp_path)
+    if registry == "silent":
+        # the project's own deadline, not the engine's (25 s, twice): the pull is cancelled
+        env.unwrapped.runtime().pull_timeout_s = 3.0
     try:
         with pytest.raises(Fault) as caught:
             env.reset(options={"task_id": "failed-pull"})
@@ -278,6 +281,8 @@ def test_a_pull_the_registry_fails_is_a_registry_fault_naming_image_and_registry
         message = str(fault)
         assert "\n" not in message
         assert f"cannot pull {image!r} from {addr}: " in message and why in message, message
+        if registry == "silent":
+            assert "within 3 s (pull_timeout_s)" in message, message
         # not the task's: it is not refused, and the next reset asks the registry again
         assert "failed-pull" not in env.unwrapped.unsupported_tasks
         with pytest.raises(Fault):

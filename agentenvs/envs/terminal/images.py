@@ -204,6 +204,7 @@ PULL_PROBLEMS: tuple[tuple[tuple[str, ...], str], ...] = (
             "client.timeout exceeded",
             "timeout awaiting response headers",
             "read timed out",
+            "(pull_timeout_s)",  # images_docker.PullTimeout: the project's own deadline
         ),
         "the registry did not answer in time",
     ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,11 @@ from agentenvs.sandbox.docker import (
 #: own ``[environment] build_timeout_sec`` holds for its build)
 BUILD_TIMEOUT_S = 600
 
+#: how long a pull may go without a word from the engine (its answer, then each line of
+#: progress) before it is cancelled as a registry that did not answer in time; a slow
+#: registry that answers, and a long download that progresses, are not cut short
+PULL_TIMEOUT_S = 300.0
+
 
 class BuildTimeout(Exception):
     """An image build that ran past its task's ``build_timeout_sec``."""
@@ -43,12 +48,39 @@ class BuildTimeout(Exception):
         )
 
 
+class PullTimeout(Exception):
+    """A pull the engine said nothing of for ``pull_timeout_s`` (then cancelled)."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(
+            f"no word of the pull from the engine within {limit:g} s (pull_timeout_s), cancelled"
+        )
+
+
+def _is_read_timeout(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or an exception it was raised from, is a read that timed out (the
+    client's and its HTTP library's names for it)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if isinstance(exc, TimeoutError) or type(exc).__name__ in (
+            "ReadTimeout",
+            "ReadTimeoutError",
+        ):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class DockerImages:
     """Images of tasks and their services (a base of ``DockerRuntime``)."""
 
     #: build a task's Dockerfile even where it names a prebuilt ``docker_image`` (Harbor's
     #: ``--force-build``); by default the prebuilt image is run, as Harbor runs it
     force_build: bool = False
+
+    #: the pull deadline (``PULL_TIMEOUT_S``): set on the runtime to change it
+    pull_timeout_s: float = PULL_TIMEOUT_S
 
     @property
     def offline(self) -> bool:
@@ -261,7 +293,7 @@ class DockerImages:
         Raises a ``registry`` :class:`Fault` when the registry failed, else
         :class:`SandboxError` (the registry has no such image: the task's)."""
         try:
-            for chunk in self.client.api.pull(image, stream=True, decode=True):
+            for chunk in self._pull_stream(image):
                 if isinstance(chunk, dict) and chunk.get("error"):
                     raise SandboxError(str(chunk["error"]))
             if written is not None and written != image and "@" not in written:
@@ -277,6 +309,44 @@ class DockerImages:
             raise SandboxError(
                 f"cannot build the image: cannot pull {image!r} from {where}: {exc}"
             ) from exc
+
+    def _pull_stream(self, image: str) -> Iterator[Any]:
+        """The engine's pull of ``image``, line by line, cancelled (the connection closed,
+        which ends the engine's pull) after ``pull_timeout_s`` without a word from it.
+
+        The client's own ``pull`` waits without a limit for the engine, which waits out its
+        own timeouts (tens of seconds, twice) on a registry that accepts and never answers.
+        """
+        docker = _docker_module()
+        api = self.client.api
+        limit = self.pull_timeout_s
+        repository, tag = docker.utils.parse_repository_tag(image)
+        headers = {}
+        auth_header = docker.auth.get_config_header(
+            api, docker.auth.resolve_repository_name(repository)[0]
+        )
+        if auth_header:
+            headers["X-Registry-Auth"] = auth_header
+        params = {"fromImage": repository, "tag": tag or "latest"}
+        response = None
+        try:
+            # the timeout bounds the wait for the engine's answer and each read after it
+            response = api._post(
+                api._url("/images/create"),
+                params=params,
+                headers=headers,
+                stream=True,
+                timeout=limit,
+            )
+            api._raise_for_status(response)
+            yield from api._stream_helper(response, decode=True)
+        except Exception as exc:
+            if _is_read_timeout(exc):
+                raise PullTimeout(limit) from exc
+            raise
+        finally:
+            if response is not None:
+                response.close()
 
     def _registry_name(self, image: str) -> str:
         """The registry a pull of ``image`` asks, in words (Docker Hub's with its mirrors)."""
