@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from _services import require_bwrap, require_docker
 
+from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
 from agentenvs.sandbox import Limits
 
@@ -334,6 +335,7 @@ def test_disk_and_shared_memory_are_capped(
 # ----------------------------------------------------------------------------- 7. crash leftovers
 CRASH = """
 import json, os, signal, sys
+from agentenvs.envs.deepcoder import official
 from agentenvs.envs.deepcoder.env import DeepCoderMTEnv
 env = DeepCoderMTEnv(tasks_path=sys.argv[1], sandbox=sys.argv[2], rules=sys.argv[3])
 env.reset(options={"task_id": "fill"})
@@ -545,11 +547,18 @@ class Solution:
 
 @pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_sent_value_is_compared_as_sent(make_env: Any, backend: str, rules: str) -> None:
+def test_a_sent_value_is_compared_as_sent(
+    make_env: Any, backend: str, rules: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A program can still put a value on the result channel (the strict harness's socket,
     the official runner's answers) or make the harness send one; that value is what gets
     compared, and since no expected output is in the sandbox a constant passes only the
     test it happens to match."""
+    # PATCH makes the official runner's answer to its setup lack the request's id, so the
+    # host waits out the runner's start allowance (60 s, meant for a cold interpreter
+    # importing numpy): a shorter one here, the verdict the same (the runner's ready, on a
+    # warm fork, comes within a second or two)
+    monkeypatch.setattr(official, "_START_S", 10.0)
     rows = [lcb_row("chan", call_tests((21, 42), (5, 10), (4, 8)), "double")]
     env = make_env(backend, rules, rows, timeout_per_test=5.0)
     for program in (CHANNEL, PATCH):
