@@ -7,9 +7,12 @@ cannot tell numpy and pandas are missing on a lean server); "capped" (the same, 
 server only: ``execute(lean=False)``); "old" (no cap, ``warm_servers=None``: a cold server
 whenever none is idle; the full server only); "cap 2x"/"cap 4x" (the default's grading
 with the cap at twice and four times the usable CPUs) and "uncapped" (the same, no cap).
-Strict rules (a sandboxed case worker per program) two ways: "spare" (the default: a
-worker started ahead, taken by the call) and "fresh" (``strict_spares=0``: each call
-starts its own), with all of a problem's cases and with its first case alone ("1case").
+Strict rules (a sandboxed case worker per program) three ways: "spare" (the default: a
+worker started ahead, taken by the call; the next one starts once the call's answers are
+in and the used worker is reaped on a thread of its own), "prev" (the spare as it was
+before: the next one started beside the call, which waited for its worker's exit) and
+"fresh" (``strict_spares=0``: each call starts its own), with all of a problem's cases
+and with its first case alone ("1case").
 
 Each round takes a fresh sandbox per variant and concurrency and grades the programs
 twice: the first batch pays the servers' starts, the second finds them started. Rounds
@@ -110,6 +113,7 @@ def main() -> None:
     pool = [t for t in load_tasks().tasks.values() if t.reference]
     tasks = [pool[i % len(pool)] for i in range(args.programs)]
     cpus = len(os.sched_getaffinity(0))
+    prev = {"_spare_at_call_start": True, "_reap_on_call": True}
     variants: dict[str, tuple[dict[str, object], Callable[[LocalSandbox, CodeTask], None]]] = {
         "official new": ({}, grade_official),
         "official capped": ({}, grade_official_full),
@@ -118,8 +122,10 @@ def main() -> None:
         "official cap 4x": ({"warm_servers": 4 * cpus}, grade_official),
         "official uncapped": ({"warm_servers": None}, grade_official),
         "strict spare": ({}, grade_strict),
+        "strict prev": (prev, grade_strict),
         "strict fresh": ({"strict_spares": 0}, grade_strict),
         "strict 1case spare": ({}, grade_strict_one),
+        "strict 1case prev": (prev, grade_strict_one),
         "strict 1case fresh": ({"strict_spares": 0}, grade_strict_one),
     }
     if args.only:
@@ -132,7 +138,11 @@ def main() -> None:
         for callers in levels:
             for name in order:
                 kw, grade = variants[name]
-                with LocalSandbox(LIMITS, **kw) as box:  # type: ignore[arg-type]
+                public = {k: v for k, v in kw.items() if not k.startswith("_")}
+                with LocalSandbox(LIMITS, **public) as box:  # type: ignore[arg-type]
+                    for k, v in kw.items():
+                        if k.startswith("_"):  # the sandbox's earlier behaviour
+                            setattr(box, k, v)
                     for b in (0, 1):
                         rate, each = batch(box, grade, tasks, callers, args.gap)
                         got.setdefault((name, callers, b), []).append(
@@ -176,10 +186,20 @@ def main() -> None:
         "official uncapped",
         ("official new", "official cap 2x", "official cap 4x"),
     )
-    against("strict rules, spare against fresh:", "strict fresh", ("strict spare",))
     against(
-        "strict rules, one case, spare against fresh:",
+        "strict rules, spare and prev against fresh:",
+        "strict fresh",
+        ("strict spare", "strict prev"),
+    )
+    against("strict rules, spare against prev:", "strict prev", ("strict spare",))
+    against(
+        "strict rules, one case, spare and prev against fresh:",
         "strict 1case fresh",
+        ("strict 1case spare", "strict 1case prev"),
+    )
+    against(
+        "strict rules, one case, spare against prev:",
+        "strict 1case prev",
         ("strict 1case spare",),
     )
     if not all(

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import json
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -63,6 +64,27 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(Exception):
         proc.wait(timeout=10)
     # the pipes stay open: whoever reads them sees EOF now; _forget closes them
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    """Wait up to ``wait_s`` for ``proc`` to exit; whether it has. Through a pidfd where
+    the kernel has them (woken by the exit itself, where ``Popen.wait`` polls in sleeps
+    of up to 50 ms)."""
+    if proc.poll() is not None:
+        return True
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait_s)
+        return proc.returncode is not None
+    try:
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        poll.poll(max(wait_s, 0.0) * 1000)
+    finally:
+        os.close(fd)
+    return proc.poll() is not None
 
 
 def _pid1(proc: subprocess.Popen[bytes]) -> int | None:

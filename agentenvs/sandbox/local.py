@@ -74,6 +74,7 @@ from agentenvs.sandbox._local_procs import (
     _pump,
     _seccomp_fd,
     _Status,
+    _wait_exit,
 )
 from agentenvs.sandbox._local_warm import WarmServers, usable_cpus
 from agentenvs.sandbox.base import (
@@ -100,6 +101,8 @@ __all__ = [
 TEMP_PREFIX = "agentenvs-sbx-"
 # startup allowance for a worker (bwrap + interpreter) on a loaded machine
 _WORKER_START_S = 20.0
+#: how long a worker that has answered every case may take to exit before it is killed
+_REAP_S = 1.0
 
 
 # ----------------------------------------------------------------------------- processes
@@ -243,6 +246,15 @@ class LocalSandbox(Sandbox):
         # a spare arriving, and how many callers wait for one
         self._spare_came = threading.Condition(self._spare_lock)
         self._spare_waiters = 0
+        # case workers whose call has returned, reaped on a thread of their own: each
+        # stays in the sandbox's cgroup (its limits) until it is gone
+        self._reaping: set[subprocess.Popen[bytes]] = set()
+        self._reaped = threading.Condition()
+        #: where the next spare starts: when a call's last answer is in (False), or when a
+        #: call takes its worker (True, as before); whether a call waits for its worker's
+        #: exit itself (True, as before) instead of leaving it to a reaping thread
+        self._spare_at_call_start = False
+        self._reap_on_call = False
 
     # -- command lines
     def _bwrap_argv(
@@ -666,9 +678,51 @@ class LocalSandbox(Sandbox):
         for _, proc in spares:
             self._forget(proc)
 
+    def _reap_later(self, proc: subprocess.Popen[bytes], spare: Any) -> bool:
+        """Leave a worker that has answered every case (its input closed) to a thread that
+        waits for its exit, kills what is left of it and then starts the next spare
+        (``spare``: its key and command, or None); False once the sandbox is closed (the
+        caller forgets the worker itself)."""
+        with self._reaped:
+            if self._closed:
+                return False
+            self._reaping.add(proc)
+        threading.Thread(
+            target=self._reap, args=(proc, spare), name="agentenvs-reap", daemon=True
+        ).start()
+        return True
+
+    def _reap(self, proc: subprocess.Popen[bytes], spare: Any) -> None:
+        try:
+            _wait_exit(proc, _REAP_S)
+        finally:
+            self._forget(proc)
+            if spare is not None:
+                # on its way before the worker counts as gone: a call waiting for that
+                # waits for the spare too, rather than starting a worker of its own
+                self._start_spares(*spare)
+            with self._reaped:
+                self._reaping.discard(proc)
+                self._reaped.notify_all()
+
+    def _await_reaps(self) -> None:
+        """Wait until every worker whose call had returned before now is gone: what such a
+        worker still holds (its tmpfs ``/work`` is memory of the sandbox's cgroup) never
+        takes from the call that follows."""
+        with self._reaped:
+            pending = set(self._reaping)
+            # a worker is killed _REAP_S after its call, and the kill waits 12 s at most
+            deadline = time.monotonic() + _REAP_S + 15.0
+            while pending & self._reaping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._reaped.wait(left)
+
     def _stream_cases(self, source: str, cases: list[PyCase], timeout: float) -> Iterator[CaseRun]:
         if not cases:
             return
+        self._await_reaps()
         # a fresh tmpfs work dir per call: nothing of an earlier call (another episode,
         # another program) is there, and its size is capped in total. A spare is such a
         # worker started ahead, that has read nothing yet
@@ -681,18 +735,20 @@ class LocalSandbox(Sandbox):
                 self._oom_at[proc] = self._cgroup.refusals()
         if proc is None:
             proc = self._popen(command, scratch=True)
-        if self._spares_max:
+        if self._spares_max and self._spare_at_call_start:
             self._start_spares(key, command)
         assert proc.stdin and proc.stdout and proc.stderr
         done = 0
         reader: _LineReader | None = None
+        reaping = faulted = False
+        # the program and its first case in one write. One case ahead: the next case's
+        # input waits in the pipe (kernel memory no case can reach; the worker reads it
+        # only once the case before is over), so the host's round trip is off the
+        # critical path
+        first = harness.encode_header(source, timeout, self.limits) + harness.encode_case(cases[0])
         try:
             reader = _LineReader(proc)
-            reader.feed(harness.encode_header(source, timeout, self.limits))
-            # one case ahead: the next case's input waits in the pipe (kernel memory no
-            # case can reach; the worker reads it only once the case before is over), so
-            # the host's round trip is off the critical path
-            reader.feed(harness.encode_case(cases[0]))
+            reader.feed(first)
             ready = reader.next(_WORKER_START_S)
             if spare and ready is None and reader.ended:
                 # the spare ended before it said ready (killed from outside while it
@@ -702,8 +758,7 @@ class LocalSandbox(Sandbox):
                 self._forget(proc)
                 proc = self._popen(command, scratch=True)
                 reader = _LineReader(proc)
-                reader.feed(harness.encode_header(source, timeout, self.limits))
-                reader.feed(harness.encode_case(cases[0]))
+                reader.feed(first)
                 ready = reader.next(_WORKER_START_S)
             if ready is None or not ready.get("ready"):
                 self._not_started(proc, reader)
@@ -726,21 +781,34 @@ class LocalSandbox(Sandbox):
                 yield case_run(msg)
                 done += 1
             if done == len(cases):
-                # end of input ends the worker; let bwrap end on its own
+                # end of input ends the worker; let bwrap end on its own. Every answer is
+                # in, so its exit says nothing more: a thread of its own waits for it
                 with contextlib.suppress(OSError):
                     proc.stdin.close()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=1)
+                if self._reap_on_call:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=_REAP_S)
+                else:
+                    spare_after = None
+                    if self._spares_max and not self._spare_at_call_start:
+                        spare_after = (key, command)
+                    reaping = self._reap_later(proc, spare_after)
             yield from unanswered(len(cases) - done)
         except Fault:
             # something outside is killing or stopping the sandbox's processes: the spares
             # go too, and the next call starts its own
+            faulted = True
             self._drop_spares()
             raise
         finally:
             if reader is not None:
                 reader.close()
-            self._forget(proc)
+            if not reaping:
+                self._forget(proc)
+            if self._spares_max and not self._spare_at_call_start and not (faulted or reaping):
+                # the next spare starts once this call's answers are in, not beside them
+                # (after the worker's exit where a thread reaps it)
+                self._start_spares(key, command)
 
     def _not_started(self, proc: subprocess.Popen[bytes], reader: _LineReader) -> None:
         """Raise why the case worker did not say it was ready: nothing of the program has
@@ -831,10 +899,13 @@ class LocalSandbox(Sandbox):
     def close(self) -> None:
         # a second caller waits until the first one's cleanup is done
         with self._close_lock:
-            self._closed = True
+            with self._reaped:
+                self._closed = True
             self._drop_spares()
             self._warm.close()
             self._finalizer()
+            # the workers still being reaped were killed with the rest: their threads end
+            self._await_reaps()
 
 
 class _LocalProcess(SandboxProcess):

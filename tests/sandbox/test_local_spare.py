@@ -69,7 +69,7 @@ def test_a_call_takes_the_spare_and_the_next_one_is_started(box: LocalSandbox) -
     assert cases(box, ECHO, "12") == ["2\n", "4\n"]  # fresh: the first call starts the spare
     (spare,) = ready_spares(box)
     assert cases(box, ECHO, "34") == ["6\n", "8\n"]
-    assert spare.poll() is not None  # taken, run, ended
+    assert spare.wait(timeout=60) is not None  # taken, run, ended (reaped behind the call)
     (nxt,) = ready_spares(box)
     assert nxt is not spare
 
@@ -121,7 +121,7 @@ def test_a_spare_killed_from_outside_is_not_used(box: LocalSandbox, wait: bool) 
         spare.wait(timeout=60)
     # without waiting it may still look alive when taken: the call then starts fresh
     assert cases(box, ECHO, "56") == ["10\n", "12\n"]
-    assert spare.poll() is not None
+    assert spare.wait(timeout=60) is not None
     assert ready_spares(box)[0] is not spare
 
 
@@ -181,7 +181,7 @@ def test_a_program_cannot_reach_a_waiting_spare() -> None:
         assert box._spare_waits(kept[0])
         # and it still works: the next call takes it
         assert cases(box, ECHO, "7") == ["14\n"]
-        assert kept[0].poll() is not None
+        assert kept[0].wait(timeout=60) is not None
 
 
 def test_a_spare_started_for_other_limits_is_not_taken(box: LocalSandbox) -> None:
@@ -221,7 +221,7 @@ def test_reset_keeps_the_spare(box: LocalSandbox) -> None:
     box.reset()
     assert box._spare_waits(spare)
     assert cases(box, ECHO, "4") == ["8\n"]
-    assert spare.poll() is not None
+    assert spare.wait(timeout=60) is not None
 
 
 def test_strict_spares_is_checked() -> None:

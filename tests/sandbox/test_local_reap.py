@@ -1,0 +1,126 @@
+"""A strict call's worker (``run_python_cases``) is reaped on a thread of its own once every
+answer is in: the call returns without waiting for bwrap's exit. Until it is gone the
+worker stays in the sandbox's cgroup and counts toward its limits like any of its
+processes; the next call waits for it before it takes a worker, and close() leaves nothing
+of it.
+
+Each test stops the used worker from the host before its call ends (it cannot exit while
+stopped) and gives the reaping thread a patience no test reaches, so nothing here depends
+on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from _services import require_bwrap
+
+from agentenvs.sandbox import local
+from agentenvs.sandbox._local_procs import _pid1
+from agentenvs.sandbox.base import PyCase
+from agentenvs.sandbox.local import LocalSandbox
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
+
+ECHO = "print(int(input()) * 2)"
+
+
+@pytest.fixture(params=[1, 0], ids=["spare", "fresh"])
+def box(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalSandbox]:
+    require_bwrap()
+    # a stopped worker is never killed by the reaping thread's patience during a test
+    monkeypatch.setattr(local, "_REAP_S", 120.0)
+    sb = LocalSandbox(strict_spares=request.param)
+    try:
+        yield sb
+    finally:
+        sb.close()
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1].startswith("Z")  # a zombie is no process
+    except OSError:
+        return True
+
+
+def stopped_call(box: LocalSandbox, src: str = ECHO) -> tuple[int, int, list[str]]:
+    """Run a one-case call whose worker is stopped after its answer, before the call ends:
+    (bwrap's pid, the worker's host pid, the outputs)."""
+    gen = box.run_python_cases(src, [PyCase("stdin", stdin="21")])
+    first = next(gen)  # the answer is in; the call has not closed the worker's input yet
+    with box._lock:
+        (proc,) = [p for p in box._procs if _pid1(p) is not None and p not in spares(box)]
+    pid1 = _pid1(proc)
+    assert pid1 is not None
+    os.kill(pid1, signal.SIGSTOP)
+    rest = list(gen)  # the call ends: it does not wait for the stopped worker
+    return proc.pid, pid1, [first.stdout, *(r.stdout for r in rest)]
+
+
+def spares(box: LocalSandbox) -> set[object]:
+    with box._spare_lock:
+        return {p for _, p in box._spares}
+
+
+def test_a_call_returns_before_its_worker_exits(box: LocalSandbox) -> None:
+    bwrap, pid1, out = stopped_call(box)
+    assert out == ["42\n"]
+    assert not gone(pid1) and not gone(bwrap)
+    if box._cgroup is not None:  # still the sandbox's: it counts toward its limits
+        assert pid1 in box._cgroup.pids()
+    os.kill(pid1, signal.SIGCONT)  # its input is closed: it exits, and is reaped
+    deadline = time.monotonic() + 60
+    while not (gone(pid1) and gone(bwrap)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone(pid1) and gone(bwrap)
+    with box._lock:
+        assert not any(p.pid == bwrap for p in box._procs)
+
+
+def test_the_next_call_waits_until_the_worker_is_gone(box: LocalSandbox) -> None:
+    bwrap, pid1, _ = stopped_call(box)
+    got: list[object] = []
+
+    def call() -> None:
+        try:
+            got.append([r.stdout for r in box.run_python_cases(ECHO, [PyCase("stdin", stdin="5")])])
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            got.append(exc)
+        got.append(gone(pid1) and gone(bwrap))
+
+    t = threading.Thread(target=call)
+    t.start()
+    t.join(1.0)
+    # the earlier worker cannot exit while stopped: the next call has not run its program
+    assert t.is_alive() and not got
+    os.kill(pid1, signal.SIGCONT)
+    t.join(120)
+    assert got == [["10\n"], True]
+
+
+def test_close_leaves_nothing_of_a_worker_being_reaped(box: LocalSandbox) -> None:
+    bwrap, pid1, _ = stopped_call(box)
+    cgroup_dirs = [] if box._cgroup is None else list(box._cgroup.dirs.values())
+    box.close()
+    assert gone(pid1) and gone(bwrap)
+    assert not box._procs and not box._reaping
+    assert not any(os.path.exists(d) for d in cgroup_dirs)
+
+
+def test_a_worker_killed_after_its_answers_is_no_fault_of_the_next_call(
+    box: LocalSandbox,
+) -> None:
+    # killed from outside once its call has returned: nothing of any call is lost
+    bwrap, pid1, _ = stopped_call(box)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid1, signal.SIGKILL)
+    assert [r.stdout for r in box.run_python_cases(ECHO, [PyCase("stdin", stdin="4")])] == ["8\n"]
+    assert gone(pid1) and gone(bwrap)
