@@ -68,7 +68,8 @@ Checks (names as reported), by module:
 
 ``probes``
 
-- ``score_action``: returns a finite number and does not advance the env.
+- ``score_action``: returns a finite number and does not advance the env (an error
+  action, an invalid one and the empty one scored in turn, one a step).
 - ``error_action``: returns a str, the same one for equally seeded generators, and does
   not touch the env.
 """

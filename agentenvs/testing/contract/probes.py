@@ -49,13 +49,24 @@ def check_score_action(ctx: Context) -> None:
     rng = np.random.default_rng(ctx.seed + 12)
     with_errors = ctx.has("error_action")
 
+    # one kind of action a step, in turn (an error action, an invalid one, the empty one):
+    # each kind is scored in several states, and each scoring (a test run in envs that
+    # grade by running tests) is checked for traces by the steps after it; a run of
+    # fewer steps than kinds scores them all each step
+    kinds = (["error"] if with_errors else []) + ["invalid", "empty"]
+    every_step = min(ctx.steps, 15) < len(kinds)
+
     def probe(env: gym.Env, i: int) -> list[str]:
         inner = env.unwrapped
-        candidates = [INVALID_ACTION, ""]
-        if with_errors:
-            candidates.insert(0, inner.error_action(rng))
         problems = []
-        for action in candidates:
+        for kind in kinds if every_step else [kinds[i % len(kinds)]]:
+            action = (
+                inner.error_action(rng)
+                if kind == "error"
+                else INVALID_ACTION
+                if kind == "invalid"
+                else ""
+            )
             score = inner.score_action(action)
             ok = isinstance(score, int | float | np.number) and not isinstance(score, bool)
             if not (ok and math.isfinite(float(score))):
