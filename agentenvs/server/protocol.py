@@ -89,8 +89,9 @@ _FREE_LEAVES = frozenset({str, bool, type(None)})
 
 
 def _shallow(value: dict[str, Any]) -> bool:
-    """Whether ``value`` is two levels of objects holding only text, booleans and nulls
-    (a step's message), which are within every limit."""
+    """Whether ``value`` is two levels of objects holding only text, booleans, nulls and
+    integers within 64 bits (a step's or a seeded reset's message), which are within every
+    limit."""
     free = _FREE_LEAVES
     for child in value.values():
         if type(child) in free:
@@ -98,7 +99,10 @@ def _shallow(value: dict[str, Any]) -> bool:
         if type(child) is not dict:
             return False
         for leaf in child.values():
-            if type(leaf) not in free:
+            kind = type(leaf)
+            if kind in free:
+                continue
+            if kind is not int or not _INT_MIN <= leaf < _INT_END:
                 return False
     return True
 
@@ -130,14 +134,36 @@ def _check_tree(value: Any) -> None:
             raise SessionError("a number overflows a float (got infinity)", "INVALID_JSON")
 
 
+try:  # a faster reader where installed (the server extra has it)
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - the standard library's reader alone
+    _fast_loads = None
+
+
 def parse_json(raw: str | bytes, *, max_bytes: int) -> Any:
-    """``raw`` parsed as JSON within the limits above, or ``SessionError``."""
+    """``raw`` parsed as JSON within the limits above, or ``SessionError``.
+
+    orjson reads it first where installed, and its value is kept only when it is an
+    object of the usual shape (``_shallow``: two levels of text, booleans, nulls and
+    64-bit integers), which the standard library's reader reads to the same value. Any
+    other message, and any orjson refuses (bad JSON, lone surrogates, a byte-order mark),
+    is read again by the standard reader, whose value or error is the answer: the same
+    values and error replies as without orjson (which would read an integer past 64 bits
+    as a float, for one)."""
     size = len(raw) if isinstance(raw, bytes) or raw.isascii() else len(raw.encode("utf-8"))
     if size > max_bytes:
         raise SessionError(
             f"the message is {size} bytes, over the server's limit of {max_bytes}",
             "MESSAGE_TOO_LARGE",
         )
+    if _fast_loads is not None:
+        try:
+            value = _fast_loads(raw)
+        except ValueError:  # orjson.JSONDecodeError: worded by the standard reader below
+            pass
+        else:
+            if type(value) is dict and _shallow(value):
+                return value
     try:
         if type(raw) is str and not raw.startswith("\ufeff"):
             value = _DECODER.decode(raw)  # what json.loads does with text, without a new decoder
