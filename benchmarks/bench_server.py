@@ -450,7 +450,7 @@ def main() -> None:
         "--stream-client", action="store_true", help="generators on the stream client"
     )
     args = parser.parse_args()
-    token = secrets.token_urlsafe(32)
+    token = secrets.token_hex(32)  # no leading '-', which argparse would read as an option
     with tempfile.TemporaryDirectory() as tmp:
         # the default server (its token and Host checks, uvloop where installed) beside
         # the same on asyncio's own loop, and one with --no-auth
