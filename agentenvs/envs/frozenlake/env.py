@@ -165,6 +165,8 @@ def _outcome_text(action: int, direction: int, bumped: bool) -> str:
 _OUTCOMES: dict[tuple[int, int, bool], str] = {
     (a, d, b): _outcome_text(a, d, b) for a in range(4) for d in range(4) for b in (False, True)
 }
+#: ``slip_dirs(a)`` of each move, looked up on every step
+_SLIPS: tuple[tuple[int, int, int], ...] = tuple(slip_dirs(a) for a in range(4))
 _FELL = " You fell into a hole. Game over."
 _WON = " You reached the goal!"
 
@@ -500,7 +502,7 @@ class FrozenLakeEnv(TextEnv):
             u = rand()
             k = 0 if u < cum0 else 1 if u < cum1 else 2 if u < cum2 else 0
             new = view.next_state[pos][a][k]
-            text = _OUTCOMES[(a, slip_dirs(a)[k], new == pos)]
+            text = _OUTCOMES[(a, _SLIPS[a][k], new == pos)]
             pos = new
             if view.terminal[pos]:
                 ended = True

@@ -328,7 +328,9 @@ class FrozenLakeOracle:
         Called on every env step, so it skips the horizon checks of the table getters.
         """
         i = t if t < self._v.shape[0] else self._index(t)
-        return float(self._v[i, state] - self._q[i, state, action])
+        # ``item`` reads each as a Python float: the same double subtraction, without
+        # numpy's scalars
+        return self._v.item(i, state) - self._q.item(i, state, action)
 
     def infinite_values(self, tol: float = 1e-15, max_iter: int = 1_000_000) -> np.ndarray:
         """``lim V_t`` as t -> inf: the best probability of ever reaching a goal.
