@@ -311,15 +311,27 @@ class Session:
         self.env = env
         self.config = config
         self.store = store
-        self.episode_id: str | None = None
+        self._episode_id: str | None = None
+        self._id_owed = False  # an episode began without an id: one is drawn when read
         self.step_count = 0
         self.last_activity = time.monotonic()
+
+    @property
+    def episode_id(self) -> str | None:
+        """The episode's id: the reset's ``episode_id``, else a random UUID, drawn when
+        first read (most episodes' ids are never asked for); None before any reset."""
+        if self._id_owed:
+            self._episode_id, self._id_owed = str(uuid.uuid4()), False
+        return self._episode_id
+
+    def _begin_episode(self, episode_id: str | None) -> None:
+        self._episode_id, self._id_owed = episode_id, not episode_id
 
     async def reset(self, data: dict[str, Any]) -> TextObservation:
         params = reset_params(data)
         if params.snapshot is not None:
             obs = await self.restore(params.snapshot)
-            self.episode_id = params.episode_id or str(uuid.uuid4())
+            self._begin_episode(params.episode_id)
             return obs
         try:
             obs, info = await self.env.areset(seed=params.seed, options=self._options(params))
@@ -340,7 +352,7 @@ class Session:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         if type(obs) is not str:  # not an observation: the model refuses it
             return observation_payload(self._started(params, obs, info))
-        self.episode_id = params.episode_id or str(uuid.uuid4())
+        self._begin_episode(params.episode_id)
         self.step_count = 0
         return {
             "observation": {
@@ -361,7 +373,7 @@ class Session:
         return options
 
     def _started(self, params: ResetParams, obs: str, info: dict[str, Any]) -> TextObservation:
-        self.episode_id = params.episode_id or str(uuid.uuid4())
+        self._begin_episode(params.episode_id)
         self.step_count = 0
         return _observe(obs, info, reward=None, terminated=False, truncated=False)
 
@@ -753,10 +765,10 @@ async def _serve_session(
         session.last_activity = time.monotonic()
 
 
-def _answer_now(session: Session, limit: int, raw: str) -> str | None:
-    """The reply text of a step or a reset, made at once for an env on the event loop (the
-    connection's direct replies, ``transport.FastReplies``); None for any other message,
-    which the session's receive loop answers (``_answer``). The same replies as
+def _answer_now(session: Session, limit: int, raw: str) -> bytes | None:
+    """The reply of a step or a reset as UTF-8 JSON, made at once for an env on the event
+    loop (the connection's direct replies, ``transport.FastReplies``); None for any other
+    message, which the session's receive loop answers (``_answer``). The same replies as
     ``_answer``."""
     if session.env.closed:
         return None
@@ -782,7 +794,7 @@ def _answer_now(session: Session, limit: int, raw: str) -> str | None:
     except Exception as exc:  # an env bug: report it, keep the session
         reply = _error(f"{type(exc).__name__}: {_short(exc)}", "EXECUTION_ERROR")
     session.last_activity = time.monotonic()
-    return _dumps(reply)
+    return _dump_bytes(reply)
 
 
 async def _answer(
@@ -834,6 +846,17 @@ def _dumps(reply: dict[str, Any]) -> str:
         except TypeError:
             pass
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=False)
+
+
+def _dump_bytes(reply: dict[str, Any]) -> bytes:
+    """``_dumps(reply)`` encoded as UTF-8, without the round through text where orjson
+    writes it."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(reply)
+        except TypeError:
+            pass
+    return _dumps(reply).encode()
 
 
 def _error(message: str, code: str, fault: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -84,7 +84,8 @@ FAST_REPLIES = "agentenvs.fast_replies"
 
 class FastReplies:
     """Where the app registers a connection's direct replies: ``handler(text)`` answers a
-    text message with the reply's text, or None to leave it to the app's receive loop.
+    text message with the reply's text as UTF-8 bytes, or None to leave it to the app's
+    receive loop.
     The app sets it while it serves the session and clears it before it ends. ``lost``
     turns True when the connection is gone: messages the client sent before it went, still
     queued for the app, are then not worth answering (a slow step each, for nobody)."""
@@ -92,7 +93,7 @@ class FastReplies:
     __slots__ = ("handler", "lost", "probe")
 
     def __init__(self) -> None:
-        self.handler: Callable[[str], str | None] | None = None
+        self.handler: Callable[[str], bytes | None] | None = None
         self.lost = False
         #: whether the peer has gone, asked of the socket itself (a paused socket, which
         #: the loop does not read, reports no loss until it is read again)
@@ -190,10 +191,9 @@ def lazy_pausing_ws_protocol() -> type[asyncio.Protocol] | None:
                     text = payload.decode()
                 except UnicodeDecodeError:
                     break  # the ordinary way closes the connection (1007)
-                reply = handler(text)
-                if reply is None:
+                body = handler(text)
+                if body is None:
                     break
-                body = reply.encode()
                 n = len(body)
                 if n < 126:
                     replies.append(bytes((0x81, n)) + body)

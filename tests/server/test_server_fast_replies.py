@@ -189,3 +189,36 @@ def test_invalid_utf8_closes_the_connection(start_server) -> None:
         assert opcode == 0x8 and struct.unpack("!H", data[:2])[0] == 1007
     finally:
         client.close()
+
+
+def test_seeds_past_64_bits_and_episode_ids_on_the_wire(start_server) -> None:
+    """A reset's seed is read exactly (orjson would make one past 64 bits a float): out of
+    range it is refused, in range it plays as in process; an episode's id, drawn when
+    first asked for, stays the same until the next reset, and a given one is kept."""
+    server = start_server(FROZEN)
+    client = RawClient(server.url)
+    env = gym.make(FROZEN)
+    try:
+        for seed in (2**64, -(2**63) - 1):
+            client.send(message("reset", {"seed": seed}))
+            refused = client.reply()
+            assert refused["type"] == "error", refused
+            assert refused["data"]["code"] == "VALIDATION_ERROR", refused
+            assert "64 bits" in refused["data"]["message"], refused
+        seed = 2**64 - 1
+        client.send(message("reset", {"seed": seed}))
+        assert client.reply()["data"] == reset_payload(*env.reset(seed=seed))
+        client.send(message("step", {"text": "Down"}) + message("state") + message("state"))
+        assert client.reply()["data"] == model_payload(env.step("Down"))
+        first, second = client.reply()["data"], client.reply()["data"]
+        assert first["episode_id"] == second["episode_id"]
+        assert len(first["episode_id"]) == 36 and first["step_count"] == 1
+        client.send(message("reset", {"seed": 3}) + message("state"))
+        client.reply()
+        assert client.reply()["data"]["episode_id"] not in (None, first["episode_id"])
+        client.send(message("reset", {"seed": 3, "episode_id": "mine"}) + message("state"))
+        client.reply()
+        assert client.reply()["data"]["episode_id"] == "mine"
+    finally:
+        client.close()
+        env.close()
