@@ -250,6 +250,9 @@ class LocalSandbox(Sandbox):
         # stays in the sandbox's cgroup (its limits) until it is gone
         self._reaping: set[subprocess.Popen[bytes]] = set()
         self._reaped = threading.Condition()
+        # calls under way, and the workers of calls over that wait for them to end
+        self._running = 0
+        self._held: list[tuple[subprocess.Popen[bytes], Any]] = []
         #: where the next spare starts: when a call's last answer is in (False), or when a
         #: call takes its worker (True, as before); whether a call waits for its worker's
         #: exit itself (True, as before) instead of leaving it to a reaping thread
@@ -678,19 +681,32 @@ class LocalSandbox(Sandbox):
         for _, proc in spares:
             self._forget(proc)
 
-    def _reap_later(self, proc: subprocess.Popen[bytes], spare: Any) -> bool:
-        """Leave a worker that has answered every case (its input closed) to a thread that
-        waits for its exit, kills what is left of it and then starts the next spare
-        (``spare``: its key and command, or None); False once the sandbox is closed (the
-        caller forgets the worker itself)."""
+    def _call_done(self, proc: subprocess.Popen[bytes] | None, spare: Any) -> bool:
+        """A call is over. ``proc``: its worker, which has answered every case, to end
+        (its input closed) and leave to a thread that waits for its exit, kills what is
+        left of it and then starts the next spare (``spare``: its key and command, or
+        None). While other calls still run, that waits until the last of them is over,
+        so that neither a worker's exit nor a spare's start competes with them. False:
+        the sandbox is closed (the caller forgets the worker itself)."""
         with self._reaped:
+            self._running -= 1
             if self._closed:
+                self._held.clear()
                 return False
-            self._reaping.add(proc)
-        threading.Thread(
-            target=self._reap, args=(proc, spare), name="agentenvs-reap", daemon=True
-        ).start()
-        return True
+            if proc is not None:
+                self._held.append((proc, spare))
+            if self._running > 0:
+                return proc is not None
+            ending, self._held = self._held, []
+            self._reaping.update(p for p, _ in ending)
+        for p, sp in ending:
+            assert p.stdin is not None
+            with contextlib.suppress(OSError):
+                p.stdin.close()  # end of input ends the worker
+            threading.Thread(
+                target=self._reap, args=(p, sp), name="agentenvs-reap", daemon=True
+            ).start()
+        return proc is not None
 
     def _reap(self, proc: subprocess.Popen[bytes], spare: Any) -> None:
         try:
@@ -745,8 +761,12 @@ class LocalSandbox(Sandbox):
         # input waits in the pipe (kernel memory no case can reach; the worker reads it
         # only once the case before is over), so the host's round trip is off the
         # critical path
-        first = harness.encode_header(source, timeout, self.limits) + harness.encode_case(cases[0])
+        with self._reaped:
+            self._running += 1
+        counted = True
         try:
+            first = harness.encode_header(source, timeout, self.limits)
+            first += harness.encode_case(cases[0])
             reader = _LineReader(proc)
             reader.feed(first)
             ready = reader.next(_WORKER_START_S)
@@ -778,21 +798,24 @@ class LocalSandbox(Sandbox):
                     if fault is not None:
                         raise fault
                     break
-                yield case_run(msg)
-                done += 1
-            if done == len(cases):
-                # end of input ends the worker; let bwrap end on its own. Every answer is
-                # in, so its exit says nothing more: a thread of its own waits for it
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-                if self._reap_on_call:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(timeout=_REAP_S)
-                else:
+                run = case_run(msg)
+                if i + 1 == len(cases) and not self._reap_on_call:
+                    # every answer is in, so the worker's exit says nothing more: it is
+                    # ended and left to a thread of its own before the last answer goes
+                    # out, since a caller may stop there
                     spare_after = None
                     if self._spares_max and not self._spare_at_call_start:
                         spare_after = (key, command)
-                    reaping = self._reap_later(proc, spare_after)
+                    counted = False
+                    reaping = self._call_done(proc, spare_after)
+                yield run
+                done += 1
+            if done == len(cases) and not reaping:
+                # end of input ends the worker; let bwrap end on its own
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=_REAP_S)
             yield from unanswered(len(cases) - done)
         except Fault:
             # something outside is killing or stopping the sandbox's processes: the spares
@@ -805,10 +828,14 @@ class LocalSandbox(Sandbox):
                 reader.close()
             if not reaping:
                 self._forget(proc)
-            if self._spares_max and not self._spare_at_call_start and not (faulted or reaping):
-                # the next spare starts once this call's answers are in, not beside them
-                # (after the worker's exit where a thread reaps it)
-                self._start_spares(key, command)
+            if counted:
+                spare_after = None
+                if self._spares_max and not self._spare_at_call_start and not faulted:
+                    # the next spare starts once this call is over, not beside it
+                    spare_after = (key, command)
+                self._call_done(None, None)
+                if spare_after is not None:
+                    self._start_spares(*spare_after)
 
     def _not_started(self, proc: subprocess.Popen[bytes], reader: _LineReader) -> None:
         """Raise why the case worker did not say it was ready: nothing of the program has

@@ -124,3 +124,48 @@ def test_a_worker_killed_after_its_answers_is_no_fault_of_the_next_call(
         os.kill(pid1, signal.SIGKILL)
     assert [r.stdout for r in box.run_python_cases(ECHO, [PyCase("stdin", stdin="4")])] == ["8\n"]
     assert gone(pid1) and gone(bwrap)
+
+
+def test_a_worker_is_ended_once_the_calls_beside_it_are_over(box: LocalSandbox) -> None:
+    # a call that ends while another still runs leaves its worker waiting (its exit, and
+    # the next spare's start, would compete with that call) until the other is over
+    got: list[object] = []
+    slow = "import time\ntime.sleep(120)"
+
+    def long_call() -> None:
+        got.append(
+            [
+                r.error
+                for r in box.run_python_cases(
+                    slow, [PyCase("stdin", stdin="")], timeout_per_case=200
+                )
+            ]
+        )
+
+    t = threading.Thread(target=long_call)
+    t.start()
+    deadline = time.monotonic() + 120
+    case_pid = None
+    while case_pid is None and time.monotonic() < deadline:  # its case runs below pid 1
+        with box._lock:
+            procs = [p for p in box._procs if p not in spares(box)]
+        for p in procs:
+            pid1 = _pid1(p)
+            if pid1 is not None:
+                with contextlib.suppress(OSError), open(f"/proc/{pid1}/task/{pid1}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                    case_pid = kids[0] if kids else None
+        time.sleep(0.02)
+    assert case_pid is not None
+    gen = box.run_python_cases(ECHO, [PyCase("stdin", stdin="3")])
+    first = next(gen)
+    with box._reaped:
+        (held,) = [p for p, _ in box._held]
+    assert first.stdout == "6\n" and list(gen) == []
+    pid1 = _pid1(held)
+    assert pid1 is not None and not gone(pid1) and held not in box._reaping
+    os.kill(case_pid, signal.SIGKILL)  # the long call's case ends: so does its call
+    t.join(120)
+    assert got and got[0] != [None]
+    assert held.wait(timeout=60) is not None and gone(pid1)
+    assert not box._held
