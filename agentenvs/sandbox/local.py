@@ -933,6 +933,10 @@ class LocalSandbox(Sandbox):
             self._finalizer()
             # the workers still being reaped were killed with the rest: their threads end
             self._await_reaps()
+            with self._reaped:
+                held, self._held = self._held, []
+            for proc, _ in held:
+                self._forget(proc)
 
 
 class _LocalProcess(SandboxProcess):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -126,21 +127,17 @@ def test_a_worker_killed_after_its_answers_is_no_fault_of_the_next_call(
     assert gone(pid1) and gone(bwrap)
 
 
-def test_a_worker_is_ended_once_the_calls_beside_it_are_over(box: LocalSandbox) -> None:
-    # a call that ends while another still runs leaves its worker waiting (its exit, and
-    # the next spare's start, would compete with that call) until the other is over
-    got: list[object] = []
+def held_beside_a_long_call(
+    box: LocalSandbox, got: list[object]
+) -> tuple[threading.Thread, int, subprocess.Popen[bytes], int]:
+    """A call that sleeps (on a thread, its results into ``got``) and a one-case call that
+    ends beside it: (that thread, the long call's case pid, the short call's worker and
+    its host pid)."""
     slow = "import time\ntime.sleep(120)"
 
     def long_call() -> None:
-        got.append(
-            [
-                r.error
-                for r in box.run_python_cases(
-                    slow, [PyCase("stdin", stdin="")], timeout_per_case=200
-                )
-            ]
-        )
+        runs = box.run_python_cases(slow, [PyCase("stdin", stdin="")], timeout_per_case=200)
+        got.append([r.error for r in runs])
 
     t = threading.Thread(target=long_call)
     t.start()
@@ -164,8 +161,25 @@ def test_a_worker_is_ended_once_the_calls_beside_it_are_over(box: LocalSandbox) 
     assert first.stdout == "6\n" and list(gen) == []
     pid1 = _pid1(held)
     assert pid1 is not None and not gone(pid1) and held not in box._reaping
+    return t, case_pid, held, pid1
+
+
+def test_a_worker_is_ended_once_the_calls_beside_it_are_over(box: LocalSandbox) -> None:
+    # a call that ends while another still runs leaves its worker waiting (its exit, and
+    # the next spare's start, would compete with that call) until the other is over
+    got: list[object] = []
+    t, case_pid, held, pid1 = held_beside_a_long_call(box, got)
     os.kill(case_pid, signal.SIGKILL)  # the long call's case ends: so does its call
     t.join(120)
     assert got and got[0] != [None]
     assert held.wait(timeout=60) is not None and gone(pid1)
     assert not box._held
+
+
+def test_close_leaves_nothing_of_a_waiting_worker(box: LocalSandbox) -> None:
+    got: list[object] = []
+    t, _, held, pid1 = held_beside_a_long_call(box, got)
+    box.close()
+    t.join(120)
+    assert held.poll() is not None and gone(pid1)
+    assert not box._held and not box._procs
