@@ -66,7 +66,7 @@ def _settled(env: TerminalBenchEnv) -> None:
     """Wait until the runtime's spares in the background are started (or given up)."""
     runtime = env.runtime()
     end = time.monotonic() + SETTLE_S
-    while any(isinstance(s[1], threading.Thread) for s in list(runtime._spares)):
+    while runtime.spares_starting():
         assert time.monotonic() < end, "spares still starting"
         time.sleep(0.1)
 
@@ -143,6 +143,28 @@ def test_close_removes_every_spare(envs: list[TerminalBenchEnv]) -> None:
     assert len(before) >= 2
     env.close()
     assert _labelled(token) == []
+
+
+@on_docker
+def test_a_warm_reset_takes_a_ready_spare_and_starts_no_thread(
+    envs: list[TerminalBenchEnv],
+) -> None:
+    env = _env()
+    envs.append(env)
+    env.reset(options={"task_id": TASK})
+    env.reset(options={"task_id": TASK})  # the remover runs from the first session on
+    _settled(env)
+    runtime = env.runtime()
+    counts = dict(runtime.session_starts)
+    before = {t.ident for t in threading.enumerate()}
+    env.reset(options={"task_id": TASK})
+    started = [t.name for t in threading.enumerate() if t.ident not in before]
+    # its next spares are queued for the process's starters, its removals for the remover
+    assert not [name for name in started if name.startswith("agentenvs-tb-")]
+    assert runtime.session_starts["spare"] == counts["spare"] + 1
+    assert runtime.session_starts["opened"] == counts["opened"]
+    _settled(env)
+    assert [s for s in runtime._spares if isinstance(s[1], tuple)]  # the next one is ready
 
 
 @on_docker

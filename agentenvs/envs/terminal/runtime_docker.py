@@ -53,7 +53,6 @@ never the task's; the registry's answer that it has no such image is the task's.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import math
 import os
 import queue
@@ -103,7 +102,7 @@ IMAGE_LACKS = ("executable file not found", "no such file or directory")
 
 #: (image, task id, exec environment, shell init text, output cap, network, work dir)
 _SpareKey = tuple[str, str, tuple[tuple[str, str], ...], str, int, str, str]
-_Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | threading.Thread"]
+_Spare = tuple[_SpareKey, "tuple[_TaskContainer, ShellSession] | _Pending"]
 
 #: ``prestart`` modes: spares sized to demand, the one spare of the last key, none
 PRESTARTS = ("demand", "one", "off")
@@ -113,6 +112,11 @@ DEMAND_WINDOW = 8
 FIRST_START_S = 1.0
 #: what an idle spare (a sleeping container and its shell) is counted to hold in memory
 SPARE_MEMORY_MB = 64
+#: how long no session may have begun before a background start or removal goes on
+#: (seconds): a burst of resets finds the interpreter free of them
+QUIET_S = 0.02
+#: the longest a background start or removal waits for that (seconds)
+QUIET_MOST_S = 1.0
 #: what ``md5sum`` of a whole work dir prints
 _MD5 = re.compile(r"[0-9a-f]{32}  -")
 
@@ -159,21 +163,56 @@ def spares_wanted(
     return out
 
 
+class _Sessions:
+    """When this process's latest session began: the background work of every runtime
+    (spare starts, removals, retired shells) waits for a moment with none beginning, so
+    that a burst of resets, each taking a ready spare, holds the interpreter alone (a
+    background thread given it mid-burst, to build an engine request, is what the
+    slowest reset waited on). A session only writes the time: no lock, no wake-up."""
+
+    began = 0.0
+
+    @classmethod
+    def wait_quiet(cls) -> None:
+        """Return once no session has begun for ``QUIET_S``, or after ``QUIET_MOST_S``
+        (sessions that never stop beginning do not hold background work back longer)."""
+        end = time.monotonic() + QUIET_MOST_S
+        while (now := time.monotonic()) < end and (left := cls.began + QUIET_S - now) > 0:
+            time.sleep(min(left, end - now))
+
+
+class _Pending:
+    """A spare asked for and not made yet: ``began`` once a starter took it up, ``done``
+    set once it is kept among the spares or given up."""
+
+    __slots__ = ("began", "done", "key")
+
+    def __init__(self, key: _SpareKey) -> None:
+        self.key = key
+        self.began = False
+        self.done = threading.Event()
+
+
 class _SpareCount:
     """The spares of every runtime of this process, against the host's memory; and the
-    background starts under way at once (a reset's own requests wait behind no more than
-    the machine's cores of them)."""
+    process's starter threads, as many as the machine's cores, that open them (a reset's
+    own requests wait behind no more than that many background starts). The starters are
+    started with the first spare asked for and stay: a reset only queues its spares, as a
+    thread's start waits for the new thread to run, which under a burst of resets holding
+    the interpreter is what the slowest reset waited on."""
 
     lock = threading.Lock()
     held = 0
-    starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
+    starts: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    starters = 0
 
     @classmethod
     def after_fork(cls) -> None:
         # a forked child has none of its parent's spares nor the threads starting them
         cls.lock = threading.Lock()
         cls.held = 0
-        cls.starting = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
+        cls.starts = queue.SimpleQueue()
+        cls.starters = 0
 
     @classmethod
     def take(cls, wanted: int, cap: int) -> int:
@@ -182,6 +221,30 @@ class _SpareCount:
             room = max(0, min(wanted, cap - cls.held))
             cls.held += room
         return room
+
+    @classmethod
+    def submit(cls, work: Callable[[], None]) -> None:
+        """Queue ``work`` (a spare's start) for the process's starters, started the first
+        time."""
+        with cls.lock:
+            new = 0 if cls.starters else max(2, os.cpu_count() or 1)
+            cls.starters += new
+            starts = cls.starts
+        starts.put(work)
+        for _ in range(new):
+            threading.Thread(
+                target=cls._start_loop, args=(starts,), daemon=True, name="agentenvs-tb-prestart"
+            ).start()
+
+    @staticmethod
+    def _start_loop(starts: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            work = starts.get()
+            try:
+                _Sessions.wait_quiet()
+                work()
+            except Exception:  # noqa: BLE001 - a failed start leaves the next to run
+                pass
 
 
 def unsupported_reason(task: TerminalTask) -> str | None:
@@ -324,6 +387,9 @@ class DockerRuntime(DockerImages, FreezingDocker):
         #: as a spare's preparation hashed them
         self._start_files: dict[str, tuple[ShellSession, int, str, str]] = {}
         self._owned: dict[str, _TaskContainer] = {}
+        #: how this runtime's sessions got their container: a ready spare ("spare"), one a
+        #: starter was opening ("waited", then "spare" or "opened"), or opened then ("opened")
+        self.session_starts = {"spare": 0, "waited": 0, "opened": 0}
         self._threads: set[threading.Thread] = set()
         #: the thread that removes containers and closes retired shells, and its queue
         self._remover: threading.Thread | None = None
@@ -472,7 +538,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
             dropped: list[_Spare] = []
             have: dict[_SpareKey, int] = {}
             # the ready ones first, then those under way
-            for spare in sorted(self._spares, key=lambda s: isinstance(s[1], threading.Thread)):
+            for spare in sorted(self._spares, key=lambda s: isinstance(s[1], _Pending)):
                 if have.get(spare[0], 0) < want.get(spare[0], 0):
                     have[spare[0]] = have.get(spare[0], 0) + 1
                     kept.append(spare)
@@ -481,18 +547,12 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self._spares = [s for s in self._spares if any(s is k for k in kept)]
             missing = [k for k, n in want.items() for _ in range(n - have.get(k, 0))]
             missing = missing[: _SpareCount.take(len(missing), cap)]
-            threads = []
-            for k in missing:
-                thread = threading.Thread(
-                    target=self._make_spare, args=(k,), daemon=True, name="agentenvs-tb-prestart"
-                )
-                self._spares.append((k, thread))
-                self._threads.add(thread)
-                threads.append(thread)
+            pending = [_Pending(k) for k in missing]
+            self._spares += [(p.key, p) for p in pending]
         for spare in dropped:
             self._drop_spare(spare)
-        for thread in threads:
-            thread.start()
+        for asked in pending:
+            _SpareCount.submit(lambda asked=asked: self._make_spare(asked))
 
     def _spare_cap(self) -> int:
         """How many spares this process may hold at once: half the host's memory at
@@ -503,43 +563,51 @@ class DockerRuntime(DockerImages, FreezingDocker):
             memory_mb = 0
         return memory_mb // 2 // SPARE_MEMORY_MB if memory_mb else self.max_spares
 
-    def _make_spare(self, key: _SpareKey) -> None:
-        """Open a session of ``key`` ahead, with its starting state placed ("demand"), and
-        keep it unless it stopped being wanted meanwhile."""
-        me = threading.current_thread()
-        began = time.monotonic()
+    def _make_spare(self, asked: _Pending) -> None:
+        """Open the session ``asked`` for ahead (on a starter thread), with its starting
+        state placed ("demand"), and keep it unless it stopped being wanted meanwhile (a
+        spare given up before it began is not started)."""
+        key = asked.key
         made: tuple[_TaskContainer, ShellSession] | None = None
         try:
-            # "one" as it was: unthrottled
-            with _SpareCount.starting if self.prestart == "demand" else contextlib.nullcontext():
-                if self._closed:
-                    raise SandboxError("the docker runtime is closed")
+            with self._lock:
+                asked.began = not self._closed and any(s[1] is asked for s in self._spares)
+            if asked.began:
                 began = time.monotonic()
-                made = self._open(key)
-                if self.prestart == "demand":
-                    self._place(made[0], made[1])
-                    if self.start_keys:
-                        self._hash_start(made[0], made[1], key[6])
-        except Exception:
+                try:
+                    made = self._open(key)
+                    if self.prestart == "demand":
+                        _Sessions.wait_quiet()
+                        self._place(made[0], made[1])
+                        if self.start_keys:
+                            _Sessions.wait_quiet()
+                            self._hash_start(made[0], made[1], key[6])
+                except Exception:
+                    if made is not None:
+                        made[1].close()
+                        self._discard(made[0])
+                    made = None  # the next session opens its own
+            with self._lock:
+                if made is not None:
+                    self._start_times.append(time.monotonic() - began)
+                at = next((i for i, s in enumerate(self._spares) if s[1] is asked), None)
+                if at is not None and made is not None and not self._closed:
+                    self._spares[at] = (key, made)
+                    return
+                if at is not None:
+                    del self._spares[at]
+            with _SpareCount.lock:
+                _SpareCount.held -= 1
             if made is not None:
                 made[1].close()
                 self._discard(made[0])
-            made = None  # the next session opens its own
+        finally:
+            asked.done.set()
+
+    def spares_starting(self) -> int:
+        """How many of this runtime's spares are asked for and not made yet."""
         with self._lock:
-            self._threads.discard(me)
-            if made is not None:
-                self._start_times.append(time.monotonic() - began)
-            at = next((i for i, s in enumerate(self._spares) if s[1] is me), None)
-            if at is not None and made is not None and not self._closed:
-                self._spares[at] = (key, made)
-                return
-            if at is not None:
-                del self._spares[at]
-        with _SpareCount.lock:
-            _SpareCount.held -= 1
-        if made is not None:
-            made[1].close()
-            self._discard(made[0])
+            return sum(isinstance(s[1], _Pending) for s in self._spares)
 
     def _place(self, box: _TaskContainer, shell: ShellSession) -> None:
         """Put what every session of the image gets before the agent's first command into
@@ -593,41 +661,49 @@ class DockerRuntime(DockerImages, FreezingDocker):
         return files
 
     def _drop_spare(self, spare: _Spare | None) -> None:
-        """Remove a spare (in the background); one in flight is removed by its thread,
-        which no longer finds itself among the spares."""
+        """Remove a spare (in the background); one in flight is removed by its starter,
+        which no longer finds it among the spares."""
         if spare is not None and isinstance(spare[1], tuple):
             box, shell = spare[1]
             with _SpareCount.lock:
                 _SpareCount.held -= 1
-            shell.close()
+            self.retire_shell(shell)  # a reset that drops it waits for no close
             self._discard_later(box)
 
     def _take(self, key: _SpareKey) -> tuple[_TaskContainer, ShellSession]:
-        """A ready spare of ``key``, else the oldest one in flight once it is ready, else a
-        new session opened now."""
+        """A ready spare of ``key``, else the oldest one a starter is opening once it is
+        ready, else a new session opened now (one still queued is given up: opened here,
+        it waits behind no other start). ``session_starts`` counts which."""
         for _ in range(2):
             with self._lock:
                 ready = next(
                     (s for s in self._spares if s[0] == key and isinstance(s[1], tuple)), None
                 )
                 flight = next(
-                    (s[1] for s in self._spares if s[0] == key and not isinstance(s[1], tuple)),
+                    (s[1] for s in self._spares if s[0] == key and isinstance(s[1], _Pending)),
                     None,
                 )
                 if ready is not None:
                     self._spares = [s for s in self._spares if s is not ready]
+                elif flight is not None and not flight.began:
+                    # its starter finds it gone and lets its count go
+                    self._spares = [s for s in self._spares if s[1] is not flight]
+                    flight = None
             if ready is not None:
                 assert isinstance(ready[1], tuple)
                 with _SpareCount.lock:
                     _SpareCount.held -= 1
                 if self._usable(ready[1][0]):
+                    self.session_starts["spare"] += 1
                     return ready[1]
-                ready[1][1].close()
+                self.retire_shell(ready[1][1])
                 self._discard_later(ready[1][0])
                 continue
             if flight is None:
                 break
-            flight.join(timeout=60)
+            self.session_starts["waited"] += 1
+            flight.done.wait(timeout=60)
+        self.session_starts["opened"] += 1
         began = time.monotonic()
         made = self._open(key)
         with self._lock:
@@ -662,15 +738,22 @@ class DockerRuntime(DockerImages, FreezingDocker):
         self._later(shell.close)
 
     def _later(self, work: Callable[[], None]) -> None:
-        """Run ``work`` on the runtime's remover thread (started once, not once a
-        removal: a thread's start is what a reset waited on), in order."""
+        """Run ``work`` on the runtime's remover thread, in order."""
+        self._removals_ready()
         with self._lock:
             closed = self._closed
+            if not closed:
+                self._removals.put(work)
         if closed:  # close() has let the remover go: done here
             work()
-            return
+
+    def _removals_ready(self) -> None:
+        """Start the remover thread unless it runs (once, at the runtime's first session,
+        not once a removal: a thread's start is what a reset waited on)."""
         with self._lock:
             thread = self._remover
+            if self._closed:
+                return
             if thread is None or not thread.is_alive() or self._remover_pid != os.getpid():
                 self._removals = queue.SimpleQueue()
                 thread = threading.Thread(
@@ -682,11 +765,11 @@ class DockerRuntime(DockerImages, FreezingDocker):
                 self._remover, self._remover_pid = thread, os.getpid()
                 self._threads.add(thread)
                 thread.start()
-            self._removals.put(work)
 
     def _remove_loop(self, removals: queue.SimpleQueue[Callable[[], None] | None]) -> None:
         while (work := removals.get()) is not None:
             try:
+                _Sessions.wait_quiet()
                 work()
             except Exception:  # noqa: BLE001 - one failed removal leaves the next to run
                 pass
@@ -794,11 +877,13 @@ class DockerRuntime(DockerImages, FreezingDocker):
         the memory and CPUs the task declares."""
         if self._closed:
             raise SandboxError("the docker runtime is closed")
+        _Sessions.began = time.monotonic()
         if task.memory_mb is not None or task.cpus is not None:
             self._resources[task.id] = (task.memory_mb, task.cpus)
         if task.agent_user is not None:
             self._users[task.id] = task.agent_user
         image = self.image(task)
+        self._removals_ready()
         old, self._current = self._current, None
         if old is not None:
             self._discard_later(old)
@@ -906,12 +991,17 @@ class DockerRuntime(DockerImages, FreezingDocker):
             self._current = None
             self._removals.put(None)  # the remover ends after what is queued
             threads = list(self._threads)
+            # a spare a starter is opening is removed by it, seeing the runtime closed; one
+            # not begun is never started
+            asked = [s[1] for s in self._spares if isinstance(s[1], _Pending) and s[1].began]
             bytecode, self._bytecode = list(self._bytecode.values()), {}
         for made in bytecode:  # this runtime's compiled copies of the verifier's packages
             if made is not None:
                 shutil.rmtree(made, ignore_errors=True)
         for thread in threads:
             thread.join(timeout=60)
+        for pending in asked:
+            pending.done.wait(timeout=60)
         with self._lock:
             boxes = list(self._owned.values())
             spares, self._spares = self._spares, []
