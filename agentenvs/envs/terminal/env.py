@@ -22,6 +22,7 @@ from agentenvs.envs.terminal.shell import CommandResult, ShellSession
 from agentenvs.envs.terminal.state import check_state, read_work_dir, work_dir_key
 from agentenvs.envs.terminal.verdict import TaskTests
 from agentenvs.sandbox import limits_info
+from agentenvs.sandbox._files import OverLimit
 from agentenvs.sandbox.base import Limits
 
 #: ``Limits.max_file_mb`` that bounds no file in practice (1 PiB; RLIMIT_FSIZE takes it)
@@ -873,7 +874,8 @@ class TerminalBenchEnv(TaskTests, TextEnv):
                 cwd, exports = self.shell.shell_state()
                 files = self._files_tar()
             except SANDBOX_FAILURES as exc:
-                self._check_fault(exc)
+                if not isinstance(exc, OverLimit):  # the copy's own refusal: the agent's files
+                    self._check_fault(exc)
                 # wrecked by the agent, not yet noticed by a step: the snapshot says so
                 state["lost"] = (str(exc).splitlines() or ["unknown"])[0][:200]
             else:
