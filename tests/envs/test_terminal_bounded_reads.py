@@ -3,8 +3,9 @@
 An agent can make files that cost its sandbox nothing and the host a lot: sparse files
 (``truncate -s 256M f`` takes 4 KB), a huge number of files, a tree thousands of dirs
 deep, a file that grows while it is copied. Each bomb here is what a policy does through
-``gym.make`` + ``step`` on each runtime; the env runs in a fresh subprocess that reports
-the peak of its own resident memory (``ru_maxrss``) before and after the bomb. Each test
+``gym.make`` + ``step`` on each runtime; the env runs in a fresh subprocess (one for
+every bomb of a runtime and mode, each bomb in its own episode) that reports the peak of
+its own resident memory (``ru_maxrss``, reset just before each bomb) before and after it. Each test
 asserts from outside that ``step`` returned, that the peak grew by less than
 ``RSS_BOUND`` (the old copies read a sparse file's holes whole: +2 GB for 1 GB of holes),
 that the refusal names the copy limit that was passed with its figure, and that an honest
@@ -22,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -71,38 +73,74 @@ GROWING = (
     "sleep 0.05"
 )
 
+#: one interpreter plays every case of a runtime and mode in turn (the peak resident
+#: memory reset before each bomb, so each bomb's growth is its own), each in a fresh
+#: episode, each followed by an honest episode in the same env; a case that raises is
+#: reported and the next one gets a new env
 _SCRIPT = r"""
-import json, resource, sys
+import json, resource, sys, time, traceback
 import gymnasium as gym
 import agentenvs  # noqa: F401
 
-runtime, mode, bomb = sys.argv[1], sys.argv[2], sys.argv[3]
-env = gym.make("agentenvs/TerminalBench-v0", runtime=runtime, command_timeout=120,
-               step_rewards=(mode == "snapshot"))
-out = {}
-try:
-    env.reset(options={"task_id": "word-frequency"})
-    env.step("```bash\necho warm\n```")
-    if mode == "snapshot":
-        env.unwrapped.snapshot()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    if mode == "submit":
-        obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```\nsubmit")
-        out["findings"] = info.get("grading_findings", [])
-        out["terminated"] = term
-    else:
-        obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```")
-        out["lost"] = env.unwrapped.snapshot().state.get("lost")
-    out["grew_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    out["reward"] = reward
-    out["obs"] = obs[-600:]
-    env.reset(options={"task_id": "word-frequency"})
-    action = env.unwrapped.oracle_action() + "\nsubmit"
-    _, _, _, _, info = env.step(action)
-    out["honest"] = info["success"]
-finally:
+runtime, mode, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+
+def peak_kb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def reset_peak():
+    # Linux: writing 5 resets the process's peak resident memory (ru_maxrss with it)
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def make():
+    return gym.make("agentenvs/TerminalBench-v0", runtime=runtime, command_timeout=120,
+                    step_rewards=(mode == "snapshot"))
+
+
+results = {}
+env = None
+for name, bomb in cases:
+    out = {}
+    start = time.monotonic()
+    try:
+        env = env or make()
+        env.reset(options={"task_id": "word-frequency"})
+        env.step("```bash\necho warm\n```")
+        if mode == "snapshot":
+            env.unwrapped.snapshot()
+        out["peak_reset"] = reset_peak()
+        before = peak_kb()
+        if mode == "submit":
+            obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```\nsubmit")
+            out["findings"] = info.get("grading_findings", [])
+            out["terminated"] = term
+        else:
+            obs, reward, term, trunc, info = env.step(f"```bash\n{bomb}\n```")
+            out["lost"] = env.unwrapped.snapshot().state.get("lost")
+        out["grew_mb"] = (peak_kb() - before) / 1024
+        out["reward"] = reward
+        out["obs"] = obs[-600:]
+        env.reset(options={"task_id": "word-frequency"})
+        action = env.unwrapped.oracle_action() + "\nsubmit"
+        _, _, _, _, info = env.step(action)
+        out["honest"] = info["success"]
+    except Exception:
+        out["error"] = traceback.format_exc()[-3000:]
+        if env is not None:
+            env.close()
+        env = None
+    out["seconds"] = round(time.monotonic() - start, 1)  # for the reader of a slow run
+    results[name] = out
+if env is not None:
     env.close()
-print("RESULT " + json.dumps(out))
+print("RESULT " + json.dumps(results))
 """
 
 RUNTIMES = [
@@ -120,14 +158,30 @@ def _need(runtime: str) -> None:
         require_bwrap()
 
 
-def _run(runtime: str, mode: str, bomb: str) -> dict:
-    """The bomb through ``step`` in a fresh process: what it reported."""
+#: a sparse file of 8 GiB made in the work dir, its size said back
+EIGHT_GIB = "truncate -s 8G /app/big && stat -c made=%s /app/big"
+
+
+def _cases(runtime: str, mode: str) -> list[tuple[str, str]]:
+    """What one interpreter plays for ``runtime`` and ``mode``: every bomb (the .pth one
+    last, as the interpreter of the next bombs would read it where it survived), the
+    8 GiB file, and on snapshots the growing files."""
+    deep = DEEP_DOCKER if runtime == "docker" else BOMBS["deep-tree"]
+    cases = [
+        (b, deep if b == "deep-tree" else BOMBS[b]) for b in sorted(BOMBS) if b != "sparse-pth"
+    ]
+    cases += [("sparse-pth", BOMBS["sparse-pth"]), ("8g", EIGHT_GIB)]
+    return cases + ([("growing", GROWING)] if mode == "snapshot" else [])
+
+
+def _play(runtime: str, mode: str, cases: list[tuple[str, str]]) -> dict[str, dict]:
+    """``cases`` through ``step`` in one fresh process: what it reported of each."""
     _need(runtime)
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, runtime, mode, bomb],
+        [sys.executable, "-c", _SCRIPT, runtime, mode, json.dumps(cases)],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=840,
         env=os.environ.copy(),
         check=False,
     )
@@ -136,17 +190,38 @@ def _run(runtime: str, mode: str, bomb: str) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+@pytest.fixture(scope="module")
+def played() -> Callable[[str, str, str], dict]:
+    """``played(runtime, mode, case)``: that case's report; each runtime and mode is
+    played once for the module, at its first case asked for."""
+    runs: dict[tuple[str, str], dict[str, dict]] = {}
+
+    def get(runtime: str, mode: str, case: str) -> dict:
+        if (runtime, mode) not in runs:
+            runs[runtime, mode] = _play(runtime, mode, _cases(runtime, mode))
+        got = runs[runtime, mode][case]
+        if not got.get("peak_reset", True) and case != _cases(runtime, mode)[0][0]:
+            # the peak could not be reset (no /proc/self/clear_refs): alone, as the first
+            # case of a fresh process, the peak before the bomb is the process's own
+            got = _play(runtime, mode, [c for c in _cases(runtime, mode) if c[0] == case])[case]
+        assert "error" not in got, got["error"]
+        return got
+
+    return get
+
+
 def _names_limit(text: str, limit: str) -> None:
     assert f"past the copy limit {limit}" in text and "(at most " in text, text
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first case asked for plays them all
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
 @pytest.mark.bwrap
-def test_local_grading_refuses_the_bomb_unread(bomb: str) -> None:
+def test_local_grading_refuses_the_bomb_unread(played: Callable, bomb: str) -> None:
     """Local: the freeze's copy of the end state is measured first; the bomb is not
     graded (a finding naming the limit), the host's memory does not grow with it."""
-    got = _run("local", "submit", BOMBS[bomb])
+    got = played("local", "submit", bomb)
     assert got["terminated"] and got["reward"] == 0.0, got
     assert got["grew_mb"] < RSS_BOUND_MB, got
     assert len(got["findings"]) == 1, got
@@ -155,13 +230,13 @@ def test_local_grading_refuses_the_bomb_unread(bomb: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first case asked for plays them all
 @pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
-def test_snapshot_refuses_the_bomb_unread(runtime: str, bomb: str) -> None:
+def test_snapshot_refuses_the_bomb_unread(played: Callable, runtime: str, bomb: str) -> None:
     """A snapshot (here the one a step reward grades) is measured first: it holds no
     files, says which limit they passed, and the host's memory does not grow."""
-    deep = runtime == "docker" and bomb == "deep-tree"
-    got = _run(runtime, "snapshot", DEEP_DOCKER if deep else BOMBS[bomb])
+    got = played(runtime, "snapshot", bomb)
     assert got["reward"] == 0.0, got
     assert got["grew_mb"] < RSS_BOUND_MB, got
     assert got["lost"], got
@@ -169,33 +244,31 @@ def test_snapshot_refuses_the_bomb_unread(runtime: str, bomb: str) -> None:
     assert got["honest"] is True, got
 
 
-#: a sparse file of 8 GiB made in the work dir, its size said back
-EIGHT_GIB = "truncate -s 8G /app/big && stat -c made=%s /app/big"
-
-
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first case asked for plays them all
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_a_sparse_8g_file_is_made_and_never_read_whole(runtime: str) -> None:
+def test_a_sparse_8g_file_is_made_and_never_read_whole(played: Callable, runtime: str) -> None:
     """The sandbox sets no file-size limit (Harbor's containers set none): an 8 GiB sparse
     file is made, and the snapshot that a step reward grades still refuses to copy it."""
-    got = _run(runtime, "snapshot", EIGHT_GIB)
+    got = played(runtime, "snapshot", "8g")
     assert "made=8589934592" in got["obs"], got
     assert got["grew_mb"] < RSS_BOUND_MB, got
     _names_limit(got["lost"], "max_bytes")
     assert got["honest"] is True, got
     if runtime == "local":  # the freeze's copy before grading refuses it too
-        got = _run(runtime, "submit", EIGHT_GIB)
+        got = played(runtime, "submit", "8g")
         assert got["terminated"] and got["reward"] == 0.0, got
         assert len(got["findings"]) == 1, got
         _names_limit(got["findings"][0], "max_bytes")
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first case asked for plays them all
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_a_file_growing_during_the_copy_is_cut(runtime: str) -> None:
+def test_a_file_growing_during_the_copy_is_cut(played: Callable, runtime: str) -> None:
     """Files that grow while a snapshot copies them: the copy is sparse (holes are not
     read) and stops at the limit, wherever the growth stood when it was measured."""
-    got = _run(runtime, "snapshot", GROWING)
+    got = played(runtime, "snapshot", "growing")
     assert got["grew_mb"] < RSS_BOUND_MB, got
     assert got["lost"], got  # by the time of the second snapshot, 8 GB of holes
     _names_limit(got["lost"], "max_bytes")
