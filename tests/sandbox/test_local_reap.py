@@ -4,9 +4,9 @@ worker stays in the sandbox's cgroup and counts toward its limits like any of it
 processes; the next call waits for it before it takes a worker, and close() leaves nothing
 of it.
 
-Each test stops the used worker from the host before its call ends (it cannot exit while
-stopped) and gives the reaping thread a patience no test reaches, so nothing here depends
-on how fast the machine is.
+Each test holds the used worker with a call that runs beside it, stops it from the host
+before its input is closed (it cannot exit while stopped) and gives the reaping thread a
+patience no test reaches, so nothing here depends on how fast the machine is.
 """
 
 from __future__ import annotations
@@ -52,18 +52,16 @@ def gone(pid: int) -> bool:
         return True
 
 
-def stopped_call(box: LocalSandbox, src: str = ECHO) -> tuple[int, int, list[str]]:
-    """Run a one-case call whose worker is stopped after its answer, before the call ends:
-    (bwrap's pid, the worker's host pid, the outputs)."""
-    gen = box.run_python_cases(src, [PyCase("stdin", stdin="21")])
-    first = next(gen)  # the answer is in; the call has not closed the worker's input yet
-    with box._lock:
-        (proc,) = [p for p in box._procs if _pid1(p) is not None and p not in spares(box)]
-    pid1 = _pid1(proc)
-    assert pid1 is not None
+def stopped_call(box: LocalSandbox) -> tuple[int, int, list[str]]:
+    """A one-case call whose worker is stopped before its input is closed (it waits for a
+    call beside it, which then ends): (bwrap's pid, the worker's host pid, the outputs)."""
+    got: list[object] = []
+    t, case_pid, held, pid1 = held_beside_a_long_call(box, got)
     os.kill(pid1, signal.SIGSTOP)
-    rest = list(gen)  # the call ends: it does not wait for the stopped worker
-    return proc.pid, pid1, [first.stdout, *(r.stdout for r in rest)]
+    os.kill(case_pid, signal.SIGKILL)  # the long call ends: the held worker is ended
+    t.join(120)
+    assert got and not box._held
+    return held.pid, pid1, ["6\n"]
 
 
 def spares(box: LocalSandbox) -> set[object]:
@@ -73,17 +71,21 @@ def spares(box: LocalSandbox) -> set[object]:
 
 def test_a_call_returns_before_its_worker_exits(box: LocalSandbox) -> None:
     bwrap, pid1, out = stopped_call(box)
-    assert out == ["42\n"]
+    assert out == ["6\n"]
     assert not gone(pid1) and not gone(bwrap)
     if box._cgroup is not None:  # still the sandbox's: it counts toward its limits
         assert pid1 in box._cgroup.pids()
     os.kill(pid1, signal.SIGCONT)  # its input is closed: it exits, and is reaped
+
+    def reaped() -> bool:
+        with box._lock:
+            forgotten = not any(p.pid == bwrap for p in box._procs)
+        return forgotten and gone(pid1) and gone(bwrap)
+
     deadline = time.monotonic() + 60
-    while not (gone(pid1) and gone(bwrap)) and time.monotonic() < deadline:
+    while not reaped() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert gone(pid1) and gone(bwrap)
-    with box._lock:
-        assert not any(p.pid == bwrap for p in box._procs)
+    assert reaped()
 
 
 def test_the_next_call_waits_until_the_worker_is_gone(box: LocalSandbox) -> None:
