@@ -757,14 +757,14 @@ class LocalSandbox(Sandbox):
         done = 0
         reader: _LineReader | None = None
         reaping = faulted = False
-        # the program and its first case in one write. One case ahead: the next case's
-        # input waits in the pipe (kernel memory no case can reach; the worker reads it
-        # only once the case before is over), so the host's round trip is off the
-        # critical path
         with self._reaped:
             self._running += 1
         counted = True
         try:
+            # the program and its first case in one write. One case ahead: the next
+            # case's input waits in the pipe (kernel memory no case can reach; the worker
+            # reads it only once the case before is over), so the host's round trip is
+            # off the critical path
             first = harness.encode_header(source, timeout, self.limits)
             first += harness.encode_case(cases[0])
             reader = _LineReader(proc)
