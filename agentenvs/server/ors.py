@@ -57,7 +57,8 @@ Bounds (the reference server's session store has none; ``ServerConfig``'s):
   ``metadata`` and the results leave out the env's ``hidden_info_keys``;
 - an idle timeout, ``session_timeout`` or :data:`IDLE_TIMEOUT`: a session neither pinged
   (the SDK's client pings every 10 s) nor called that long is deleted and its env closed,
-  so a killed client's env goes; a session whose tool call runs is never idle. Keep it
+  so a killed client's env goes; a session whose tool call runs, or whose env is still
+  being set up, is never idle. Keep it
   well above the client's ping period;
 - ``max_message_bytes`` per HTTP body (413 past it) and per call's arguments
   (``VALIDATION_ERROR``), with ``request_timeout`` and ``stall_timeout`` as the other
@@ -197,6 +198,7 @@ def environment_class(config: ServerConfig) -> type:
             self._open = True
             type(self).open_envs += 1
             self.busy = 0  # tool calls under way: the session is not idle
+            self.ready_at = 0.0  # when setup ended: the idle clock starts no earlier
 
         @classmethod
         def name(cls) -> str:
@@ -229,6 +231,8 @@ def environment_class(config: ServerConfig) -> type:
             except BaseException:  # refused, or cancelled (the session deleted meanwhile):
                 await _shielded(self._close())  # the SDK tears down only envs it keeps
                 raise
+            finally:
+                self.ready_at = time.monotonic()
 
         async def _start(self) -> None:
             spec = dict(self.task_spec)
@@ -463,10 +467,13 @@ class OrsSessions:
             now = time.monotonic()
             for sid, last in list(server._last_ping.items()):
                 env = server._active_envs.get(sid)
-                if getattr(env, "busy", 0):
-                    server._last_ping[sid] = now  # a call under way: not idle
+                ready = server._ready.get(sid)
+                if getattr(env, "busy", 0) or (ready is not None and not ready.is_set()):
+                    # a call under way, or the env still being set up (a slow start on a
+                    # loaded host): not idle; the timeout counts from when it is ready
+                    server._last_ping[sid] = now
                     continue
-                if now - last <= self.timeout:
+                if now - max(last, getattr(env, "ready_at", 0.0)) <= self.timeout:
                     continue
                 with contextlib.suppress(Exception):  # the SDK logs a failed teardown
                     await _delete_session(

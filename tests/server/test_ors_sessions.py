@@ -275,6 +275,23 @@ if FAULTY not in gym.registry:
     gym.register(FAULTY, entry_point=FaultingLakeEnv, kwargs={"max_turns": 10})
 
 
+class SlowStartLakeEnv(FrozenLakeEnv):
+    """FrozenLake whose reset takes ``delay`` seconds: a slow start on a loaded host."""
+
+    def __init__(self, *, delay: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        time.sleep(self.delay)
+        return super().reset(seed=seed, options=options)
+
+
+SLOW = "orstest/SlowStartFrozenLake-v0"
+if SLOW not in gym.registry:
+    gym.register(SLOW, entry_point=SlowStartLakeEnv, kwargs={"max_turns": 10})
+
+
 @contextmanager
 def in_process_server(config: ServerConfig) -> Iterator[str]:
     """The ORS app on loopback, served by uvicorn on a thread of this process."""
@@ -361,3 +378,20 @@ def test_the_servers_connections_send_small_replies_at_once() -> None:
             return value
 
     assert asyncio.run(main()) != 0
+
+
+def test_a_session_whose_env_is_still_starting_is_not_idle() -> None:
+    """The idle timeout counts from when the env is ready: a start that takes four times
+    the timeout (a loaded host) does not lose the session, which then plays as usual."""
+    config = ServerConfig(SLOW, {"delay": 2.0}, session_timeout=0.5)
+    with in_process_server(config) as url:
+
+        async def main() -> None:
+            async with (
+                ors_env(url, SLOW) as env,
+                env.session(task=task(SLOW, SPEC)) as session,
+            ):
+                first = await session.call_tool("act", {"action": "Down"})
+                assert not first.finished, first
+
+        asyncio.run(main())
