@@ -20,7 +20,7 @@ import numpy as np
 from agentenvs.core import info as keys
 from agentenvs.core.errors import Fault, SnapshotError, UnknownTaskError
 from agentenvs.core.fork import copy_rng, copy_space
-from agentenvs.core.rng import BIT_GENERATORS, rng_from_state
+from agentenvs.core.rng import BIT_GENERATORS, rng_from_state, seeded_rng
 from agentenvs.core.snapshot import Snapshot
 from agentenvs.core.spaces import FreeText
 
@@ -240,9 +240,12 @@ class TextEnv(gym.Env[str, str]):
         task_id = options.get("task_id")
         if task_id is not None:
             self._check_task_id(task_id)
-        saved = self._save_base()
+        # a seed puts a new generator in place: the old one is left as it is, only its
+        # object is kept to put back (reading its state costs more than the rest)
+        saved = self._save_base(rng_state=seed is None)
         try:
-            super().reset(seed=seed)
+            if seed is not None:  # Gymnasium's seeding (``super().reset``), built for less
+                self._np_random, self._np_random_seed = seeded_rng(seed)
             if task_id is None:
                 ids = self.task_ids
                 task_id = ids[int(self.np_random.integers(len(ids)))]
@@ -498,10 +501,11 @@ class TextEnv(gym.Env[str, str]):
             self.restore(snap)
 
     # ---------------------------------------------------------------- atomicity
-    def _save_base(self) -> tuple[Any, ...]:
-        """The base's fields and RNG (its state too: draws advance it in place)."""
+    def _save_base(self, *, rng_state: bool = True) -> tuple[Any, ...]:
+        """The base's fields and RNG (its state too, unless ``rng_state`` is False: draws
+        advance it in place)."""
         rng = self._np_random
-        rng_saved = None if rng is None else rng.bit_generator.state
+        rng_saved = None if rng is None or not rng_state else rng.bit_generator.state
         return (
             rng,
             rng_saved,
@@ -528,7 +532,7 @@ class TextEnv(gym.Env[str, str]):
             self._score,
             self._last_obs,
         ) = saved
-        if rng is not None:
+        if rng_saved is not None:
             rng.bit_generator.state = rng_saved
         self._np_random = rng
 
@@ -659,15 +663,16 @@ class TextEnv(gym.Env[str, str]):
         return observation
 
     def _info(self, *, action_valid: bool) -> dict[str, Any]:
-        info: dict[str, Any] = {
+        turn, budget = self._turn, self._episode_max_turns
+        # one dict, the env's keys last (as ``update`` would put them)
+        return {
             keys.TASK_ID: self._task_id,
-            keys.TURN: self._turn,
-            keys.MAX_TURNS: self._episode_max_turns,
-            keys.TURNS_LEFT: self.turns_left,
+            keys.TURN: turn,
+            keys.MAX_TURNS: budget,
+            keys.TURNS_LEFT: budget - turn if budget > turn else 0,
             keys.SUCCESS: self._success,
             keys.SCORE: self._score,
             keys.ACTION_VALID: bool(action_valid),
             keys.STATE_KEY: self.state_key(),
+            **self._extra_info(),
         }
-        info.update(self._extra_info())
-        return info
