@@ -13,7 +13,10 @@ no spare yet) and is printed apart; the rounds after it are the warm path (deman
 Prints, per N and mode, p50/p99 of a reset and starts/s (N over the round's wall time,
 median over rounds), the warm resets that found no ready spare (the runtime's
 ``session_starts``, else whether a ready spare of the task was there before the round),
-the ratios of ``demand`` to the other modes, and the warm path's p99 over its p50.
+the ratios of ``demand`` to the other modes, and the warm path's p99 over its p50; and
+per mode, the warm p50 of the reset that began first in its round against the others',
+and the resets a cyclic garbage collection ran in (where a tail below a millisecond
+comes from).
 Exits 0 with a note when the docker runtime cannot run here.
 
 With ``--baseline REV``, the package as it was at git revision REV runs the same modes
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import os
@@ -98,18 +102,43 @@ def _ready(env: TerminalBenchEnv) -> dict[str, int] | bool:
     return any(isinstance(s[1], tuple) for s in list(runtime._spares))
 
 
+class _Collections:
+    """How many cyclic garbage collections each thread has run (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.count: dict[int, int] = {}
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            me = threading.get_ident()
+            self.count[me] = self.count.get(me, 0) + 1
+
+
+COLLECTIONS = _Collections()
+gc.callbacks.append(COLLECTIONS)
+
+
 def one_round(
-    envs: list[TerminalBenchEnv], task_id: str, profiles: list[Any] | None = None
+    envs: list[TerminalBenchEnv],
+    task_id: str,
+    profiles: list[Any] | None = None,
+    marks: dict[str, list[float]] | None = None,
 ) -> tuple[list[float], float]:
     """Reset every env at once: (each reset's seconds, the round's wall seconds); with
-    ``profiles``, each reset under a ``cProfile.Profile`` of its own, added to it."""
+    ``profiles``, each reset under a ``cProfile.Profile`` of its own, added to it; with
+    ``marks``, the seconds of the reset that began first go to ``marks["first"]``, the
+    others' to ``marks["rest"]``, and those of resets a garbage collection ran in to
+    ``marks["collected"]``."""
     times = [0.0] * len(envs)
+    began = [0.0] * len(envs)
+    collected = [False] * len(envs)
     errors: list[BaseException] = []
     barrier = threading.Barrier(len(envs) + 1)
 
     def reset(i: int) -> None:
         barrier.wait()
-        start = time.perf_counter()
+        start = began[i] = time.perf_counter()
+        runs = COLLECTIONS.count.get(threading.get_ident(), 0)
         try:
             if profiles is not None:
                 profile = cProfile.Profile()
@@ -120,6 +149,7 @@ def one_round(
         except BaseException as exc:  # noqa: BLE001 - raised below
             errors.append(exc)
         times[i] = time.perf_counter() - start
+        collected[i] = COLLECTIONS.count.get(threading.get_ident(), 0) > runs
 
     threads = [threading.Thread(target=reset, args=(i,)) for i in range(len(envs))]
     for thread in threads:
@@ -131,6 +161,11 @@ def one_round(
     wall = time.perf_counter() - start
     if errors:
         raise errors[0]
+    if marks is not None:
+        first = began.index(min(began))
+        marks["first"].append(times[first])
+        marks["rest"] += [t for i, t in enumerate(times) if i != first]
+        marks["collected"] += [t for i, t in enumerate(times) if collected[i]]
     return times, wall
 
 
@@ -169,7 +204,10 @@ def warm_round(
     """One warm round of ``envs``, its figures added to ``into``; then its starts settle."""
     profile = profiles.get(mode) if profiles is not None else None
     before = [_ready(env) for env in envs]
-    times, wall = one_round(envs, task_id, profile)
+    marks: dict[str, list[float]] = {"first": [], "rest": [], "collected": []}
+    times, wall = one_round(envs, task_id, profile, marks)
+    for name, values in marks.items():
+        into.setdefault(name, []).extend(values)
     into["warm"] += times
     into["rate"].append(len(envs) / wall)
     into["missed"].append(_missed(envs, before))
@@ -257,9 +295,9 @@ def measure_against(
                 if not line:
                     raise RuntimeError(f"the {suffix or 'working tree'} worker ended")
                 for mode, found in json.loads(line).items():
-                    mine = out.setdefault(mode + suffix, {k: [] for k in found})
+                    mine = out.setdefault(mode + suffix, {})
                     for k, values in found.items():
-                        mine[k] += values
+                        mine.setdefault(k, []).extend(values)
     finally:
         for proc in workers.values():
             if proc.stdin is not None:
@@ -329,6 +367,16 @@ def report(n: int, args: argparse.Namespace, modes: list[str], trees: dict[str, 
             print(
                 f"  {mode:<{width}} {path:<5} {1000 * p50:8.2f} {1000 * p99:8.2f} "
                 f"{p99 / p50:8.2f} {rate:9.1f} {missed:>9}"
+            )
+    for mode in names:
+        first, rest = found[mode].get("first"), found[mode].get("rest")
+        if first and rest:
+            gcs = found[mode].get("collected") or []
+            print(
+                f"  {mode} warm: the first reset of a round p50 {1000 * statistics.median(first):.2f}"
+                f" ms, the others {1000 * statistics.median(rest):.2f} ms; a garbage collection"
+                f" ran in {len(gcs)} of {len(first) + len(rest)}"
+                + (f" (p50 {1000 * statistics.median(gcs):.2f} ms)" if gcs else "")
             )
     if "demand" in warm:
         d50, d99, drate = warm["demand"]
