@@ -683,9 +683,9 @@ class LocalSandbox(Sandbox):
 
     def _call_done(self, proc: subprocess.Popen[bytes] | None, spare: Any) -> bool:
         """A call is over. ``proc``: its worker, which has answered every case, to end
-        (its input closed) and leave to a thread that waits for its exit, kills what is
-        left of it and then starts the next spare (``spare``: its key and command, or
-        None). While other calls still run, that waits until the last of them is over,
+        (its input closed) and leave to a thread that starts the next spare (``spare``:
+        its key and command, or None), waits for the worker's exit and kills what is left
+        of it. While other calls still run, that waits until the last of them is over,
         so that neither a worker's exit nor a spare's start competes with them. False:
         the sandbox is closed (the caller forgets the worker itself)."""
         with self._reaped:
@@ -710,13 +710,14 @@ class LocalSandbox(Sandbox):
 
     def _reap(self, proc: subprocess.Popen[bytes], spare: Any) -> None:
         try:
+            if spare is not None:
+                # beside the worker's exit, no call's work: and on its way before the
+                # worker counts as gone, so a call waiting for that waits for the spare
+                # too, rather than starting a worker of its own
+                self._start_spares(*spare)
             _wait_exit(proc, _REAP_S)
         finally:
             self._forget(proc)
-            if spare is not None:
-                # on its way before the worker counts as gone: a call waiting for that
-                # waits for the spare too, rather than starting a worker of its own
-                self._start_spares(*spare)
             with self._reaped:
                 self._reaping.discard(proc)
                 self._reaped.notify_all()
