@@ -261,7 +261,7 @@ def _plain_info(info: dict[str, Any]) -> dict[str, Any]:
         if kind in _SCALARS:
             continue
         if kind is float:
-            if isfinite(value):
+            if value - value == 0.0:  # finite (infinity and NaN give NaN), without a call
                 continue
             return json_safe(info)
         if kind is tuple or kind is list:
@@ -337,22 +337,29 @@ class Session:
             obs, info = await self.env.areset(seed=params.seed, options=self._options(params))
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
-        return self._started(params, obs, info)
+        return self._started(params.episode_id, obs, info)
 
     def reset_now(self, data: dict[str, Any]) -> dict[str, Any] | None:
         """``observation_payload(await self.reset(data))`` of an env on the event loop
         (``env.inline``), made in this call and built without the models; None for a
         reset from a snapshot, which ``reset`` makes."""
-        params = reset_params(data)
-        if params.snapshot is not None:
-            return None
+        seed = data.get("seed")
+        if len(data) == (seed is not None) and (
+            seed is None or (type(seed) is int and 0 <= seed < 1 << 64)
+        ):  # ``{"seed": N}`` or ``{}``: as ``ResetParams`` reads it, without the model
+            episode_id, options = None, None
+        else:
+            params = reset_params(data)
+            if params.snapshot is not None:
+                return None
+            seed, episode_id, options = params.seed, params.episode_id, self._options(params)
         try:
-            obs, info = self.env.env.reset(seed=params.seed, options=self._options(params))
+            obs, info = self.env.env.reset(seed=seed, options=options)
         except (ValueError, KeyError, TypeError) as exc:
             raise SessionError(f"reset failed: {_short(exc)}", "VALIDATION_ERROR") from None
         if type(obs) is not str:  # not an observation: the model refuses it
-            return observation_payload(self._started(params, obs, info))
-        self._begin_episode(params.episode_id)
+            return observation_payload(self._started(episode_id, obs, info))
+        self._begin_episode(episode_id)
         self.step_count = 0
         return {
             "observation": {
@@ -372,8 +379,8 @@ class Session:
             self.config.check_turns(options.get("max_turns"))
         return options
 
-    def _started(self, params: ResetParams, obs: str, info: dict[str, Any]) -> TextObservation:
-        self._begin_episode(params.episode_id)
+    def _started(self, episode_id: str | None, obs: str, info: dict[str, Any]) -> TextObservation:
+        self._begin_episode(episode_id)
         self.step_count = 0
         return _observe(obs, info, reward=None, terminated=False, truncated=False)
 

@@ -492,6 +492,32 @@ class FrozenLakeEnv(TextEnv):
             )
         start = self._pos
         cum0, cum1, cum2 = view.model.cumulative
+        if len(moves) == 1 and self.actions_per_turn == 1:  # the usual turn: one move
+            a = moves[0]
+            # Gymnasium's categorical_sample: the first outcome whose running sum exceeds u
+            u = self.np_random.random()
+            k = 0 if u < cum0 else 1 if u < cum1 else 2 if u < cum2 else 0
+            pos = view.next_state[start][a][k]
+            text = _OUTCOMES[(a, _SLIPS[a][k], pos == start)]
+            reward = 0.0
+            ended = view.terminal[pos]
+            if ended:
+                if view.goal[pos]:
+                    reward = 1.0
+                    text += _WON
+                else:
+                    text += _FELL
+            self._pos = pos
+            self._last_action = ACTION_NAMES[a]
+            self._last_regret = regret = view.oracle.regret(start, a, moves_left)
+            return Transition(
+                observation=f"{text}\n{view.grid(pos)}",
+                reward=reward,
+                terminated=ended,
+                success=reward > 0.0,
+                score=reward,
+                info={STEP_REWARD: 0.0 - regret},
+            )
         lines = []
         pos = start
         reward = 0.0
