@@ -8,11 +8,11 @@ server only: ``execute(lean=False)``); "old" (no cap, ``warm_servers=None``: a c
 whenever none is idle; the full server only); "cap 2x"/"cap 4x" (the default's grading
 with the cap at twice and four times the usable CPUs) and "uncapped" (the same, no cap).
 Strict rules (a sandboxed case worker per program) three ways: "spare" (the default: a
-worker started ahead, taken by the call; once the call's answers are in, the used worker is
-ended and reaped on a thread of its own, which starts the next spare), "prev" (the spare as it was
-before: the next one started beside the call, which waited for its worker's exit) and
-"fresh" (``strict_spares=0``: each call starts its own), with all of a problem's cases
-and with its first case alone ("1case").
+worker started ahead, taken by the call; once the call's answers are in, the used worker
+is ended and reaped on a thread of its own, which starts the next spare), "prev" (the
+spare as it was before: the next one started beside the call, which waited for its
+worker's exit) and "fresh" (``strict_spares=0``: each call starts its own), with all of
+a problem's cases and with its first case alone ("1case").
 
 Each round takes a fresh sandbox per variant and concurrency and grades the programs
 twice: the first batch pays the servers' starts, the second finds them started. Rounds

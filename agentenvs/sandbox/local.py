@@ -159,9 +159,11 @@ class LocalSandbox(Sandbox):
             whenever none is idle.
         strict_spares: case workers (``run_python_cases``) kept started ahead, at most
             this many: a call takes one that has read nothing yet instead of starting
-            bwrap and the worker itself, and the next is started in the background. A
-            spare is its own sandbox (pid 1 of its own namespaces, a fresh ``/work``), so
-            no program reaches it; 0: a fresh worker started by each call.
+            bwrap and the worker itself. Once its answers are in, the used worker is
+            ended and reaped on a thread of its own, which starts the next spare (both
+            wait while other calls of the sandbox run). A spare is its own sandbox (pid
+            1 of its own namespaces, a fresh ``/work``), so no program reaches it; 0: a
+            fresh worker started by each call.
     """
 
     backend = "local"
