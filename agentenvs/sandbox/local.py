@@ -690,17 +690,25 @@ class LocalSandbox(Sandbox):
         of it. While other calls still run, that waits until the last of them is over,
         so that neither a worker's exit nor a spare's start competes with them. False:
         the sandbox is closed (the caller forgets the worker itself)."""
+        dropped: list[tuple[subprocess.Popen[bytes], Any]] = []
         with self._reaped:
             self._running -= 1
-            if self._closed:
-                self._held.clear()
-                return False
-            if proc is not None:
-                self._held.append((proc, spare))
-            if self._running > 0:
-                return proc is not None
-            ending, self._held = self._held, []
-            self._reaping.update(p for p, _ in ending)
+            closed = self._closed
+            if closed:
+                # the workers other calls left here are this call's to forget: close()
+                # may have taken the list before they came
+                dropped, self._held = self._held, []
+            else:
+                if proc is not None:
+                    self._held.append((proc, spare))
+                if self._running > 0:
+                    return proc is not None
+                ending, self._held = self._held, []
+                self._reaping.update(p for p, _ in ending)
+        if closed:
+            for p, _ in dropped:
+                self._forget(p)
+            return False
         for p, sp in ending:
             assert p.stdin is not None
             with contextlib.suppress(OSError):
