@@ -320,6 +320,13 @@ class DockerImages:
         docker = _docker_module()
         api = self.client.api
         limit = self.pull_timeout_s
+        if not all(
+            hasattr(api, name) for name in ("_post", "_url", "_raise_for_status", "_stream_helper")
+        ):
+            # a client whose internals differ from docker 7's: its own pull, without our
+            # deadline (the engine's timeouts still end a silent registry's pull)
+            yield from api.pull(image, stream=True, decode=True)
+            return
         repository, tag = docker.utils.parse_repository_tag(image)
         headers = {}
         auth_header = docker.auth.get_config_header(
