@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 from _services import require_bwrap
+from test_local_spare import gone
 
 from agentenvs.sandbox import local
 from agentenvs.sandbox._local_procs import _pid1
@@ -42,14 +43,6 @@ def box(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
         yield sb
     finally:
         sb.close()
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1].startswith("Z")  # a zombie is no process
-    except OSError:
-        return True
 
 
 def stopped_call(box: LocalSandbox) -> tuple[int, int, list[str]]:
