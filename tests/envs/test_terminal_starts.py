@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
 import time
@@ -165,6 +166,45 @@ def test_a_warm_reset_takes_a_ready_spare_and_starts_no_thread(
     assert runtime.session_starts["opened"] == counts["opened"]
     _settled(env)
     assert [s for s in runtime._spares if isinstance(s[1], tuple)]  # the next one is ready
+
+
+@on_docker
+def test_the_background_collects_the_young_garbage_it_made_not_the_next_reset(
+    envs: list[TerminalBenchEnv],
+) -> None:
+    # the engine requests of spare starts leave thousands of objects behind; the
+    # collection they are due runs on a background thread once quiet, so the next
+    # burst of resets does not run it
+    env = _env()
+    envs.append(env)
+    env.reset(options={"task_id": TASK})
+    _settled(env)
+    seen: list[tuple[str, int]] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append((threading.current_thread().name, info["generation"]))
+
+    gc.callbacks.append(note)
+    try:
+        env.reset(options={"task_id": TASK})
+        _settled(env)
+        deadline = time.monotonic() + 30
+        while not any(name.startswith("agentenvs-tb-") and gen >= 1 for name, gen in seen):
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.05)
+        gc.disable()  # a collector the user turned off is not run
+        try:
+            time.sleep(0.3)  # a collection begun before is over
+            seen.clear()
+            env.reset(options={"task_id": TASK})
+            _settled(env)
+            time.sleep(0.5)
+            assert not [s for s in seen if s[0].startswith("agentenvs-tb-")]
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(note)
 
 
 @on_docker
