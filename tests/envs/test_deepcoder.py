@@ -299,6 +299,34 @@ def test_error_action_fails_a_test_and_is_seeded(bundled) -> None:
 
 
 @pytest.mark.bwrap
+def test_a_reference_slower_than_the_first_check_still_gives_mutants(tmp_path: Path) -> None:
+    # each test takes 0.8 s, over the search's first limit (0.5 s): its mutants are judged
+    # again under the second (2 s) and kept, so the pool is not the host's load's doing
+    reference = "import time\ntime.sleep(0.8)\nn = int(input())\nprint(n * 2)\n"
+    row = {
+        "id": "slow-double",
+        "problem": "Print twice n.",
+        "starter_code": "",
+        "tests": json.dumps(
+            [{"input": f"{n}\n", "output": f"{2 * n}\n", "testtype": "stdin"} for n in (1, 5)]
+        ),
+        "metadata": json.dumps({"reference": reference}),
+    }
+    tasks = tmp_path / "slow.jsonl"
+    tasks.write_text(json.dumps(row) + "\n")
+    env = DeepCoderMTEnv(tasks_path=tasks, sandbox="local")
+    try:
+        env.reset(seed=0, options={"task_id": "slow-double"})
+        pool = env.error_pool()
+        assert pool and all("time.sleep" in code for code in pool), pool
+        for code in pool:
+            assert not all(o.passed for o in env.outcomes_of(code))
+            assert not any(o.timed_out for o in env.outcomes_of(code))
+    finally:
+        env.close()
+
+
+@pytest.mark.bwrap
 def test_scoring_sixteen_candidates_from_one_state(bundled) -> None:
     env = bundled
     env.reset(seed=0, options={"task_id": "dc-014"})

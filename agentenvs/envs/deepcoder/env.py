@@ -39,11 +39,16 @@ from agentenvs.sandbox import sweep_leftovers
 from agentenvs.sandbox.base import Limits, PyCase, Sandbox
 
 #: error actions: how many verified mutants to keep per task, how many to try at most,
-#: and the per-test time limit while verifying (mutants that time out are dropped, so an
-#: injected error never costs a step the full time limit per test)
+#: and the per-test time limits while verifying: every candidate runs under the first,
+#: those that time out run again under the second (both capped by the task's own), and
+#: only a timeout there drops one. A mutant is kept on whether it finishes a test within
+#: 2 s, not on the host's load at the time: a program taking 0.3 s a test, near the first
+#: limit on a loaded host, stays in the pool on any host, and an injected error never
+#: costs a step more than 2 s a test.
 ERROR_POOL_SIZE = 4
 ERROR_MAX_TRIES = 24
 VERIFY_TIMEOUT = 0.5
+RECHECK_TIMEOUT = 2.0
 #: results kept per process, shared by every env with the same tasks and settings
 OUTCOME_CACHE_SIZE = 4096
 
@@ -149,7 +154,8 @@ class DeepCoderMTEnv(TextEnv):
     the task's reference solution with one seeded AST mutation (a flipped comparison,
     an off-by-one, ``+``/``-`` swapped, a changed constant, ``and``/``or`` or
     ``min``/``max`` swapped, a dropped line) that was run and fails at least one test
-    without timing out; up to four such mutants are found per task (in a fixed order,
+    without timing out (each test within 2 s, checked at 0.5 s first and again at 2 s
+    for those over: the pool does not depend on the host's load); up to four such mutants are found per task (in a fixed order,
     cached) and ``rng`` picks one. Tasks without a reference or a failing mutant fall
     back to a bundled wrong solution, then to a stub program.
 
@@ -664,13 +670,7 @@ class DeepCoderMTEnv(TextEnv):
                 search.exhausted = True
                 break
             try:
-                results = self._run_many(
-                    task,
-                    batch,
-                    timeout=min(self._timeout_for(task), VERIFY_TIMEOUT),
-                    stop_on_failure=False,
-                    stop_on_timeout=True,
-                )
+                results = self._verify(task, batch)
             except BaseException:
                 # a Fault (or any error) judged none of them: they are tried again next
                 # time, so the mutants found never depend on a fault
@@ -690,6 +690,21 @@ class DeepCoderMTEnv(TextEnv):
                 view = self._early_stopped(outcomes) if self.early_stop else outcomes
                 _OUTCOMES.put(self._key_of(task, mutant), view)
         return search.found[:want]
+
+    def _verify(self, task: CodeTask, batch: list[str]) -> list[tuple[TestOutcome, ...]]:
+        """Each mutant's outcomes under ``VERIFY_TIMEOUT``, and for those that timed out
+        there, under ``RECHECK_TIMEOUT`` (each capped by the task's limit)."""
+        limit = self._timeout_for(task)
+        options = {"stop_on_failure": False, "stop_on_timeout": True}
+        results = self._run_many(task, batch, timeout=min(limit, VERIFY_TIMEOUT), **options)
+        again = [i for i, outcomes in enumerate(results) if any(o.timed_out for o in outcomes)]
+        if again and min(limit, RECHECK_TIMEOUT) > min(limit, VERIFY_TIMEOUT):
+            slow = self._run_many(
+                task, [batch[i] for i in again], timeout=min(limit, RECHECK_TIMEOUT), **options
+            )
+            for i, outcomes in zip(again, slow, strict=True):
+                results[i] = outcomes
+        return results
 
     def error_pool(self, task: CodeTask | None = None) -> list[str]:
         """Every buggy program ``error_action`` can return for ``task``: up to
