@@ -155,8 +155,8 @@ class DeepCoderMTEnv(TextEnv):
     an off-by-one, ``+``/``-`` swapped, a changed constant, ``and``/``or`` or
     ``min``/``max`` swapped, a dropped line) that was run and fails at least one test
     without timing out (each test within 2 s, checked at 0.5 s first and again at 2 s
-    for those over: the pool does not depend on the host's load); up to four such mutants are found per task (in a fixed order,
-    cached) and ``rng`` picks one. Tasks without a reference or a failing mutant fall
+    for those over: the pool does not depend on the host's load); up to four such
+    mutants are found per task (in a fixed order, cached) and ``rng`` picks one. Tasks without a reference or a failing mutant fall
     back to a bundled wrong solution, then to a stub program.
 
     Faults. A sandbox that fails from outside while a program runs (killed, stopped or
