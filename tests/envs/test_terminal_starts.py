@@ -195,7 +195,7 @@ def test_the_background_collects_the_young_garbage_it_made_not_the_next_reset(
             time.sleep(0.05)
         gc.disable()  # a collector the user turned off is not run
         try:
-            time.sleep(0.3)  # a collection begun before is over
+            time.sleep(1.0)  # a collection begun before is over
             seen.clear()
             env.reset(options={"task_id": TASK})
             _settled(env)

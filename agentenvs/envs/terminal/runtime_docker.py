@@ -188,9 +188,21 @@ class _Sessions:
         collection they are due is otherwise run by whichever thread allocates next,
         often a reset of the next burst (a millisecond in a 0.2 ms reset). The
         collector's settings are left as they are; a disabled collector is not run."""
+        cls.wait_quiet()
         if gc.isenabled():
-            cls.wait_quiet()
             gc.collect(1)
+
+    @classmethod
+    def run(cls, work: Callable[[], None], left: queue.SimpleQueue[Any]) -> None:
+        """One piece of a background thread's work, once quiet (a failure leaves the next
+        to run); then, with nothing more in ``left`` (its queue), ``tidy``."""
+        try:
+            cls.wait_quiet()
+            work()
+        except Exception:  # noqa: BLE001 - a failed start or removal leaves the next to run
+            pass
+        if left.empty():
+            cls.tidy()
 
 
 class _Pending:
@@ -251,14 +263,7 @@ class _SpareCount:
     @staticmethod
     def _start_loop(starts: queue.SimpleQueue[Callable[[], None]]) -> None:
         while True:
-            work = starts.get()
-            try:
-                _Sessions.wait_quiet()
-                work()
-            except Exception:  # noqa: BLE001 - a failed start leaves the next to run
-                pass
-            if starts.empty():
-                _Sessions.tidy()
+            _Sessions.run(starts.get(), starts)
 
 
 def unsupported_reason(task: TerminalTask) -> str | None:
@@ -782,13 +787,7 @@ class DockerRuntime(DockerImages, FreezingDocker):
 
     def _remove_loop(self, removals: queue.SimpleQueue[Callable[[], None] | None]) -> None:
         while (work := removals.get()) is not None:
-            try:
-                _Sessions.wait_quiet()
-                work()
-            except Exception:  # noqa: BLE001 - one failed removal leaves the next to run
-                pass
-            if removals.empty():
-                _Sessions.tidy()
+            _Sessions.run(work, removals)
         with self._lock:
             self._threads.discard(threading.current_thread())
 
