@@ -300,9 +300,9 @@ def test_error_action_fails_a_test_and_is_seeded(bundled) -> None:
 
 @pytest.mark.bwrap
 def test_a_reference_slower_than_the_first_check_still_gives_mutants(tmp_path: Path) -> None:
-    # each test takes 0.8 s, over the search's first limit (0.5 s): its mutants are judged
+    # each test takes 0.6 s, over the search's first limit (0.5 s): its mutants are judged
     # again under the second (2 s) and kept, so the pool is not the host's load's doing
-    reference = "import time\ntime.sleep(0.8)\nn = int(input())\nprint(n * 2)\n"
+    reference = "import time\ntime.sleep(0.6)\nn = int(input())\nprint(n * 2)\n"
     row = {
         "id": "slow-double",
         "problem": "Print twice n.",
